@@ -1,0 +1,73 @@
+"""Kinematics: hinge transforms, body placements, frame poses and Jacobians."""
+import numpy as np
+
+from ..spatial import motion_transform, rotation_about_axis
+from ..tree import PRISMATIC
+
+
+def hinge_placement(tree, body, q):
+    """Placement ``(R, p)`` of body ``body`` in its parent's frame at hinge angle ``q``."""
+    rotation, translation = tree.hinge_rotation[body], tree.hinge_translation[body]
+    axis = tree.hinge_axis[body]
+    if tree.hinge_type[body] == PRISMATIC:
+        return rotation, translation + rotation @ (axis * q)
+    return rotation @ rotation_about_axis(axis, q), translation
+
+
+def parent_to_child_transforms(tree, q_hinge):
+    """The 6x6 motion transforms X(i) from each body's parent frame to its own."""
+    transforms = np.zeros((tree.nb, 6, 6))
+    transforms[0] = np.eye(6)
+    for body in range(1, tree.nb):
+        transforms[body] = motion_transform(*hinge_placement(tree, body, q_hinge[body]))
+    return transforms
+
+
+def body_placements(tree, q_hinge):
+    """World (root-frame) placements ``(R[i], p[i])`` of every body: a scatter."""
+    rotations = np.zeros((tree.nb, 3, 3))
+    translations = np.zeros((tree.nb, 3))
+    rotations[0] = np.eye(3)
+    for body in range(1, tree.nb):
+        parent = tree.parent[body]
+        rotation, translation = hinge_placement(tree, body, q_hinge[body])
+        rotations[body] = rotations[parent] @ rotation
+        translations[body] = translations[parent] + rotations[parent] @ translation
+    return rotations, translations
+
+
+def frame_placement(tree, placements, frame):
+    """World placement of a URDF link frame given the body placements."""
+    rotations, translations = placements
+    rotation = rotations[frame.body] @ frame.rotation
+    translation = translations[frame.body] + rotations[frame.body] @ frame.translation
+    return rotation, translation
+
+
+def ancestors(tree, body):
+    """Bodies on the path from ``body`` to the root (root excluded), tip first."""
+    path = []
+    while body > 0:
+        path.append(body)
+        body = tree.parent[body]
+    return path
+
+
+def hinge_jacobian(tree, placements, frame):
+    """6 x nb Jacobian of a frame origin against hinge rates: rows ``[v; w]``, root axes.
+
+    Column ``i`` is the spatial velocity of the frame origin produced by a unit
+    rate of hinge ``i``; only hinges between the frame's body and the root
+    contribute.
+    """
+    rotations, translations = placements
+    _, point = frame_placement(tree, placements, frame)
+    jacobian = np.zeros((6, tree.nb))
+    for body in ancestors(tree, frame.body):
+        axis = rotations[body] @ tree.hinge_axis[body]
+        if tree.hinge_type[body] == PRISMATIC:
+            jacobian[:3, body] = axis
+        else:
+            jacobian[:3, body] = np.cross(axis, point - translations[body])
+            jacobian[3:, body] = axis
+    return jacobian

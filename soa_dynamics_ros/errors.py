@@ -1,0 +1,63 @@
+"""Exception types of the model library.
+
+Every error a caller can provoke is one of these, so that a node or a tool can
+answer ``success=false`` with the message instead of crashing, and a user can
+catch exactly the class of problem they care about.
+"""
+import difflib
+
+
+class SoaDynamicsError(Exception):
+    """Base class of every error raised on purpose by soa_dynamics_ros."""
+
+
+class InvalidInputError(SoaDynamicsError, ValueError):
+    """A numeric argument has the wrong shape or holds NaN/inf."""
+
+
+class UnknownNameError(SoaDynamicsError, LookupError):
+    """A joint, link or payload name that the model does not have."""
+
+    def __init__(self, kind, name, known):
+        self.kind = kind
+        self.name = name
+        close = difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}")
+
+    def __str__(self):
+        # LookupError would otherwise print the message with quotes around it.
+        return self.args[0]
+
+
+class URDFError(SoaDynamicsError, ValueError):
+    """A robot description that is malformed or uses something unsupported.
+
+    ``element`` and ``line`` locate the problem in the XML where known.
+    """
+
+    def __init__(self, message, element=None, line=None):
+        self.element = element
+        self.line = line
+        where = ""
+        if element is not None:
+            where = f" (in <{element}>" + (f" at line {line})" if line else ")")
+        elif line:
+            where = f" (at line {line})"
+        super().__init__(message + where)
+
+
+class UnsupportedJointError(URDFError):
+    """A joint type the fixed-base tree model cannot represent (floating, planar)."""
+
+
+class InertiaError(URDFError):
+    """Physically impossible inertial parameters."""
+
+
+class InertiaWarning(UserWarning):
+    """Suspicious inertial parameters accepted because validation is not strict."""
+
+
+class SingularDynamicsError(SoaDynamicsError, ArithmeticError):
+    """A solve that has no unique answer (e.g. a massless body on a moving joint)."""

@@ -1,0 +1,221 @@
+"""``RobotModel``: the public face of the computational layer.
+
+It validates arguments, maps between generalized coordinates (independent
+joints) and hinge coordinates (every moving joint, mimic joints included), and
+calls the recursions in :mod:`soa_dynamics_ros.algorithms`.
+
+Conventions (stated once; README repeats them):
+
+* ``q``, ``qd``, ``qdd``, ``tau`` are ordered as :attr:`RobotModel.joint_names`
+  (independent joints, depth-first model order).  A continuous joint is one angle.
+* Gravity is the vector :attr:`RobotModel.gravity` in root-link axes, default
+  ``[0, 0, -9.81]``: the gravitational acceleration itself, not its reaction.
+* A wrench is ``[fx, fy, fz, tx, ty, tz]`` in root-link axes, about the origin
+  of the link it is applied to, acting *on* the robot.
+* Jacobians and spatial velocities are ``[v; w]``: velocity of the frame
+  origin, then angular velocity, both in root-link axes.
+* Inverse dynamics returns ``tau`` with ``M qdd + h = tau + sum J_i^T w_i``.
+"""
+import numpy as np
+
+from . import algorithms
+from .algorithms.forward_dynamics import forward_dynamics as _articulated_body
+from .algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
+from .algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
+from .algorithms.mass_matrix import mass_matrix as _composite_body
+from .errors import InvalidInputError, SingularDynamicsError, UnknownNameError
+from .spatial import homogeneous, inertia_parameters, wrench_in_frame
+from .tree import BodyTree
+from .urdf import parse_urdf
+from .validation import as_vector, check_link_inertias
+
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+
+__all__ = ["RobotModel", "algorithms"]
+
+
+class RobotModel:
+    """A fixed-base rigid multibody tree built from a URDF."""
+
+    def __init__(self, description, strict_inertia=False):
+        check_link_inertias(description, strict_inertia)
+        self.description = description
+        self.tree = BodyTree(description)
+        self._gravity = np.array(DEFAULT_GRAVITY)
+        self._joint_index = {name: i for i, name in enumerate(self.tree.joint_names)}
+
+    @classmethod
+    def from_urdf(cls, source, strict_inertia=False):
+        """Build from a URDF/xacro file path or XML string.
+
+        ``strict_inertia=True`` turns inertia warnings (zero mass, not positive
+        definite, triangle inequality) into :class:`~soa_dynamics_ros.errors.InertiaError`.
+        """
+        return cls(parse_urdf(source), strict_inertia)
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def name(self):
+        return self.tree.name
+
+    @property
+    def joint_names(self):
+        """Independent joints, in the order of every q/qd/qdd/tau vector."""
+        return list(self.tree.joint_names)
+
+    @property
+    def frame_names(self):
+        """Every URDF link, addressable as a frame."""
+        return list(self.tree.frames)
+
+    @property
+    def dof(self):
+        return self.tree.dof
+
+    @property
+    def joints(self):
+        """Metadata (type, limits, mimic) of every moving joint, mimic joints included."""
+        return list(self.tree.joints)
+
+    @property
+    def effort_limits(self):
+        """URDF effort limits of the independent joints (inf where none is given)."""
+        by_name = {joint.name: joint.effort for joint in self.tree.joints}
+        return np.array([by_name[name] for name in self.tree.joint_names])
+
+    @property
+    def gravity(self):
+        return self._gravity.copy()
+
+    @gravity.setter
+    def gravity(self, value):
+        self._gravity = as_vector("gravity", value, 3)
+
+    def joint_index(self, name):
+        try:
+            return self._joint_index[name]
+        except KeyError:
+            raise UnknownNameError("joint", name, self.tree.joint_names) from None
+
+    def _frame(self, name):
+        try:
+            return self.tree.frames[name]
+        except (KeyError, TypeError):
+            raise UnknownNameError("frame", name, self.tree.frames) from None
+
+    # ------------------------------------------------------------------ coordinates
+    def _vector(self, name, value):
+        return as_vector(name, value, self.tree.dof)
+
+    def _hinge_positions(self, q):
+        return self.tree.hinge_from_joint @ self._vector("q", q) + self.tree.hinge_offset
+
+    def _hinge_rates(self, name, rates):
+        return self.tree.hinge_from_joint @ self._vector(name, rates)
+
+    def _joint_forces(self, hinge_forces):
+        """Fold hinge torques onto independent joints: tau = G^T tau_hinge."""
+        return self.tree.hinge_from_joint.T @ hinge_forces
+
+    def _root_acceleration(self):
+        # Accelerating the root upwards by g is equivalent to gravity on every body.
+        return np.concatenate((-self._gravity, np.zeros(3)))
+
+    def _body_forces(self, q_hinge, wrenches):
+        """External link wrenches (root axes, about link origin) as body-frame wrenches."""
+        if wrenches is None:
+            return None
+        if not isinstance(wrenches, dict):
+            raise InvalidInputError("wrenches must map link names to 6-vectors [f; t]")
+        if not wrenches:
+            return None
+        placements = body_placements(self.tree, q_hinge)
+        rotations, translations = placements
+        forces = np.zeros((self.tree.nb, 6))
+        for link, wrench in wrenches.items():
+            frame = self._frame(link)
+            wrench = as_vector(f"wrench on {link!r}", wrench, 6)
+            _, point = frame_placement(self.tree, placements, frame)
+            forces[frame.body] += wrench_in_frame(wrench, point, rotations[frame.body],
+                                                  translations[frame.body])
+        return forces
+
+    # ------------------------------------------------------------------ dynamics
+    def inverse_dynamics(self, q, qd, qdd, wrenches=None):
+        """Joint torques producing ``qdd``: ``M qdd + h = tau + sum J_i^T w_i``."""
+        q_hinge = self._hinge_positions(q)
+        hinge_torques = _newton_euler(
+            self.tree, q_hinge, self._hinge_rates("qd", qd), self._hinge_rates("qdd", qdd),
+            self._root_acceleration(), self._body_forces(q_hinge, wrenches))
+        return self._joint_forces(hinge_torques)
+
+    def gravity_torques(self, q):
+        """Torques that hold the robot still against gravity, g(q)."""
+        zeros = np.zeros(self.tree.dof)
+        return self.inverse_dynamics(q, zeros, zeros)
+
+    def bias_torques(self, q, qd):
+        """Coriolis, centrifugal and gravity torques h(q, qd)."""
+        return self.inverse_dynamics(q, qd, np.zeros(self.tree.dof))
+
+    def mass_matrix(self, q):
+        """Joint-space mass matrix M(q), dof x dof, symmetric."""
+        g = self.tree.hinge_from_joint
+        return g.T @ _composite_body(self.tree, self._hinge_positions(q)) @ g
+
+    def forward_dynamics(self, q, qd, tau, wrenches=None):
+        """Joint accelerations: solves ``M qdd + h = tau + sum J_i^T w_i``.
+
+        Articulated-body recursion (O(N)); robots with mimic joints couple
+        hinges outside the tree structure and are solved through M instead.
+        """
+        tau = self._vector("tau", tau)
+        if not self.tree.has_mimic:
+            q_hinge = self._hinge_positions(q)
+            hinge_torques = self.tree.hinge_from_joint @ tau
+            qdd_hinge = _articulated_body(
+                self.tree, q_hinge, self._hinge_rates("qd", qd), hinge_torques,
+                self._root_acceleration(), self._body_forces(q_hinge, wrenches))
+            return self.tree.hinge_from_joint.T @ qdd_hinge
+        bias = self.inverse_dynamics(q, qd, np.zeros(self.tree.dof), wrenches)
+        mass = self.mass_matrix(q)
+        try:
+            factor = np.linalg.cholesky(mass)
+        except np.linalg.LinAlgError:
+            raise SingularDynamicsError("the mass matrix is singular (a massless body on a "
+                                        "moving joint has no forward dynamics)") from None
+        return np.linalg.solve(factor.T, np.linalg.solve(factor, tau - bias))
+
+    # ------------------------------------------------------------------ mass properties
+    @property
+    def total_mass(self):
+        """Mass of every moving body and of the root link's own inertials."""
+        return float(self.tree.body_inertia[:, 0, 0].sum())
+
+    def center_of_mass(self, q):
+        """Centre of mass of the whole robot (root included), root-link axes."""
+        rotations, translations = body_placements(self.tree, self._hinge_positions(q))
+        weighted = np.zeros(3)
+        for body, inertia in enumerate(self.tree.body_inertia):
+            mass, com, _ = inertia_parameters(inertia)
+            weighted += mass * (translations[body] + rotations[body] @ com)
+        return weighted / self.total_mass if self.total_mass > 0 else weighted
+
+    # ------------------------------------------------------------------ kinematics
+    def frame_pose(self, q, frame):
+        """4x4 pose of a link frame in the root link frame."""
+        target = self._frame(frame)
+        placements = body_placements(self.tree, self._hinge_positions(q))
+        return homogeneous(*frame_placement(self.tree, placements, target))
+
+    def frame_poses(self, q):
+        """Poses of every link frame, computed in one scatter: ``{name: 4x4}``."""
+        placements = body_placements(self.tree, self._hinge_positions(q))
+        return {name: homogeneous(*frame_placement(self.tree, placements, frame))
+                for name, frame in self.tree.frames.items()}
+
+    def jacobian(self, q, frame):
+        """6 x dof Jacobian of the frame origin, rows ``[v; w]`` in root-link axes."""
+        target = self._frame(frame)
+        placements = body_placements(self.tree, self._hinge_positions(q))
+        return hinge_jacobian(self.tree, placements, target) @ self.tree.hinge_from_joint

@@ -1,0 +1,109 @@
+"""Spatial (6D) algebra: the vocabulary of the spatial operator algebra.
+
+Conventions, used everywhere in this package:
+
+* A spatial motion vector (velocity, acceleration, hinge map column) is
+  ``[v; w]``: the linear part of the frame origin first, then the angular part,
+  both in that frame's axes.  A spatial force (wrench) is ``[f; t]``: force,
+  then moment about the frame origin.  This is Pinocchio's ordering (Jain and
+  Featherstone put the angular part first; only the ordering differs).
+* A placement ``(R, p)`` of frame B in frame A maps B coordinates to A:
+  ``x_A = R @ x_B + p``.
+* ``motion_transform(R, p)`` is the 6x6 matrix that re-expresses a motion
+  vector given at A's origin in A's axes at B's origin in B's axes.  Its
+  transpose carries a force from B back to A.  In the SOA literature this pair
+  is the rigid-body transformation operator phi and its adjoint phi*.
+"""
+import numpy as np
+
+IDENTITY3 = np.eye(3)
+
+
+def skew(vector):
+    """Matrix of the cross product: ``skew(a) @ b == cross(a, b)``."""
+    x, y, z = vector
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
+def rotation_about_axis(axis, angle):
+    """Rotation by ``angle`` about the unit vector ``axis`` (Rodrigues)."""
+    k = skew(axis)
+    return IDENTITY3 + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
+
+
+def rotation_from_rpy(roll, pitch, yaw):
+    """URDF's fixed-axis roll-pitch-yaw: ``Rz(yaw) @ Ry(pitch) @ Rx(roll)``."""
+    cr, sr = np.cos(roll), np.sin(roll)
+    cp, sp = np.cos(pitch), np.sin(pitch)
+    cy, sy = np.cos(yaw), np.sin(yaw)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def homogeneous(rotation, translation):
+    """4x4 homogeneous matrix of a placement."""
+    pose = np.eye(4)
+    pose[:3, :3] = rotation
+    pose[:3, 3] = translation
+    return pose
+
+
+def motion_transform(rotation, translation):
+    """6x6 map of motion vectors from frame A to frame B placed at (R, p) in A."""
+    rt = rotation.T
+    x = np.zeros((6, 6))
+    x[:3, :3] = rt
+    x[:3, 3:] = -rt @ skew(translation)
+    x[3:, 3:] = rt
+    return x
+
+
+def motion_cross(motion):
+    """6x6 matrix of ``motion x`` acting on motion vectors (Featherstone's crm)."""
+    v_skew, w_skew = skew(motion[:3]), skew(motion[3:])
+    x = np.zeros((6, 6))
+    x[:3, :3] = w_skew
+    x[:3, 3:] = v_skew
+    x[3:, 3:] = w_skew
+    return x
+
+
+def force_cross(motion):
+    """6x6 matrix of ``motion x*`` acting on force vectors (crf = -crm^T)."""
+    return -motion_cross(motion).T
+
+
+def spatial_inertia(mass, com, inertia_about_com):
+    """6x6 spatial inertia about the frame origin.
+
+    ``com`` and ``inertia_about_com`` are in the frame's axes; the rotational
+    block is moved to the origin with the parallel-axis theorem.
+    """
+    c = skew(com)
+    inertia = np.zeros((6, 6))
+    inertia[:3, :3] = mass * IDENTITY3
+    inertia[:3, 3:] = -mass * c
+    inertia[3:, :3] = mass * c
+    inertia[3:, 3:] = inertia_about_com - mass * (c @ c)
+    return inertia
+
+
+def inertia_parameters(inertia):
+    """Inverse of :func:`spatial_inertia`: ``(mass, com, inertia_about_com)``."""
+    mass = inertia[0, 0]
+    if mass <= 0.0:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    c = inertia[3:, :3] / mass
+    com = np.array([c[2, 1], c[0, 2], c[1, 0]])
+    return mass, com, inertia[3:, 3:] + mass * (c @ c)
+
+
+def wrench_in_frame(wrench, point, rotation, origin):
+    """Re-express a wrench ``[f; t]`` given in A's axes about ``point`` (in A)
+    in the axes of a frame placed at ``(rotation, origin)`` in A, about its origin."""
+    force, moment = wrench[:3], wrench[3:]
+    moment_about_origin = moment + np.cross(point - origin, force)
+    return np.concatenate((rotation.T @ force, rotation.T @ moment_about_origin))

@@ -1,0 +1,58 @@
+"""Checks of physical consistency of inertial parameters and of call arguments."""
+import warnings
+
+import numpy as np
+
+from .errors import InertiaError, InertiaWarning, InvalidInputError
+
+
+def inertia_problems(mass, inertia_about_com):
+    """Reasons why (mass, 3x3 inertia about the COM) is not a physical rigid body."""
+    problems = []
+    if not mass > 0.0:
+        problems.append(f"mass {mass} is not positive")
+    if not np.allclose(inertia_about_com, inertia_about_com.T, rtol=0.0,
+                       atol=1e-12 * max(1.0, np.abs(inertia_about_com).max())):
+        problems.append("inertia is not symmetric")
+        return problems
+    moments = np.linalg.eigvalsh(inertia_about_com)
+    if moments[0] <= 0.0:
+        problems.append(f"inertia is not positive definite (principal moments {moments})")
+    else:
+        # A real mass distribution has each principal moment at most the sum of
+        # the other two.
+        tolerance = 1e-9 * moments.sum()
+        if moments[2] > moments[0] + moments[1] + tolerance:
+            problems.append(f"principal moments {moments} violate the triangle inequality")
+    return problems
+
+
+def check_link_inertias(description, strict):
+    """Warn (or raise :class:`InertiaError` when ``strict``) for every bad ``<inertial>``."""
+    for link in description.links.values():
+        if not link.has_inertial:
+            continue
+        if link.mass < 0.0:
+            raise InertiaError(f"link {link.name!r} has negative mass {link.mass}",
+                               "link", link.line)
+        problems = inertia_problems(link.mass, link.inertia)
+        if problems:
+            message = f"link {link.name!r}: " + "; ".join(problems)
+            if strict:
+                raise InertiaError(message, "link", link.line)
+            # Point the warning at the caller of RobotModel.from_urdf.
+            warnings.warn(message, InertiaWarning, stacklevel=4)
+
+
+def as_vector(name, value, size):
+    """A float vector of exactly ``size`` finite entries, or :class:`InvalidInputError`."""
+    try:
+        vector = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{name} must be a numeric vector of length {size}") from None
+    if vector.shape != (size,):
+        raise InvalidInputError(f"{name} must have shape ({size},), got {vector.shape}")
+    if not np.all(np.isfinite(vector)):
+        bad = np.flatnonzero(~np.isfinite(vector)).tolist()
+        raise InvalidInputError(f"{name} holds NaN or inf at index {bad}")
+    return vector

@@ -1,0 +1,93 @@
+"""Pinocchio as an independent oracle, with URDF-name based coordinate mapping.
+
+Pinocchio is built without mimic folding (every mimic joint is its own joint);
+the mimic relations are read here from the URDF with the standard library and
+applied as q_joint = m q_master + o, which keeps this oracle independent of
+the project's own URDF parser.
+"""
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pinocchio as pin
+
+
+class PinocchioReference:
+    def __init__(self, urdf_xml, joint_names, gravity=(0.0, 0.0, -9.81)):
+        self.model = pin.buildModelFromXML(urdf_xml)
+        self.model.gravity = pin.Motion(np.asarray(gravity, dtype=float), np.zeros(3))
+        self.data = self.model.createData()
+        self.joint_names = list(joint_names)
+        column = {name: i for i, name in enumerate(self.joint_names)}
+        robot = ET.fromstring(urdf_xml)
+        mimics = {}
+        for joint in robot.findall("joint"):
+            tag = joint.find("mimic")
+            if tag is not None:
+                mimics[joint.get("name")] = (tag.get("joint"), float(tag.get("multiplier", 1)),
+                                             float(tag.get("offset", 0)))
+        # For each Pinocchio joint: (idx_q, idx_v, nq, {column: multiplier}, offset).
+        self.joints = []
+        self.selection = np.zeros((self.model.nv, len(self.joint_names)))
+        for jid in range(1, self.model.njoints):
+            name = self.model.names[jid]
+            multiplier, offset, master = 1.0, 0.0, name
+            while master in mimics:
+                master, m, o = mimics[master]
+                offset += multiplier * o
+                multiplier *= m
+            joint = self.model.joints[jid]
+            self.joints.append((joint.idx_q, joint.idx_v, joint.nq, column[master], multiplier, offset))
+            self.selection[joint.idx_v, column[master]] = multiplier
+
+    def configuration(self, q):
+        config = np.zeros(self.model.nq)
+        for idx_q, _, nq, col, multiplier, offset in self.joints:
+            angle = multiplier * q[col] + offset
+            if nq == 2:  # continuous joints: (cos, sin)
+                config[idx_q:idx_q + 2] = np.cos(angle), np.sin(angle)
+            else:
+                config[idx_q] = angle
+        return config
+
+    def _external_forces(self, config, wrenches):
+        forces = pin.StdVec_Force()
+        for _ in range(self.model.njoints):
+            forces.append(pin.Force.Zero())
+        if not wrenches:
+            return forces
+        pin.forwardKinematics(self.model, self.data, config)
+        pin.updateFramePlacements(self.model, self.data)
+        for link, wrench in wrenches.items():
+            fid = self.model.getFrameId(link, pin.FrameType.BODY)
+            point = self.data.oMf[fid].translation
+            force, moment = np.asarray(wrench[:3]), np.asarray(wrench[3:])
+            about_world_origin = pin.Force(force, moment + np.cross(point, force))
+            jid = self.model.frames[fid].parentJoint
+            forces[jid] += self.data.oMi[jid].actInv(about_world_origin)
+        return forces
+
+    def inverse_dynamics(self, q, qd, qdd, wrenches=None):
+        config = self.configuration(q)
+        s = self.selection
+        forces = self._external_forces(config, wrenches)
+        return s.T @ pin.rnea(self.model, self.data, config, s @ qd, s @ qdd, forces)
+
+    def mass_matrix(self, q):
+        mass = pin.crba(self.model, self.data, self.configuration(q))
+        mass = np.triu(mass) + np.triu(mass, 1).T
+        return self.selection.T @ mass @ self.selection
+
+    def forward_dynamics(self, q, qd, tau, wrenches=None):
+        bias = self.inverse_dynamics(q, qd, np.zeros_like(q), wrenches)
+        return np.linalg.solve(self.mass_matrix(q), tau - bias)
+
+    def frame_pose(self, q, link):
+        pin.framesForwardKinematics(self.model, self.data, self.configuration(q))
+        return self.data.oMf[self.model.getFrameId(link, pin.FrameType.BODY)].homogeneous
+
+    def jacobian(self, q, link):
+        config = self.configuration(q)
+        fid = self.model.getFrameId(link, pin.FrameType.BODY)
+        jacobian = pin.computeFrameJacobian(self.model, self.data, config, fid,
+                                            pin.LOCAL_WORLD_ALIGNED)
+        return jacobian @ self.selection
