@@ -83,3 +83,26 @@ def test_jacobian_maps_joint_rates_to_frame_velocity(model, rng):
         angular = np.array([omega_skew[2, 1], omega_skew[0, 2], omega_skew[1, 0]])
         assert_close(model.jacobian(q, frame) @ qd, np.concatenate((linear, angular)),
                      f"velocity of {frame}", 1e-6)
+
+
+def test_double_pendulum_closed_form(rng):
+    """Spong's 2-link planar equations (urdf/SOURCES.md), written out by hand."""
+    m1, m2, l1, lc1, lc2, i1, i2 = 1.0, 1.0, 1.0, 0.5, 1.0, 0.083, 0.33
+    model = RobotModel.from_urdf(shipped_urdf("double_pendulum.urdf"))
+    g = -model.gravity[2]
+    for _ in range(50):
+        (q1, q2), (qd1, qd2), qdd = rng.uniform(-np.pi, np.pi, 2), rng.normal(size=2), rng.normal(size=2)
+        c2, s2 = np.cos(q2), np.sin(q2)
+        mass = np.array([
+            [i1 + i2 + m1 * lc1**2 + m2 * (l1**2 + lc2**2 + 2 * l1 * lc2 * c2),
+             i2 + m2 * (lc2**2 + l1 * lc2 * c2)],
+            [i2 + m2 * (lc2**2 + l1 * lc2 * c2), i2 + m2 * lc2**2]])
+        coriolis = m2 * l1 * lc2 * s2 * np.array([-(2 * qd1 * qd2 + qd2**2), qd1**2])
+        # Hanging along -z at q = 0, rotating about +y: the potential is
+        # -g (m1 lc1 cos q1 + m2 (l1 cos q1 + lc2 cos(q1 + q2))).
+        gravity = g * np.array([(m1 * lc1 + m2 * l1) * np.sin(q1) + m2 * lc2 * np.sin(q1 + q2),
+                                m2 * lc2 * np.sin(q1 + q2)])
+        q, qd = np.array([q1, q2]), np.array([qd1, qd2])
+        assert_close(model.mass_matrix(q), mass, "M", 1e-12)
+        assert_close(model.gravity_torques(q), gravity, "g", 1e-12)
+        assert_close(model.inverse_dynamics(q, qd, qdd), mass @ qdd + coriolis + gravity, "ID", 1e-12)
