@@ -18,16 +18,18 @@ Conventions (stated once; README repeats them):
 """
 import numpy as np
 
-from . import algorithms
+from . import algorithms, constrained
 from .algorithms.forward_dynamics import forward_dynamics as _articulated_body
 from .algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
 from .algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
 from .algorithms.mass_matrix import mass_matrix as _composite_body
 from .errors import InvalidInputError, SingularDynamicsError, UnknownNameError
-from .spatial import homogeneous, inertia_parameters, wrench_in_frame
+from .spatial import (homogeneous, inertia_parameters, motion_transform, spatial_inertia,
+                      wrench_in_frame)
+from .subgraph import Subgraph
 from .tree import BodyTree
 from .urdf import parse_urdf
-from .validation import as_vector, check_link_inertias
+from .validation import as_vector, check_link_inertias, payload_problems
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 
@@ -43,6 +45,8 @@ class RobotModel:
         self.tree = BodyTree(description)
         self._gravity = np.array(DEFAULT_GRAVITY)
         self._joint_index = {name: i for i, name in enumerate(self.tree.joint_names)}
+        self._payloads = {}
+        self._all_joints = constrained.select_joints(self)
 
     @classmethod
     def from_urdf(cls, source, strict_inertia=False):
@@ -185,6 +189,87 @@ class RobotModel:
             raise SingularDynamicsError("the mass matrix is singular (a massless body on a "
                                         "moving joint has no forward dynamics)") from None
         return np.linalg.solve(factor.T, np.linalg.solve(factor, tau - bias))
+
+    # ------------------------------------------------------------------ task space and constraints
+    def task_space_inertia(self, q, frame, part="full", damping=None, return_info=False):
+        """Operational-space inertia Lambda of a frame origin (``[v; w]`` rows, root axes).
+
+        ``frame`` may be a list of frames: the coupled Lambda of several
+        end-effectors, blocks in list order.  ``part`` is ``'full'`` (6x6 per
+        frame), ``'translational'`` or ``'rotational'`` (3x3 per frame).  Where
+        the joints cannot move the frame in every direction of ``part`` this
+        raises :class:`SingularDynamicsError` unless ``damping`` > 0 is given:
+        then Lambda = (Lambda^-1 + damping I)^-1.  ``return_info=True`` returns a
+        :class:`~soa_dynamics_ros.constrained.TaskSpaceInertia` with Lambda^-1,
+        its condition number and rank.
+        """
+        return constrained.task_space_inertia(self, self._all_joints, q, frame, part, damping,
+                                              return_info)
+
+    def hybrid_dynamics(self, q, qd, constraints, tau=None, wrenches=None):
+        """Constrained (Popov-Vereshchagin) hybrid dynamics, generalized to trees.
+
+        ``constraints``: list of ``(frame, alpha, beta)``; ``alpha`` is 6 x m
+        (unit constraint wrenches [f; t], root axes, about the frame origin) and
+        the constraint is ``alpha^T a = beta`` on the classical acceleration
+        ``a = [dv/dt; dw/dt]`` of the frame origin (gravity not included:
+        ``alpha = I, beta = 0`` holds the frame still).  Returns a
+        :class:`~soa_dynamics_ros.constrained.HybridDynamics` with ``qdd``, ``nu``
+        (constraint wrench on the robot = ``alpha @ nu``) and
+        ``constraint_torques = J^T alpha nu``, so that
+        ``M qdd + h = tau + constraint_torques + sum J_i^T w_i``.
+        """
+        return constrained.hybrid_dynamics(self, self._all_joints, q, qd, constraints, tau,
+                                           wrenches)
+
+    def mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches=None):
+        """``(qdd_all, tau_all)``: joints in ``prescribed`` take their ``qdd``, the rest their ``tau``."""
+        return constrained.mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches)
+
+    def subgraph(self, joint_names):
+        """A view that moves only ``joint_names``; the other joints are locked where ``q`` puts them."""
+        return Subgraph(self, joint_names)
+
+    # ------------------------------------------------------------------ payloads
+    @property
+    def payloads(self):
+        """Attached payloads: ``{name: (link, mass, com, inertia)}``."""
+        return {name: payload[:4] for name, payload in self._payloads.items()}
+
+    def attach_payload(self, name, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
+        """Rigidly attach a body to ``link`` (replacing a payload of the same name).
+
+        ``com`` is in the link frame, ``inertia`` the 3x3 inertia about the COM in
+        link-frame axes (default: a point mass).  Every algorithm sees it at once.
+        """
+        if not isinstance(name, str) or not name:
+            raise InvalidInputError("a payload needs a non-empty name")
+        frame = self._frame(link)
+        mass = as_vector(f"payload {name!r} mass", [mass], 1)[0]
+        com = as_vector(f"payload {name!r} com", com, 3)
+        inertia = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
+        if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+            raise InvalidInputError(f"payload {name!r} inertia must be a finite 3x3 matrix")
+        problems = payload_problems(mass, inertia)
+        if problems:
+            raise InvalidInputError(f"payload {name!r}: " + "; ".join(problems))
+        x = motion_transform(frame.rotation, frame.translation)
+        contribution = x.T @ spatial_inertia(mass, com, inertia) @ x
+        self._payloads[name] = (link, float(mass), com, inertia, frame.body, contribution)
+        self._update_body_inertias()
+
+    def detach_payload(self, name):
+        if name not in self._payloads:
+            raise UnknownNameError("payload", name, self._payloads)
+        del self._payloads[name]
+        self._update_body_inertias()
+
+    def _update_body_inertias(self):
+        # Rebuilt from the URDF values each time, so detaching restores them exactly.
+        inertia = self.tree.urdf_inertia.copy()
+        for *_, body, contribution in self._payloads.values():
+            inertia[body] += contribution
+        self.tree.body_inertia = inertia
 
     # ------------------------------------------------------------------ mass properties
     @property

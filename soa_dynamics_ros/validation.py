@@ -27,6 +27,18 @@ def inertia_problems(mass, inertia_about_com):
     return problems
 
 
+def payload_problems(mass, inertia_about_com):
+    """Like :func:`inertia_problems`, but a point mass (zero inertia) is physical."""
+    if not mass > 0.0:
+        return [f"mass {mass} is not positive"]
+    if not np.any(inertia_about_com):
+        return []
+    problems = inertia_problems(mass, inertia_about_com)
+    # Thin rods and point-like bodies have a zero principal moment: allow it.
+    return [p for p in problems if "positive definite" not in p
+            or np.linalg.eigvalsh(inertia_about_com)[0] < -1e-12 * np.abs(inertia_about_com).max()]
+
+
 def check_link_inertias(description, strict):
     """Warn (or raise :class:`InertiaError` when ``strict``) for every bad ``<inertial>``."""
     for link in description.links.values():

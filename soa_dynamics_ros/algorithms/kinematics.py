@@ -1,7 +1,7 @@
 """Kinematics: hinge transforms, body placements, frame poses and Jacobians."""
 import numpy as np
 
-from ..spatial import motion_transform, rotation_about_axis
+from ..spatial import motion_cross, motion_transform, rotation_about_axis
 from ..tree import PRISMATIC
 
 
@@ -71,3 +71,22 @@ def hinge_jacobian(tree, placements, frame):
             jacobian[:3, body] = np.cross(axis, point - translations[body])
             jacobian[3:, body] = axis
     return jacobian
+
+
+def body_motion(tree, transforms, qd_hinge, qdd_hinge, root_acceleration):
+    """Spatial velocities and accelerations of every body (body axes): a scatter.
+
+    V(i) = X(i) V(parent) + H qd,  A(i) = X(i) A(parent) + H qdd + V(i) x H qd.
+    """
+    hinge_map = tree.hinge_map
+    velocity = np.zeros((tree.nb, 6))
+    acceleration = np.zeros((tree.nb, 6))
+    acceleration[0] = root_acceleration
+    for body in range(1, tree.nb):
+        parent = tree.parent[body]
+        joint_velocity = hinge_map[body] * qd_hinge[body]
+        velocity[body] = transforms[body] @ velocity[parent] + joint_velocity
+        acceleration[body] = (transforms[body] @ acceleration[parent]
+                              + hinge_map[body] * qdd_hinge[body]
+                              + motion_cross(velocity[body]) @ joint_velocity)
+    return velocity, acceleration
