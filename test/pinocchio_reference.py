@@ -91,3 +91,44 @@ class PinocchioReference:
         jacobian = pin.computeFrameJacobian(self.model, self.data, config, fid,
                                             pin.LOCAL_WORLD_ALIGNED)
         return jacobian @ self.selection
+
+    def classical_drift(self, q, qd, link):
+        """Classical acceleration [dv/dt; dw/dt] of a link origin at qdd = 0 (root axes)."""
+        pin.forwardKinematics(self.model, self.data, self.configuration(q), self.selection @ qd,
+                              np.zeros(self.model.nv))
+        pin.updateFramePlacements(self.model, self.data)
+        fid = self.model.getFrameId(link, pin.FrameType.BODY)
+        return pin.getFrameClassicalAcceleration(self.model, self.data, fid,
+                                                 pin.LOCAL_WORLD_ALIGNED).vector
+
+    def task_space_compliance(self, q, links, columns=None):
+        """J M^-1 J^T for the stacked frame Jacobians (optionally over some joints only)."""
+        columns = slice(None) if columns is None else columns
+        jacobian = np.vstack([self.jacobian(q, link)[:, columns] for link in links])
+        mass = self.mass_matrix(q)[np.ix_(*(2 * [np.arange(len(self.joint_names))[columns]]))]
+        return jacobian @ np.linalg.solve(mass, jacobian.T)
+
+    def hybrid_dynamics(self, q, qd, constraints, tau, wrenches=None, columns=None):
+        """KKT solution of Gauss' principle: M qdd + h = tau + A^T nu, A qdd = beta - alpha^T drift."""
+        n = len(self.joint_names)
+        columns = np.arange(n) if columns is None else np.asarray(columns)
+        full_qd = np.zeros(n)
+        full_qd[columns] = qd
+        mass = self.mass_matrix(q)[np.ix_(columns, columns)]
+        bias = self.inverse_dynamics(q, full_qd, np.zeros(n), wrenches)[columns]
+        rows, targets = [], []
+        for link, alpha, beta in constraints:
+            rows.append(alpha.T @ self.jacobian(q, link)[:, columns])
+            targets.append(beta - alpha.T @ self.classical_drift(q, full_qd, link))
+        constraint = np.vstack(rows)
+        m = constraint.shape[0]
+        kkt = np.block([[mass, -constraint.T], [constraint, np.zeros((m, m))]])
+        solution = np.linalg.solve(kkt, np.concatenate((tau - bias, *targets)))
+        return solution[:len(columns)], solution[len(columns):], constraint
+
+    def attach(self, link, mass, com, inertia):
+        fid = self.model.getFrameId(link, pin.FrameType.BODY)
+        frame = self.model.frames[fid]
+        self.model.inertias[frame.parentJoint] = (self.model.inertias[frame.parentJoint]
+                                                  + frame.placement.act(pin.Inertia(mass, com, inertia)))
+        self.data = self.model.createData()
