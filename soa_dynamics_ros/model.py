@@ -190,6 +190,36 @@ class RobotModel:
                                         "moving joint has no forward dynamics)") from None
         return np.linalg.solve(factor.T, np.linalg.solve(factor, tau - bias))
 
+    # ------------------------------------------------------------------ batches (trajectories)
+    def _samples(self, name, value, count=None):
+        try:
+            samples = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"{name} must be a numeric array of shape (N, {self.dof})") from None
+        if samples.ndim != 2 or samples.shape[1] != self.tree.dof or (
+                count is not None and samples.shape[0] != count):
+            expected = f"({'N' if count is None else count}, {self.tree.dof})"
+            raise InvalidInputError(f"{name} must have shape {expected}, got {samples.shape}")
+        if not np.all(np.isfinite(samples)):
+            rows = sorted(set(np.nonzero(~np.isfinite(samples))[0].tolist()))
+            raise InvalidInputError(f"{name} holds NaN or inf in sample(s) {rows[:10]}")
+        return samples
+
+    def inverse_dynamics_batch(self, Q, QD, QDD):
+        """Inverse dynamics of N samples: arrays of shape (N, dof) in, (N, dof) out."""
+        Q = self._samples("Q", Q)
+        QD, QDD = self._samples("QD", QD, len(Q)), self._samples("QDD", QDD, len(Q))
+        return np.array([self.inverse_dynamics(*sample) for sample in zip(Q, QD, QDD)]).reshape(Q.shape)
+
+    def gravity_torques_batch(self, Q):
+        Q = self._samples("Q", Q)
+        return np.array([self.gravity_torques(q) for q in Q]).reshape(Q.shape)
+
+    def forward_dynamics_batch(self, Q, QD, TAU):
+        Q = self._samples("Q", Q)
+        QD, TAU = self._samples("QD", QD, len(Q)), self._samples("TAU", TAU, len(Q))
+        return np.array([self.forward_dynamics(*sample) for sample in zip(Q, QD, TAU)]).reshape(Q.shape)
+
     # ------------------------------------------------------------------ task space and constraints
     def task_space_inertia(self, q, frame, part="full", damping=None, return_info=False):
         """Operational-space inertia Lambda of a frame origin (``[v; w]`` rows, root axes).

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, assert_close
 from robot_generator import random_tree_urdf
 from soa_dynamics_ros import InvalidInputError, RobotModel, UnknownNameError
 
@@ -87,3 +87,20 @@ def test_library_imports_without_ros():
             "assert not any(m.split('.')[0] in ('rclpy', 'rosidl_runtime_py') for m in sys.modules), "
             "sorted(m for m in sys.modules if 'rcl' in m)")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_batches_match_single_calls_and_refuse_bad_shapes(model, rng):
+    Q, QD, QDD = rng.normal(size=(3, 20, model.dof))
+    assert_close(model.inverse_dynamics_batch(Q, QD, QDD),
+                 [model.inverse_dynamics(*s) for s in zip(Q, QD, QDD)], "ID batch", 1e-14)
+    assert_close(model.gravity_torques_batch(Q), [model.gravity_torques(q) for q in Q], "g batch", 1e-14)
+    assert_close(model.forward_dynamics_batch(Q, QD, QDD),
+                 [model.forward_dynamics(*s) for s in zip(Q, QD, QDD)], "FD batch", 1e-14)
+    assert model.inverse_dynamics_batch(Q[:0], QD[:0], QDD[:0]).shape == (0, model.dof)
+    with pytest.raises(InvalidInputError, match=r"QD must have shape \(20,"):
+        model.inverse_dynamics_batch(Q, QD[:5], QDD)
+    with pytest.raises(InvalidInputError, match=r"Q must have shape \(N,"):
+        model.gravity_torques_batch(Q[:, :-1])
+    Q[3, 1] = np.nan
+    with pytest.raises(InvalidInputError, match=r"sample\(s\) \[3\]"):
+        model.gravity_torques_batch(Q)
