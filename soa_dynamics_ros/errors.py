@@ -61,3 +61,33 @@ class InertiaWarning(UserWarning):
 
 class SingularDynamicsError(SoaDynamicsError, ArithmeticError):
     """A solve that has no unique answer (e.g. a massless body on a moving joint)."""
+
+
+class TrajectoryError(InvalidInputError):
+    """A joint path that cannot be used: malformed CSV, bad columns, time not increasing.
+
+    ``line`` is the 1-based CSV line where known.
+    """
+
+    def __init__(self, message, line=None):
+        self.line = line
+        super().__init__(message if line is None else f"line {line}: {message}")
+
+
+class JointLimitError(TrajectoryError):
+    """A path leaves the URDF position or velocity limits (strict checking)."""
+
+
+class JointLimitWarning(UserWarning):
+    """A path leaves the URDF position or velocity limits (default checking)."""
+
+
+class NonSerialChainError(SoaDynamicsError, ValueError):
+    """An operation for serial chains (DH extraction) met a branching robot.
+
+    ``branch_link`` names the link where the moving structure branches.
+    """
+
+    def __init__(self, message, branch_link=None):
+        self.branch_link = branch_link
+        super().__init__(message)
