@@ -9,6 +9,7 @@ Defaults follow the URDF specification, not any one parser: a missing
 from dataclasses import dataclass, field
 import math
 import os
+import sys
 import xml.parsers.expat
 
 import numpy as np
@@ -115,6 +116,35 @@ def parse_xml(text):
     return root_holder[0]
 
 
+def resolve_package_uri(source):
+    """A filesystem path for ``package://pkg/rel/path`` or ``file://`` URIs (others unchanged).
+
+    This package's own files come from its checkout when it runs from one;
+    packages are otherwise looked up in the ament prefixes (``AMENT_PREFIX_PATH``)
+    and in this Python environment's prefix, where scripts/setup.sh installs
+    this package's share directory.
+    """
+    if source.startswith("file://"):
+        return source[len("file://"):]
+    if not source.startswith("package://"):
+        return source
+    package, _, relative = source[len("package://"):].partition("/")
+    if package == "soa_dynamics_ros":
+        # Running from a checkout (editable install): its files are the current ones.
+        checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        candidate = os.path.join(checkout, relative)
+        if os.path.exists(os.path.join(checkout, "package.xml")) and os.path.exists(candidate):
+            return candidate
+    prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    prefixes.append(sys.prefix)
+    for prefix in prefixes:
+        candidate = os.path.join(prefix, "share", package, relative)
+        if os.path.exists(candidate):
+            return candidate
+    raise URDFError(f"cannot resolve {source!r}: package {package!r} is not in AMENT_PREFIX_PATH "
+                    f"or {sys.prefix}")
+
+
 def _is_xml_text(source):
     return source.lstrip().startswith("<")
 
@@ -150,6 +180,7 @@ def read_description_text(source):
         if "xmlns:xacro" in text:
             text = _run_xacro(text=text)
     else:
+        source = resolve_package_uri(source)
         if not os.path.isfile(source):
             raise URDFError(f"robot description file {source!r} does not exist")
         if os.path.getsize(source) > MAX_DESCRIPTION_BYTES:

@@ -1,3 +1,4 @@
+import os
 import pathlib
 import sys
 import zlib
@@ -9,6 +10,11 @@ TEST_DIR = pathlib.Path(__file__).resolve().parent
 REPO = TEST_DIR.parent
 URDF_DIR = REPO / "urdf"
 sys.path.insert(0, str(TEST_DIR))
+
+# DDS stays on this machine, in a domain of its own (scripts/test.sh sets both;
+# this covers running pytest directly).
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
 
 SHIPPED_ROBOTS = sorted(path.name for path in URDF_DIR.glob("*.urdf"))
 

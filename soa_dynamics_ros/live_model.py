@@ -1,0 +1,199 @@
+"""The embedded model, without ROS: a RobotModel kept in sync with measured joint states.
+
+This is the logic of the node (merging partial joint states by name, freshness,
+the feedforward laws, clamping to effort limits, the guarantee of never
+returning a non-finite torque) written against plain Python types so that it
+can be used and tested without a ROS graph.  ``soa_dynamics_ros.node`` only
+moves messages in and out of it.
+"""
+from dataclasses import dataclass, field
+import math
+
+import numpy as np
+
+from .errors import InvalidInputError
+from .model import RobotModel
+
+FEEDFORWARD_MODES = ("gravity", "inverse_dynamics", "computed_torque", "off")
+
+
+@dataclass
+class StateUpdate:
+    """What a joint-state message changed (for logging by the caller)."""
+    accepted: bool
+    unknown: list = field(default_factory=list)   # names the model does not have
+    error: str = ""
+
+
+@dataclass
+class Feedforward:
+    """One feedforward evaluation: ``effort`` is None when nothing may be published."""
+    effort: np.ndarray = None       # ordered as the LiveModel's command_joints
+    reason: str = ""                # why there is no effort
+    clamped: list = field(default_factory=list)   # joints held at their effort limit
+
+
+class LiveModel:
+    """A RobotModel plus the latest measured state and the feedforward laws."""
+
+    def __init__(self, model, state_timeout=0.05, command_joints=None, effort_limit_scale=1.0):
+        if not isinstance(model, RobotModel):
+            raise TypeError("LiveModel needs a RobotModel")
+        self.model = model
+        self.state_timeout = float(state_timeout)
+        self.effort_limit_scale = float(effort_limit_scale)
+        self.position = np.zeros(model.dof)
+        self.velocity = np.zeros(model.dof)
+        self.received_at = np.full(model.dof, -math.inf)   # per joint, caller's clock [s]
+        self.desired_acceleration = None
+        self.desired_point = None                            # (q, qd, qdd) model order
+        self.gains = (0.0, 0.0)                              # computed torque kp, kd
+        self._index = {name: i for i, name in enumerate(model.joint_names)}
+        self._mimic_names = {joint.name for joint in model.joints if joint.mimic_of}
+        self.set_command_joints(command_joints)
+
+    # ------------------------------------------------------------------ configuration
+    def set_command_joints(self, names):
+        """Order of the published effort vector (default: every joint, model order)."""
+        names = list(names) if names else self.model.joint_names
+        if len(set(names)) != len(names):
+            raise InvalidInputError(f"command_joints {names} repeats a name")
+        self.command_index = np.array([self.model.joint_index(name) for name in names], dtype=int)
+        self.command_joints = names
+
+    @property
+    def effort_limits(self):
+        return self.model.effort_limits[self.command_index] * self.effort_limit_scale
+
+    # ------------------------------------------------------------------ measured state
+    def update_state(self, names, positions, velocities, now):
+        """Merge a (possibly partial) joint-state message; all-or-nothing on bad input."""
+        names = list(names)
+        positions = np.asarray(positions, dtype=float)
+        velocities = np.asarray(velocities, dtype=float)
+        if len(set(names)) != len(names):
+            return StateUpdate(False, error=f"joint names repeat in {names}")
+        if positions.shape != (len(names),):
+            return StateUpdate(False, error=f"{len(positions)} positions for {len(names)} names")
+        if velocities.size and velocities.shape != (len(names),):
+            return StateUpdate(False, error=f"{len(velocities)} velocities for {len(names)} names")
+        known, unknown = [], []
+        for i, name in enumerate(names):
+            if name in self._index:
+                known.append((i, self._index[name]))
+            elif name not in self._mimic_names:   # mimic joints follow their master: not news
+                unknown.append(name)
+        rows = [i for i, _ in known]
+        bad = [names[i] for i in rows if not np.isfinite(positions[i])
+               or (velocities.size and not np.isfinite(velocities[i]))]
+        if bad:
+            return StateUpdate(False, unknown, f"non-finite position or velocity for {bad}")
+        columns = [j for _, j in known]
+        self.position[columns] = positions[rows]
+        self.velocity[columns] = velocities[rows] if velocities.size else 0.0
+        self.received_at[columns] = now
+        return StateUpdate(True, unknown)
+
+    def stale_joints(self, now):
+        """Joints whose latest measurement is older than ``state_timeout`` (or missing)."""
+        old = (now - self.received_at) > self.state_timeout
+        return [name for name, is_old in zip(self.model.joint_names, old) if is_old]
+
+    def state_age(self, now):
+        """Age of the oldest joint measurement [s] (inf before every joint was seen)."""
+        return float(now - self.received_at.min())
+
+    def merged_state(self, names, positions, velocities):
+        """(q, qd) for a request: the given joints over the latest measured ones.
+
+        Every joint must come either from the request or from an earlier
+        measurement; names must be known joints.
+        """
+        names = list(names)
+        positions = np.asarray(positions, dtype=float)
+        velocities = np.asarray(velocities, dtype=float)
+        if len(set(names)) != len(names):
+            raise InvalidInputError(f"state.name repeats a name: {names}")
+        if positions.shape != (len(names),):
+            raise InvalidInputError(f"state has {positions.size} positions for {len(names)} names")
+        if velocities.size and velocities.shape != (len(names),):
+            raise InvalidInputError(f"state has {velocities.size} velocities for {len(names)} names")
+        q, qd = self.position.copy(), self.velocity.copy()
+        given = np.isfinite(self.received_at)
+        for i, name in enumerate(names):
+            j = self.model.joint_index(name)
+            q[j] = positions[i]
+            qd[j] = velocities[i] if velocities.size else 0.0
+            given[j] = True
+        if not given.all():
+            missing = [n for n, g in zip(self.model.joint_names, given) if not g]
+            raise InvalidInputError(f"no position known for joints {missing}: name them in "
+                                    "state or wait for joint_states")
+        return q, qd
+
+    def order_of(self, names):
+        """Model indices of a list of joint names (model order when empty)."""
+        if not len(names):
+            return np.arange(self.model.dof)
+        return np.array([self.model.joint_index(name) for name in names], dtype=int)
+
+    # ------------------------------------------------------------------ feedforward
+    def set_desired_acceleration(self, names, accelerations):
+        index = self.order_of(names)
+        values = np.asarray(accelerations, dtype=float)
+        if values.shape != index.shape or not np.all(np.isfinite(values)):
+            raise InvalidInputError("desired acceleration must be finite, one per joint named")
+        desired = np.zeros(self.model.dof)
+        desired[index] = values
+        self.desired_acceleration = desired
+
+    def set_desired_point(self, names, positions, velocities, accelerations):
+        """Desired state for computed torque; velocities/accelerations may be empty (zero)."""
+        index = self.order_of(names)
+        arrays = []
+        for label, values in (("positions", positions), ("velocities", velocities),
+                              ("accelerations", accelerations)):
+            values = np.asarray(values, dtype=float)
+            if label != "positions" and values.size == 0:
+                values = np.zeros(index.size)
+            if values.shape != index.shape or not np.all(np.isfinite(values)):
+                raise InvalidInputError(f"desired {label} must be finite, one per joint "
+                                        f"({index.size} expected, got {values.size})")
+            arrays.append(values)
+        q, qd, qdd = self.position.copy(), np.zeros(self.model.dof), np.zeros(self.model.dof)
+        q[index], qd[index], qdd[index] = arrays
+        self.desired_point = (q, qd, qdd)
+
+    def feedforward(self, mode, now):
+        """The feedforward effort for the latest state, or the reason there is none."""
+        if mode == "off":
+            return Feedforward(reason="feedforward_mode is off")
+        stale = self.stale_joints(now)
+        if stale:
+            return Feedforward(reason=f"joint states older than {self.state_timeout} s for {stale}")
+        q, qd = self.position, self.velocity
+        if mode == "gravity":
+            effort = self.model.gravity_torques(q)
+        elif mode == "inverse_dynamics":
+            acceleration = (self.desired_acceleration if self.desired_acceleration is not None
+                            else np.zeros(self.model.dof))
+            effort = self.model.inverse_dynamics(q, qd, acceleration)
+        elif mode == "computed_torque":
+            if self.desired_point is None:
+                # Nothing to track yet: hold where the arm is.
+                effort = self.model.inverse_dynamics(q, qd, np.zeros(self.model.dof))
+            else:
+                kp, kd = self.gains
+                q_d, qd_d, qdd_d = self.desired_point
+                effort = self.model.inverse_dynamics(q, qd, qdd_d + kp * (q_d - q) + kd * (qd_d - qd))
+        else:
+            raise InvalidInputError(f"feedforward_mode must be one of {FEEDFORWARD_MODES}, "
+                                    f"not {mode!r}")
+        effort = effort[self.command_index]
+        if not np.all(np.isfinite(effort)):
+            return Feedforward(reason="the computed effort is not finite")
+        limits = self.effort_limits
+        over = np.abs(effort) > limits
+        clamped = [self.command_joints[i] for i in np.flatnonzero(over)]
+        return Feedforward(np.clip(effort, -limits, limits), clamped=clamped)
+
