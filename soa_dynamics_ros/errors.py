@@ -91,3 +91,7 @@ class NonSerialChainError(SoaDynamicsError, ValueError):
     def __init__(self, message, branch_link=None):
         self.branch_link = branch_link
         super().__init__(message)
+
+
+class PlotError(SoaDynamicsError, RuntimeError):
+    """A plot could not be made (matplotlib missing, or the file cannot be written)."""
