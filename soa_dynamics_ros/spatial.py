@@ -19,6 +19,16 @@ import numpy as np
 IDENTITY3 = np.eye(3)
 
 
+def dtype_of(*arrays):
+    """Element type for results computed from ``arrays``: float64, or ``object``
+    when an input holds symbolic scalars (the kernel generator traces these same
+    functions with them; see :mod:`soa_dynamics_ros.kernels`)."""
+    for array in arrays:
+        if getattr(array, "dtype", None) == object:
+            return object
+    return float
+
+
 def skew(vector):
     """Matrix of the cross product: ``skew(a) @ b == cross(a, b)``."""
     x, y, z = vector
@@ -54,7 +64,7 @@ def homogeneous(rotation, translation):
 def motion_transform(rotation, translation):
     """6x6 map of motion vectors from frame A to frame B placed at (R, p) in A."""
     rt = rotation.T
-    x = np.zeros((6, 6))
+    x = np.zeros((6, 6), dtype=dtype_of(rotation, translation))
     x[:3, :3] = rt
     x[:3, 3:] = -rt @ skew(translation)
     x[3:, 3:] = rt
@@ -64,7 +74,7 @@ def motion_transform(rotation, translation):
 def motion_cross(motion):
     """6x6 matrix of ``motion x`` acting on motion vectors (Featherstone's crm)."""
     v_skew, w_skew = skew(motion[:3]), skew(motion[3:])
-    x = np.zeros((6, 6))
+    x = np.zeros((6, 6), dtype=dtype_of(motion))
     x[:3, :3] = w_skew
     x[:3, 3:] = v_skew
     x[3:, 3:] = w_skew

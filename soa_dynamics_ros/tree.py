@@ -115,6 +115,14 @@ class BodyTree:
         self.body_inertia = self.urdf_inertia.copy()
         self._build_coordinates(description, joints_by_body)
 
+    def singular_inertia_threshold(self):
+        """Articulated inertia about a hinge below which it counts as zero.
+
+        A hinge whose articulated inertia is this small against the robot's has
+        none at all (round-off of an exact zero): dividing by it would give inf.
+        """
+        return 1e-13 * max(np.abs(self.body_inertia).max(), 1e-300)
+
     @staticmethod
     def _merged_inertia(parts):
         total = np.zeros((6, 6))

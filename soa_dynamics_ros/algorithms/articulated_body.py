@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SingularDynamicsError
-from ..spatial import force_cross, motion_cross
+from ..spatial import dtype_of, force_cross, motion_cross
 from .kinematics import parent_to_child_transforms
 
 
@@ -41,24 +41,23 @@ def gather(tree, q_hinge, qd_hinge, tau_hinge, body_forces=None, free=None, qdd_
     qdd_prescribed = np.zeros(nb) if qdd_prescribed is None else qdd_prescribed
     transforms = parent_to_child_transforms(tree, q_hinge)
     hinge_map = tree.hinge_map
-    velocity = np.zeros((nb, 6))
-    bias_acceleration = np.zeros((nb, 6))
     articulated = tree.body_inertia.copy()
-    bias_force = np.zeros((nb, 6))
+    dtype = dtype_of(transforms, qd_hinge, tau_hinge, articulated, body_forces)
+    velocity = np.zeros((nb, 6), dtype=dtype)
+    bias_acceleration = np.zeros((nb, 6), dtype=dtype)
+    bias_force = np.zeros((nb, 6), dtype=dtype)
     for body in range(1, nb):
         joint_velocity = hinge_map[body] * qd_hinge[body]
         velocity[body] = transforms[body] @ velocity[tree.parent[body]] + joint_velocity
         bias_acceleration[body] = motion_cross(velocity[body]) @ joint_velocity
-        bias_force[body] = force_cross(velocity[body]) @ articulated[body] @ velocity[body]
+        bias_force[body] = force_cross(velocity[body]) @ (articulated[body] @ velocity[body])
         if body_forces is not None:
             bias_force[body] -= body_forces[body]
 
-    gain = np.zeros((nb, 6))
-    inverse_d = np.zeros(nb)
-    residual_torque = np.zeros(nb)
-    # A hinge whose articulated inertia is this small against the robot's has
-    # none at all (round-off of an exact zero): dividing by it would give inf.
-    singular_below = 1e-13 * max(np.abs(tree.body_inertia).max(), 1e-300)
+    gain = np.zeros((nb, 6), dtype=dtype)
+    inverse_d = np.zeros(nb, dtype=dtype)
+    residual_torque = np.zeros(nb, dtype=dtype)
+    singular_below = tree.singular_inertia_threshold()
     for body in range(nb - 1, 0, -1):
         parent = tree.parent[body]
         if free[body]:
@@ -89,9 +88,10 @@ def gather(tree, q_hinge, qd_hinge, tau_hinge, body_forces=None, free=None, qdd_
 def scatter(tree, bodies, root_acceleration, qdd_prescribed=None):
     """Base-to-tips acceleration sweep: hinge accelerations and body accelerations."""
     hinge_map = tree.hinge_map
-    acceleration = np.zeros((tree.nb, 6))
+    dtype = dtype_of(bodies.transforms, bodies.gain, root_acceleration, qdd_prescribed)
+    acceleration = np.zeros((tree.nb, 6), dtype=dtype)
     acceleration[0] = root_acceleration
-    qdd = np.zeros(tree.nb) if qdd_prescribed is None else qdd_prescribed.copy()
+    qdd = np.zeros(tree.nb, dtype=dtype) if qdd_prescribed is None else qdd_prescribed.copy()
     for body in range(1, tree.nb):
         incoming = (bodies.transforms[body] @ acceleration[tree.parent[body]]
                     + bodies.bias_acceleration[body])

@@ -5,7 +5,7 @@ tau = H f, with a the Coriolis and b the gyroscopic terms.
 """
 import numpy as np
 
-from ..spatial import force_cross
+from ..spatial import dtype_of, force_cross
 from .kinematics import body_motion, parent_to_child_transforms
 
 
@@ -19,13 +19,13 @@ def inverse_dynamics(tree, q_hinge, qd_hinge, qdd_hinge, root_acceleration, body
     transforms = parent_to_child_transforms(tree, q_hinge)
     velocity, acceleration = body_motion(tree, transforms, qd_hinge, qdd_hinge, root_acceleration)
     inertia = tree.body_inertia
-    force = np.zeros((tree.nb, 6))
+    force = np.zeros((tree.nb, 6), dtype=dtype_of(velocity, acceleration, inertia))
     for body in range(1, tree.nb):
         force[body] = (inertia[body] @ acceleration[body]
-                       + force_cross(velocity[body]) @ inertia[body] @ velocity[body])
+                       + force_cross(velocity[body]) @ (inertia[body] @ velocity[body]))
     if body_forces is not None:
         force -= body_forces
-    torque = np.zeros(tree.nb)
+    torque = np.zeros(tree.nb, dtype=dtype_of(force))
     for body in range(tree.nb - 1, 0, -1):
         torque[body] = tree.hinge_map[body] @ force[body]
         parent = tree.parent[body]

@@ -1,7 +1,7 @@
 """Kinematics: hinge transforms, body placements, frame poses and Jacobians."""
 import numpy as np
 
-from ..spatial import motion_cross, motion_transform, rotation_about_axis
+from ..spatial import dtype_of, motion_cross, motion_transform, rotation_about_axis
 from ..tree import PRISMATIC
 
 
@@ -16,7 +16,7 @@ def hinge_placement(tree, body, q):
 
 def parent_to_child_transforms(tree, q_hinge):
     """The 6x6 motion transforms X(i) from each body's parent frame to its own."""
-    transforms = np.zeros((tree.nb, 6, 6))
+    transforms = np.zeros((tree.nb, 6, 6), dtype=dtype_of(q_hinge))
     transforms[0] = np.eye(6)
     for body in range(1, tree.nb):
         transforms[body] = motion_transform(*hinge_placement(tree, body, q_hinge[body]))
@@ -25,8 +25,8 @@ def parent_to_child_transforms(tree, q_hinge):
 
 def body_placements(tree, q_hinge):
     """World (root-frame) placements ``(R[i], p[i])`` of every body: a scatter."""
-    rotations = np.zeros((tree.nb, 3, 3))
-    translations = np.zeros((tree.nb, 3))
+    rotations = np.zeros((tree.nb, 3, 3), dtype=dtype_of(q_hinge))
+    translations = np.zeros((tree.nb, 3), dtype=dtype_of(q_hinge))
     rotations[0] = np.eye(3)
     for body in range(1, tree.nb):
         parent = tree.parent[body]
@@ -62,7 +62,7 @@ def hinge_jacobian(tree, placements, frame):
     """
     rotations, translations = placements
     _, point = frame_placement(tree, placements, frame)
-    jacobian = np.zeros((6, tree.nb))
+    jacobian = np.zeros((6, tree.nb), dtype=dtype_of(rotations, translations))
     for body in ancestors(tree, frame.body):
         axis = rotations[body] @ tree.hinge_axis[body]
         if tree.hinge_type[body] == PRISMATIC:
@@ -79,8 +79,9 @@ def body_motion(tree, transforms, qd_hinge, qdd_hinge, root_acceleration):
     V(i) = X(i) V(parent) + H qd,  A(i) = X(i) A(parent) + H qdd + V(i) x H qd.
     """
     hinge_map = tree.hinge_map
-    velocity = np.zeros((tree.nb, 6))
-    acceleration = np.zeros((tree.nb, 6))
+    dtype = dtype_of(transforms, qd_hinge, qdd_hinge, root_acceleration)
+    velocity = np.zeros((tree.nb, 6), dtype=dtype)
+    acceleration = np.zeros((tree.nb, 6), dtype=dtype)
     acceleration[0] = root_acceleration
     for body in range(1, tree.nb):
         parent = tree.parent[body]

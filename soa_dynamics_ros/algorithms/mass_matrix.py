@@ -1,6 +1,7 @@
 """Composite-body mass matrix (CRBA): a gather of composite inertias, then H^T R H."""
 import numpy as np
 
+from ..spatial import dtype_of
 from .kinematics import parent_to_child_transforms
 
 
@@ -12,7 +13,7 @@ def mass_matrix(tree, q_hinge):
         parent = tree.parent[body]
         if parent > 0:
             composite[parent] += transforms[body].T @ composite[body] @ transforms[body]
-    mass = np.zeros((tree.nb, tree.nb))
+    mass = np.zeros((tree.nb, tree.nb), dtype=dtype_of(composite, transforms))
     hinge_map = tree.hinge_map
     for body in range(1, tree.nb):
         # The force needed to accelerate the composite body at unit hinge rate,

@@ -13,7 +13,7 @@ the Popov-Vereshchagin solver).  Cost O(N m) for m wrench columns.
 """
 import numpy as np
 
-from ..spatial import skew
+from ..spatial import dtype_of, skew
 
 
 def frame_wrench_map(rotation, offset):
@@ -23,7 +23,7 @@ def frame_wrench_map(rotation, offset):
     origin in body coordinates.  T itself maps the body's spatial velocity
     (body axes) to the frame origin's [v; w] in root axes.
     """
-    t = np.zeros((6, 6))
+    t = np.zeros((6, 6), dtype=dtype_of(rotation, offset))
     t[:3, :3] = rotation
     t[:3, 3:] = -rotation @ skew(offset)
     t[3:, 3:] = rotation
@@ -36,7 +36,8 @@ def compliance_gather(tree, bodies, wrench_columns):
     ``wrench_columns`` is an (nb, 6, m) array of applied unit wrenches.
     """
     carried = wrench_columns.copy()
-    compliance = np.zeros((carried.shape[2], carried.shape[2]))
+    compliance = np.zeros((carried.shape[2], carried.shape[2]),
+                          dtype=dtype_of(carried, bodies.gain, bodies.inverse_d))
     hinge_map = tree.hinge_map
     for body in range(tree.nb - 1, 0, -1):
         projected = hinge_map[body] @ carried[body]          # H Z, one row
