@@ -11,6 +11,7 @@ import math
 import sys
 import time
 import traceback
+import warnings
 
 import numpy as np
 import rclpy
@@ -24,8 +25,8 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectoryPoint
 from visualization_msgs.msg import Marker
 
-from . import conversions
-from .errors import SoaDynamicsError
+from . import conversions, plant
+from .errors import InvalidInputError, JointLimitWarning, SoaDynamicsError
 from .live_model import FEEDFORWARD_MODES, LiveModel
 from .model import RobotModel
 from .srv import (EvaluateTrajectory, ForwardDynamics, GravityTorques, HybridDynamics,
@@ -404,7 +405,63 @@ class EmbeddedModelNode(Node):
         response.payloads = list(model.payloads)
 
     def _evaluate_trajectory(self, request, response):
-        raise SoaDynamicsError("evaluate_trajectory is not available yet")
+        """Torques along a JointTrajectory (plant.torques); joints it omits hold their synced position."""
+        model, live = self.live.model, self.live
+        trajectory = request.trajectory
+        points = trajectory.points
+        if not points:
+            raise InvalidInputError("the trajectory has no points")
+        names = list(trajectory.joint_names)
+        count = len(names)
+        for i, point in enumerate(points):
+            if len(point.positions) != count:
+                raise InvalidInputError(f"point {i} has {len(point.positions)} positions for "
+                                        f"{count} joint names")
+        time_from_start = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+                                    for p in points])
+        held = [name for name in model.joint_names if name not in names]
+        full_names = names + held
+        positions = np.zeros((len(points), len(full_names)))
+        positions[:, :count] = [p.positions for p in points]
+        if held:
+            q, _ = live.merged_state([], [], [])
+            positions[:, count:] = q[live.order_of(held)]
+
+        def rates(field_name):
+            values = [getattr(p, field_name) for p in points]
+            if all(len(v) == count for v in values):
+                array = np.zeros_like(positions)
+                array[:, :count] = values
+                return array
+            return None   # not given for every point: differentiated
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", JointLimitWarning)
+            path = plant.trajectory_from_arrays(model, time_from_start, positions, rates("velocities"),
+                                                rates("accelerations"), joint_names=full_names)
+        added = []
+        try:
+            for payload in request.payloads:
+                arguments = conversions.payload_from_message(payload)
+                arguments["name"] = f"evaluate_trajectory/{arguments['name'] or len(added)}"
+                model.attach_payload(**arguments)
+                added.append(arguments["name"])
+            report = plant.torque_report(model, path, plant.path_torques(model, path))
+        finally:
+            for name in added:
+                model.detach_payload(name)
+        response.name = report.joint_names
+        response.points = len(path)
+        response.effort = report.torques.ravel().tolist()
+        response.peak_effort = report.peak.tolist()
+        response.limit_ratio = report.ratio.tolist()
+        response.within_limits = not report.violated
+        first = report.first_violation
+        response.first_violation_time = float(first[0]) if first else -1.0
+        notes = [f"{name!r} not in the trajectory: held at its synced position" for name in held[:3]]
+        notes += [str(w.message) for w in caught]
+        if first:
+            notes.insert(0, f"{first[1]!r} exceeds its effort limit at t={first[0]:g} s")
+        response.message = "; ".join(notes)
 
     # ------------------------------------------------------------------ diagnostics and marker
     def _publish_diagnostics(self):

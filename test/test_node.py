@@ -353,3 +353,47 @@ def test_robot_description_from_topic_reload_and_bad_descriptions(client, tmp_pa
         assert node.alive()
     finally:
         assert node.stop() == 0, node.log()
+
+
+def test_evaluate_trajectory_answers_can_the_arm_do_this(client, panda_node, joint_states, feedforward,
+                                                         panda):
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory
+    from soa_dynamics_ros.srv import EvaluateTrajectory
+    evaluate = client.client(EvaluateTrajectory, "/soa_dynamics/evaluate_trajectory")
+    publish_and_wait(joint_states, feedforward, state(panda.joint_names, POSE))
+    times = np.linspace(0.0, 2.0, 41)
+    moving = panda.joint_names[:6]       # joint 7 is left out: held at its synced position
+    positions = POSE[:6] + 0.3 * np.sin(np.pi * times)[:, None]
+    velocities = 0.3 * np.pi * np.cos(np.pi * times)[:, None] * np.ones(6)
+    accelerations = -0.3 * np.pi**2 * np.sin(np.pi * times)[:, None] * np.ones(6)
+    trajectory = JointTrajectory(joint_names=moving)
+    for t, q, qd, qdd in zip(times, positions, velocities, accelerations):
+        trajectory.points.append(JointTrajectoryPoint(
+            positions=q.tolist(), velocities=qd.tolist(), accelerations=qdd.tolist(),
+            time_from_start=Duration(sec=int(t), nanosec=int(round((t % 1) * 1e9)))))
+    answer = client.call(evaluate, EvaluateTrajectory.Request(trajectory=trajectory))
+    assert answer.success, answer.message
+    assert answer.points == 41 and list(answer.name) == panda.joint_names
+    full = lambda part: np.hstack([part, np.full((41, 1), POSE[6] if part is positions else 0.0)])  # noqa: E731
+    expected = panda.inverse_dynamics_batch(full(positions), full(velocities), full(accelerations))
+    effort = np.reshape(answer.effort, (41, 7))
+    assert_close(effort, expected, "torques along the path", 1e-12)
+    assert_close(answer.peak_effort, np.abs(expected).max(axis=0), "peaks", 1e-12)
+    assert_close(answer.limit_ratio, np.abs(expected).max(axis=0) / panda.effort_limits, "ratios", 1e-12)
+    assert answer.within_limits and answer.first_violation_time == -1.0
+    assert "'panda_joint7' not in the trajectory" in answer.message
+
+    heavy = Payload(name="anvil", link="panda_hand", mass=40.0)
+    answer = client.call(evaluate, EvaluateTrajectory.Request(trajectory=trajectory, payloads=[heavy]))
+    assert answer.success and not answer.within_limits and answer.first_violation_time >= 0
+    assert max(answer.limit_ratio) > 1 and "exceeds its effort limit" in answer.message
+    # The evaluation's payload was temporary: the live model is unchanged.
+    effort_now = publish_and_wait(joint_states, feedforward, state(panda.joint_names, POSE))
+    assert_close(effort_now, panda.gravity_torques(POSE), "no payload left behind", 1e-12)
+
+    trajectory.points[3].positions = [0.0]
+    answer = client.call(evaluate, EvaluateTrajectory.Request(trajectory=trajectory))
+    assert not answer.success and "point 3 has 1 positions" in answer.message
+    answer = client.call(evaluate, EvaluateTrajectory.Request())
+    assert not answer.success and "no points" in answer.message

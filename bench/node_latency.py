@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""joint_states -> feedforward latency of the node at 1 kHz, and service round trips.
+
+    .venv/bin/python bench/node_latency.py [--robot panda] [--seconds 60] [--executor both]
+
+Starts the node executable in its own process (as in production), publishes
+JointState at the given rate from this process, and timestamps each
+~/feedforward_state echo (it carries the joint state's stamp).  Latency is
+publish -> node -> this process, so it includes two DDS hops.  A missed cycle
+is a joint state that got no feedforward.  Prints a table and writes
+bench/results/node_latency.{md,json}.  Not a test: nothing here asserts a time.
+"""
+import argparse
+import json
+import os
+import pathlib
+import platform
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "test"))
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 80))
+
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from ros_harness import RosClient, RosProcess  # noqa: E402
+from soa_dynamics_ros import RobotModel  # noqa: E402
+from soa_dynamics_ros.srv import GravityTorques  # noqa: E402
+
+
+def measure(executor, robot, seconds, rate, service_calls, log_dir):
+    model = RobotModel.from_urdf(str(REPO / "urdf" / f"{robot}.urdf"))
+    node = RosProcess("soa_dynamics_node", "--params-file", f"config/{robot}.yaml",
+                      "-p", f"executor:={executor}", "-p", "marker_rate:=0.0",
+                      log_dir=log_dir, name=f"node_{executor}")
+    client = RosClient(f"latency_bench_{executor}")
+    try:
+        gravity = client.client(GravityTorques, "/soa_dynamics/gravity_torques")
+        latencies, received = [], set()
+        clock = client.node.get_clock()
+
+        def on_feedforward(message):
+            now = clock.now().nanoseconds
+            stamp = message.header.stamp.sec * 10**9 + message.header.stamp.nanosec
+            received.add(stamp)
+            latencies.append((now - stamp) * 1e-9)
+
+        client.node.create_subscription(JointState, "/soa_dynamics/feedforward_state",
+                                        on_feedforward, QoSProfile(depth=100,
+                                                                   reliability=ReliabilityPolicy.RELIABLE))
+        publisher = client.node.create_publisher(JointState, "/joint_states", 10)
+        message = JointState(name=model.joint_names, position=[0.3] * model.dof,
+                             velocity=[0.0] * model.dof)
+        # Warm up until the node answers, then measure.
+        deadline = time.monotonic() + 20
+        while not latencies and time.monotonic() < deadline:
+            message.header.stamp = clock.now().to_msg()
+            publisher.publish(message)
+            time.sleep(0.01)
+        time.sleep(0.2)
+        latencies.clear()
+        received.clear()
+        sent = []
+        period, start = 1.0 / rate, time.perf_counter()
+        count = int(seconds * rate)
+        for i in range(count):
+            target = start + i * period
+            while (remaining := target - time.perf_counter()) > 0:
+                if remaining > 3e-4:
+                    time.sleep(remaining - 2e-4)
+            message.header.stamp = clock.now().to_msg()
+            sent.append(message.header.stamp.sec * 10**9 + message.header.stamp.nanosec)
+            publisher.publish(message)
+        achieved_rate = count / (time.perf_counter() - start)
+        time.sleep(0.5)
+        missed = sum(1 for stamp in sent if stamp not in received)
+
+        round_trips = []
+        request = GravityTorques.Request()
+        for _ in range(service_calls):
+            started = time.perf_counter()
+            client.call(gravity, request)
+            round_trips.append(time.perf_counter() - started)
+        lat = np.array(latencies) * 1e3
+        trips = np.array(round_trips) * 1e3
+        return {
+            "executor": executor, "robot": robot, "seconds": seconds, "rate_hz": rate,
+            "achieved_publish_rate_hz": round(achieved_rate, 1), "published": count,
+            "missed": missed,
+            "latency_ms": {"median": float(np.median(lat)), "p99": float(np.percentile(lat, 99)),
+                           "max": float(lat.max())},
+            "service_round_trip_ms": {"median": float(np.median(trips)),
+                                      "p99": float(np.percentile(trips, 99))},
+        }
+    finally:
+        client.close()
+        node.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--robot", default="panda")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--service-calls", type=int, default=1000)
+    parser.add_argument("--executor", choices=["events", "single_threaded", "both"], default="both")
+    parser.add_argument("--quick", action="store_true", help="2 s and 100 calls: a smoke run")
+    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "node_latency"))
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.service_calls = 2.0, 100
+    executors = ["events", "single_threaded"] if args.executor == "both" else [args.executor]
+    results = []
+    with tempfile.TemporaryDirectory() as log_dir:
+        for executor in executors:
+            print(f"[bench] {executor}: {args.seconds:g} s of joint states at {args.rate:g} Hz, "
+                  f"then {args.service_calls} service calls", flush=True)
+            results.append(measure(executor, args.robot, args.seconds, args.rate,
+                                   args.service_calls, log_dir))
+    header = (f"node latency, {args.robot}, {time.strftime('%Y-%m-%d')}, "
+              f"{platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()})")
+    lines = [f"# {header}", "",
+             "| executor | published | rate [Hz] | missed | latency median [ms] | p99 [ms] | max [ms] "
+             "| service median [ms] | service p99 [ms] |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['executor']} | {r['published']} | {r['achieved_publish_rate_hz']} | "
+                     f"{r['missed']} | {r['latency_ms']['median']:.3f} | {r['latency_ms']['p99']:.3f} | "
+                     f"{r['latency_ms']['max']:.3f} | {r['service_round_trip_ms']['median']:.3f} | "
+                     f"{r['service_round_trip_ms']['p99']:.3f} |")
+    table = "\n".join(lines)
+    print(table)
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text(table + "\n")
+    out.with_suffix(".json").write_text(json.dumps({"header": header, "results": results}, indent=2))
+    print(f"[bench] written to {out.with_suffix('.md')} and .json")
+
+
+if __name__ == "__main__":
+    main()
