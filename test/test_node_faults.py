@@ -1,0 +1,107 @@
+"""Stale and faulty data around a running node: stop/resume/jump, model swaps, clock jumps."""
+import time
+
+import numpy as np
+import pytest
+from builtin_interfaces.msg import Time
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+
+from conftest import assert_close, shipped_urdf
+from ros_harness import RosClient, RosProcess, wait_for
+from soa_dynamics_ros import RobotModel
+
+PANDA = RobotModel.from_urdf(shipped_urdf("panda.urdf"))
+UR5 = RobotModel.from_urdf(shipped_urdf("ur5.urdf"))
+
+
+@pytest.fixture
+def client():
+    ros = RosClient("faults_client")
+    yield ros
+    ros.close()
+
+
+def _state(model, q, stamp=None):
+    message = JointState(name=model.joint_names, position=[float(x) for x in q])
+    if stamp is not None:
+        message.header.stamp = stamp
+    return message
+
+
+def test_stop_resume_and_jumps(client, tmp_path):
+    node = RosProcess("soa_dynamics_node", "-p", "urdf_file:=urdf/panda.urdf", "-r",
+                      "__node:=faults", log_dir=tmp_path, name="faults")
+    try:
+        feedforward = client.collect(Float64MultiArray, "/faults/feedforward")
+        publisher = client.node.create_publisher(JointState, "/joint_states", 10)
+        q = np.full(7, 0.2)
+        wait_for(lambda: publisher.publish(_state(PANDA, q)) or feedforward, what="feedforward")
+        # Stop: nothing more is published once the states stop.
+        time.sleep(0.3)
+        count = len(feedforward)
+        time.sleep(0.3)
+        assert len(feedforward) == count
+        # Resume with a large jump: the answer follows the new state at once.
+        jumped = q + np.array([1.0, -0.8, 0.5, -1.0, 0.9, 1.2, -2.0])
+        for _ in range(5):
+            publisher.publish(_state(PANDA, jumped))
+            time.sleep(0.02)
+        wait_for(lambda: len(feedforward) > count, what="feedforward after resuming")
+        assert_close(feedforward[-1][1].data, PANDA.gravity_torques(jumped), "after the jump", 1e-12)
+        # Header stamps going backwards do not matter: freshness is arrival time.
+        for sec in (100, 50, 10):
+            publisher.publish(_state(PANDA, q, Time(sec=sec)))
+            time.sleep(0.02)
+        assert_close(feedforward[-1][1].data, PANDA.gravity_torques(q), "stamps backwards", 1e-12)
+    finally:
+        assert node.stop() == 0, node.log()
+
+
+def test_description_change_mid_run_never_mixes_models(client, tmp_path):
+    node = RosProcess("soa_dynamics_node", "-r", "__node:=swap", log_dir=tmp_path, name="swap")
+    try:
+        feedforward = client.collect(Float64MultiArray, "/swap/feedforward")
+        description = client.latched_publisher(String, "/robot_description")
+        publisher = client.node.create_publisher(JointState, "/joint_states", 10)
+        description.publish(String(data=open(shipped_urdf("panda.urdf")).read()))
+        q_panda, q_ur5 = np.full(7, 0.3), np.full(6, -0.4)
+        wait_for(lambda: publisher.publish(_state(PANDA, q_panda)) or feedforward, what="panda feedforward")
+        description.publish(String(data=open(shipped_urdf("ur5.urdf")).read()))
+        # Panda states keep coming: the UR5 model knows none of those joints, so
+        # nothing may be published until UR5 states arrive.
+        wait_for(lambda: "model 'ur5' loaded from /robot_description" in node.log(),
+                 what="the UR5 model")
+        count = len(feedforward)
+        for _ in range(20):
+            publisher.publish(_state(PANDA, q_panda))
+            time.sleep(0.01)
+        assert len(feedforward) == count
+        wait_for(lambda: publisher.publish(_state(UR5, q_ur5)) or len(feedforward) > count,
+                 what="UR5 feedforward")
+        last = feedforward[-1][1].data
+        assert len(last) == 6
+        assert_close(last, UR5.gravity_torques(q_ur5), "UR5 torques", 1e-12)
+        assert all(len(m.data) in (6, 7) and np.all(np.isfinite(m.data)) for _, m in feedforward)
+    finally:
+        assert node.stop() == 0, node.log()
+
+
+def test_clock_jumps_with_sim_time(client, tmp_path):
+    node = RosProcess("soa_dynamics_node", "-p", "urdf_file:=urdf/panda.urdf", "-p", "use_sim_time:=true",
+                      "-r", "__node:=simclock", log_dir=tmp_path, name="simclock")
+    try:
+        feedforward = client.collect(Float64MultiArray, "/simclock/feedforward")
+        clock = client.node.create_publisher(Clock, "/clock", 10)
+        publisher = client.node.create_publisher(JointState, "/joint_states", 10)
+        q = np.full(7, -0.1)
+        for seconds in (1000, 5, 100000, 0, 42):   # forwards, backwards, far ahead, zero
+            clock.publish(Clock(clock=Time(sec=seconds)))
+            count = len(feedforward)
+            wait_for(lambda: publisher.publish(_state(PANDA, q, Time(sec=seconds))) or
+                     len(feedforward) > count, what=f"feedforward at sim time {seconds}")
+            assert_close(feedforward[-1][1].data, PANDA.gravity_torques(q), "with sim time", 1e-12)
+        assert node.alive()
+    finally:
+        assert node.stop() == 0, node.log()
