@@ -15,7 +15,23 @@ Conventions (stated once; README repeats them):
 * Jacobians and spatial velocities are ``[v; w]``: velocity of the frame
   origin, then angular velocity, both in root-link axes.
 * Inverse dynamics returns ``tau`` with ``M qdd + h = tau + sum J_i^T w_i``.
+
+Compiled kernels (:mod:`soa_dynamics_ros.kernels`): gravity, bias, inverse and
+forward dynamics, mass matrix, frame Jacobian and task-space inertia have a
+second implementation generated per robot from the same recursions and
+compiled with numba.  ``kernels=`` picks it: ``"auto"`` (default) uses it when
+numba is importable, compiling a kernel in a background thread once it has
+been asked for :data:`AUTO_COMPILE_AFTER` times (answers come from the numpy
+path until it is ready; :meth:`RobotModel.prepare_kernels` compiles at once);
+``"numba"`` compiles each kernel at first use, in the caller; ``"python"``
+runs the generated code as Python; ``"off"`` keeps the numpy path only.
+Arguments are validated the same way on every path; calls with wrenches,
+subgraphs, damping or ``return_info`` use the numpy path.
 """
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from . import algorithms, constrained
@@ -32,6 +48,23 @@ from .urdf import parse_urdf
 from .validation import as_vector, check_link_inertias, payload_problems
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+KERNEL_MODES = ("auto", "off", "numba", "python")
+# kernels="auto": a kernel is compiled (in the background) once this many
+# calls (or batch samples) asked for it: a model used a few times never pays
+# seconds of compilation; a controller at 1 kHz gets kernels after ~0.2 s.
+AUTO_COMPILE_AFTER = 200
+_logger = logging.getLogger("soa_dynamics_ros.kernels")
+_FLOAT = np.dtype(float)
+_background = None
+_background_lock = threading.Lock()
+
+
+def _background_executor():
+    global _background
+    with _background_lock:
+        if _background is None:
+            _background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="soa-kernels")
+        return _background
 
 __all__ = ["RobotModel", "algorithms"]
 
@@ -39,7 +72,7 @@ __all__ = ["RobotModel", "algorithms"]
 class RobotModel:
     """A fixed-base rigid multibody tree built from a URDF."""
 
-    def __init__(self, description, strict_inertia=False):
+    def __init__(self, description, strict_inertia=False, kernels="auto"):
         check_link_inertias(description, strict_inertia)
         self.description = description
         self.tree = BodyTree(description)
@@ -47,15 +80,100 @@ class RobotModel:
         self._joint_index = {name: i for i, name in enumerate(self.tree.joint_names)}
         self._payloads = {}
         self._all_joints = constrained.select_joints(self)
+        self.set_kernels(kernels)
 
     @classmethod
-    def from_urdf(cls, source, strict_inertia=False):
+    def from_urdf(cls, source, strict_inertia=False, kernels="auto"):
         """Build from a URDF/xacro file path or XML string.
 
         ``strict_inertia=True`` turns inertia warnings (zero mass, not positive
         definite, triangle inequality) into :class:`~soa_dynamics_ros.errors.InertiaError`.
+        ``kernels``: ``"auto"``, ``"off"``, ``"numba"`` or ``"python"`` (module docstring).
         """
-        return cls(parse_urdf(source), strict_inertia)
+        return cls(parse_urdf(source), strict_inertia, kernels)
+
+    # ------------------------------------------------------------------ compiled kernels
+    def set_kernels(self, mode):
+        """Switch the kernel backend: ``"auto"``, ``"off"``, ``"numba"`` or ``"python"``."""
+        from . import kernels as kernel_module
+        if mode not in KERNEL_MODES:
+            raise InvalidInputError(f"kernels must be one of {KERNEL_MODES}, not {mode!r}")
+        backend = kernel_module.default_backend() if mode == "auto" else (
+            None if mode == "off" else mode)
+        self._kernel_mode = mode
+        self._kernel_set = None if backend is None else kernel_module.Kernels(
+            self.tree, backend, self.name)
+        self._ready = {}           # (kernel, frame) -> callable, or None while not wanted yet
+        self._requests = {}        # auto mode: how often each kernel was asked for
+        self._params = None
+        self._params_of = None
+
+    @property
+    def kernels(self):
+        """The kernel mode and backend in use: ``(mode, backend or None)``."""
+        return self._kernel_mode, None if self._kernel_set is None else self._kernel_set.backend
+
+    def prepare_kernels(self, frames=()):
+        """Compile (or load from the on-disk cache) every kernel now; returns seconds per kernel.
+
+        A ROS node calls this at start-up so that no control cycle pays for it.
+        """
+        if self._kernel_set is None:
+            return {}
+        for frame in frames:
+            self._frame(frame)
+        self._kernel_set.prepare(frames=frames)
+        for key, function in self._kernel_set._ready.items():
+            self._ready[key] = function
+        return dict(self._kernel_set.compile_seconds)
+
+    def _kernel(self, name, frame=None, weight=1):
+        """The ready kernel, or None (numpy path) while it is not (yet) available."""
+        key = (name, frame)
+        function = self._ready.get(key)
+        if function is not None or self._kernel_set is None:
+            return function
+        if self._kernel_mode != "auto":
+            function = self._kernel_set.get(name, frame)
+            self._ready[key] = function
+            return function
+        count = self._requests.get(key, 0)
+        self._requests[key] = count + weight
+        if count < AUTO_COMPILE_AFTER <= count + weight:
+            kernel_set, ready = self._kernel_set, self._ready
+
+            def build():
+                try:
+                    function = kernel_set.get(name, frame)
+                except Exception:  # pragma: no cover - the numpy path keeps answering
+                    _logger.exception("kernel %s for %s failed to build; using numpy", name,
+                                      self.name)
+                    return
+                if kernel_set is self._kernel_set:
+                    ready[key] = function
+            _background_executor().submit(build)
+        return None
+
+    def _parameters(self):
+        """Packed inertias and gravity, the kernels' ``p`` (repacked when either changed)."""
+        inertia = self.tree.body_inertia
+        if self._params_of is not inertia:
+            from .kernels import pack_parameters
+            self._params = pack_parameters(self.tree, self._gravity)
+            self._params_of = inertia
+        return self._params
+
+    def _kernel_vector(self, name, value):
+        # Fast path: already a float64 vector of the right shape (NaN/inf are
+        # checked by the kernel before any arithmetic; it then returns status 1).
+        if (type(value) is np.ndarray and value.dtype == _FLOAT
+                and value.shape == (self.tree.dof,) and value.flags.c_contiguous):
+            return value
+        return np.ascontiguousarray(self._vector(name, value))
+
+    @staticmethod
+    def _no_wrenches(wrenches):
+        return wrenches is None or (type(wrenches) is dict and not wrenches)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -94,6 +212,7 @@ class RobotModel:
     @gravity.setter
     def gravity(self, value):
         self._gravity = as_vector("gravity", value, 3)
+        self._params_of = None
 
     def joint_index(self, name):
         try:
@@ -147,6 +266,14 @@ class RobotModel:
     # ------------------------------------------------------------------ dynamics
     def inverse_dynamics(self, q, qd, qdd, wrenches=None):
         """Joint torques producing ``qdd``: ``M qdd + h = tau + sum J_i^T w_i``."""
+        if self._kernel_set is not None and self._no_wrenches(wrenches):
+            kernel = self._kernel("inverse_dynamics")
+            if kernel is not None:
+                out = np.empty(self.tree.dof)
+                if kernel(self._kernel_vector("q", q), self._kernel_vector("qd", qd),
+                          self._kernel_vector("qdd", qdd), self._parameters(), out) == 0:
+                    return out
+                # Status 1 (NaN/inf) or 2 (singular): the numpy path raises the error.
         q_hinge = self._hinge_positions(q)
         hinge_torques = _newton_euler(
             self.tree, q_hinge, self._hinge_rates("qd", qd), self._hinge_rates("qdd", qdd),
@@ -155,15 +282,34 @@ class RobotModel:
 
     def gravity_torques(self, q):
         """Torques that hold the robot still against gravity, g(q)."""
+        if self._kernel_set is not None:
+            kernel = self._kernel("gravity_torques")
+            if kernel is not None:
+                out = np.empty(self.tree.dof)
+                if kernel(self._kernel_vector("q", q), self._parameters(), out) == 0:
+                    return out
         zeros = np.zeros(self.tree.dof)
         return self.inverse_dynamics(q, zeros, zeros)
 
     def bias_torques(self, q, qd):
         """Coriolis, centrifugal and gravity torques h(q, qd)."""
+        if self._kernel_set is not None:
+            kernel = self._kernel("bias_torques")
+            if kernel is not None:
+                out = np.empty(self.tree.dof)
+                if kernel(self._kernel_vector("q", q), self._kernel_vector("qd", qd),
+                          self._parameters(), out) == 0:
+                    return out
         return self.inverse_dynamics(q, qd, np.zeros(self.tree.dof))
 
     def mass_matrix(self, q):
         """Joint-space mass matrix M(q), dof x dof, symmetric."""
+        if self._kernel_set is not None:
+            kernel = self._kernel("mass_matrix")
+            if kernel is not None:
+                out = np.empty((self.tree.dof, self.tree.dof))
+                if kernel(self._kernel_vector("q", q), self._parameters(), out) == 0:
+                    return out
         g = self.tree.hinge_from_joint
         return g.T @ _composite_body(self.tree, self._hinge_positions(q)) @ g
 
@@ -173,6 +319,13 @@ class RobotModel:
         Articulated-body recursion (O(N)); robots with mimic joints couple
         hinges outside the tree structure and are solved through M instead.
         """
+        if self._kernel_set is not None and self._no_wrenches(wrenches):
+            kernel = self._kernel("forward_dynamics")
+            if kernel is not None:
+                out = np.empty(self.tree.dof)
+                if kernel(self._kernel_vector("q", q), self._kernel_vector("qd", qd),
+                          self._kernel_vector("tau", tau), self._parameters(), out) == 0:
+                    return out
         tau = self._vector("tau", tau)
         if not self.tree.has_mimic:
             q_hinge = self._hinge_positions(q)
@@ -203,22 +356,41 @@ class RobotModel:
         if not np.all(np.isfinite(samples)):
             rows = sorted(set(np.nonzero(~np.isfinite(samples))[0].tolist()))
             raise InvalidInputError(f"{name} holds NaN or inf in sample(s) {rows[:10]}")
-        return samples
+        return np.ascontiguousarray(samples)
+
+    def _run_batch(self, name, single, arrays):
+        """One kernel call over all samples; the per-sample loop when no kernel is ready.
+
+        A failing sample (only a singular hinge can fail after validation) is
+        re-run on the numpy path, which raises the error.
+        """
+        count = len(arrays[0])
+        kernel = None if self._kernel_set is None else self._kernel(name, weight=max(count, 1))
+        if kernel is not None:
+            out = np.empty((count, self.tree.dof))
+            status = kernel(*arrays, self._parameters(), out)
+            if status == 0:
+                return out
+            single(*(array[status // 4] for array in arrays))
+        return np.array([single(*sample) for sample in zip(*arrays)]).reshape(
+            (count, self.tree.dof))
 
     def inverse_dynamics_batch(self, Q, QD, QDD):
         """Inverse dynamics of N samples: arrays of shape (N, dof) in, (N, dof) out."""
         Q = self._samples("Q", Q)
         QD, QDD = self._samples("QD", QD, len(Q)), self._samples("QDD", QDD, len(Q))
-        return np.array([self.inverse_dynamics(*sample) for sample in zip(Q, QD, QDD)]).reshape(Q.shape)
+        return self._run_batch("inverse_dynamics_batch", self.inverse_dynamics, (Q, QD, QDD))
 
     def gravity_torques_batch(self, Q):
+        """Gravity torques of N configurations: (N, dof) in, (N, dof) out."""
         Q = self._samples("Q", Q)
-        return np.array([self.gravity_torques(q) for q in Q]).reshape(Q.shape)
+        return self._run_batch("gravity_torques_batch", self.gravity_torques, (Q,))
 
     def forward_dynamics_batch(self, Q, QD, TAU):
+        """Forward dynamics of N samples: (N, dof) arrays in, accelerations (N, dof) out."""
         Q = self._samples("Q", Q)
         QD, TAU = self._samples("QD", QD, len(Q)), self._samples("TAU", TAU, len(Q))
-        return np.array([self.forward_dynamics(*sample) for sample in zip(Q, QD, TAU)]).reshape(Q.shape)
+        return self._run_batch("forward_dynamics_batch", self.forward_dynamics, (Q, QD, TAU))
 
     # ------------------------------------------------------------------ task space and constraints
     def task_space_inertia(self, q, frame, part="full", damping=None, return_info=False):
@@ -233,6 +405,15 @@ class RobotModel:
         :class:`~soa_dynamics_ros.constrained.TaskSpaceInertia` with Lambda^-1,
         its condition number and rank.
         """
+        if (self._kernel_set is not None and type(frame) is str and part == "full"
+                and damping is None and not return_info and not self.tree.has_mimic
+                and frame in self.tree.frames):
+            kernel = self._kernel("task_space_inertia", frame)
+            if kernel is not None:
+                out = np.empty((6, 6))
+                # Status 3 (ill-conditioned): the numpy path decides on the rank and raises.
+                if kernel(self._kernel_vector("q", q), self._parameters(), out) == 0:
+                    return out
         return constrained.task_space_inertia(self, self._all_joints, q, frame, part, damping,
                                               return_info)
 
@@ -331,6 +512,12 @@ class RobotModel:
 
     def jacobian(self, q, frame):
         """6 x dof Jacobian of the frame origin, rows ``[v; w]`` in root-link axes."""
+        if self._kernel_set is not None and type(frame) is str and frame in self.tree.frames:
+            kernel = self._kernel("jacobian", frame)
+            if kernel is not None:
+                out = np.empty((6, self.tree.dof))
+                if kernel(self._kernel_vector("q", q), out) == 0:
+                    return out
         target = self._frame(frame)
         placements = body_placements(self.tree, self._hinge_positions(q))
         return hinge_jacobian(self.tree, placements, target) @ self.tree.hinge_from_joint
