@@ -95,7 +95,8 @@ def _check_time(time, lines=None):
     if np.any(steps <= 0):
         bad = int(np.flatnonzero(steps <= 0)[0]) + 1
         raise TrajectoryError(
-            f"time must increase strictly: sample {bad} has time {time[bad]!r} after {time[bad - 1]!r}",
+            f"time must increase strictly: sample {bad} has time {float(time[bad])!r} after "
+            f"{float(time[bad - 1])!r}",
             None if lines is None else lines[bad])
 
 
