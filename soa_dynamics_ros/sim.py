@@ -1,0 +1,336 @@
+"""``soa_dynamics_sim``: a MuJoCo-simulated arm that speaks what gz_ros2_control speaks.
+
+Topics, as Gazebo + gz_ros2_control with a ``JointGroupEffortController``
+named ``effort_controller`` and a joint_state_broadcaster:
+
+* publishes ``/joint_states`` (``sensor_msgs/JointState``, every step,
+  stamped; ``effort`` is the effort applied during the step that led there),
+* takes ``/effort_controller/commands`` (``std_msgs/Float64MultiArray``,
+  one effort per joint in the ``joints`` parameter order),
+* optionally publishes ``/clock`` (``publish_clock``) and then stamps with
+  simulated time, for nodes run with ``use_sim_time:=true``.
+
+A command of the wrong length (or non-finite) is rejected with a throttled
+warning; the last valid command is applied for at most ``command_timeout``
+(simulated) seconds, then zero effort, as real drivers do.
+
+Timing: ``real_time_factor`` 1 paces the 1 kHz loop against the wall clock
+(0: as fast as possible).  ``lockstep`` makes the loop wait, after publishing
+the state of step k, for the command that answers it (at most
+``lockstep_timeout`` wall seconds) before stepping: the loop is then
+deterministic on a loaded machine.  After a timeout it stops waiting until a
+command arrives again, so a silent controller does not slow the sim down.
+
+The physics is :class:`soa_dynamics_ros.mujoco_plant.MujocoPlant`.
+"""
+import math
+import sys
+import time
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Time as TimeMsg
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+
+from .errors import SoaDynamicsError
+from .mujoco_plant import MujocoPlant
+
+NODE_NAME = "soa_dynamics_sim"
+COMMAND_TOPIC = "/effort_controller/commands"
+
+
+def _descriptor(text, read_only=False, number=False):
+    # number=True: integers are accepted too (`real_time_factor:=0` on a command line)
+    return ParameterDescriptor(description=text, read_only=read_only, dynamic_typing=number)
+
+
+def _stamp(seconds):
+    sec = math.floor(seconds)
+    return TimeMsg(sec=int(sec), nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
+
+
+class SimNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__(NODE_NAME, **kwargs)
+        declare = self.declare_parameter
+        declare("robot_description", "", _descriptor("URDF or xacro XML of the robot", True))
+        declare("urdf_file", "", _descriptor("path of a URDF/xacro file (if robot_description is empty)", True))
+        declare("joints", [""], _descriptor("joint order of the effort commands (empty: model order)", True))
+        declare("initial_positions", [0.0], _descriptor(
+            "start pose in `joints` order (one 0.0 or empty: 0, or the nearest joint limit)", True))
+        declare("timestep", 0.001, _descriptor("[s]", True, number=True))
+        declare("real_time_factor", 1.0, _descriptor("simulated / wall time; 0: as fast as possible", number=True))
+        declare("lockstep", False, _descriptor("wait for the command answering each state"))
+        declare("lockstep_timeout", 0.5, _descriptor("[wall s] longest wait for a command in lockstep", number=True))
+        declare("wait_for_command", False, _descriptor(
+            "hold the simulation (time stopped) until the first valid command; ~/reset re-arms it"))
+        declare("command_timeout", 0.1, _descriptor("[simulated s] a command older than this: zero effort", number=True))
+        declare("publish_clock", False, _descriptor("publish /clock and stamp with simulated time", True))
+        declare("urdf_dynamics", False, _descriptor("apply URDF joint damping/friction", True))
+        declare("joint_limits", True, _descriptor("enforce URDF position limits", True))
+        declare("payload_link", "", _descriptor("link carrying a simulated payload (empty: none)"))
+        declare("payload_mass", 0.0, _descriptor("[kg]", number=True))
+        declare("payload_com", [0.0, 0.0, 0.0], _descriptor("[m] in the link frame"))
+        declare("payload_inertia", [0.0] * 9, _descriptor("3x3 about the COM, link axes (0: point mass)"))
+        declare("wrench_link", "", _descriptor("link receiving a constant external wrench (empty: none)"))
+        declare("wrench", [0.0] * 6, _descriptor("[f; t] in root axes about the link origin, on the robot"))
+        declare("diagnostics_period", 1.0, _descriptor("[s]", True, number=True))
+
+        value = self._value
+        description = value("robot_description").strip() or value("urdf_file").strip()
+        if not description:
+            raise SoaDynamicsError("soa_dynamics_sim needs a urdf_file or robot_description parameter")
+        joints = [name for name in value("joints") if name]
+        self.plant = MujocoPlant(description, joints, value("timestep"), value("urdf_dynamics"),
+                                 value("joint_limits"), self._payload_from(value))
+        self.plant.set_wrench(value("wrench_link"), value("wrench"))
+        initial = [float(x) for x in value("initial_positions")]
+        if len(initial) <= 1 and not any(initial):
+            self.initial = self.plant.default_positions()
+        elif len(initial) == len(self.plant.joint_names):
+            self.initial = np.array(initial)
+        else:
+            raise SoaDynamicsError(f"initial_positions has {len(initial)} values for "
+                                   f"{len(self.plant.joint_names)} joints {self.plant.joint_names}")
+        self.plant.reset(self.initial)
+        self.n = len(self.plant.joint_names)
+        self.publish_clock = value("publish_clock")
+        self.command = None                 # last valid command
+        self.command_time = -math.inf       # simulated time it arrived
+        self.waiting = value("wait_for_command")
+        self.applied = np.zeros(self.n)
+        self.answered = False               # a command arrived since the last state
+        self.state_published_at = 0.0
+        self.commander_present = True
+        self.stats = dict(steps=0, commands=0, rejected=0, lockstep_timeouts=0, overruns=0,
+                          latencies=[], timed_out=False)
+
+        qos = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+        self.state_publisher = self.create_publisher(JointState, "/joint_states", qos)
+        self.clock_publisher = self.create_publisher(Clock, "/clock", 10) if self.publish_clock else None
+        self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
+        self.create_service(Trigger, "~/reset", self._on_reset)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._state_message = JointState(name=list(self.plant.state_names))
+        self._diag_period = value("diagnostics_period")
+        self._diag_wall = time.monotonic()
+        self._diag_sim = self.plant.time
+        self.get_logger().info(
+            f"MuJoCo arm {self.plant.reference.name!r}: {self.n} commanded joints "
+            f"({', '.join(self.plant.joint_names)}), dt {self.plant.timestep * 1e3:g} ms, "
+            f"lockstep {value('lockstep')}, real_time_factor {value('real_time_factor')}"
+            + (f", payload {self.plant.payload['mass']} kg on {self.plant.payload['link']!r}"
+               if self.plant.payload else ""))
+
+    # ------------------------------------------------------------------ parameters
+    NUMBERS = ("timestep", "real_time_factor", "lockstep_timeout", "command_timeout", "payload_mass",
+               "diagnostics_period")
+
+    def _value(self, name, changes=None):
+        value = changes[name] if changes and name in changes else self.get_parameter(name).value
+        return float(value) if name in self.NUMBERS else value
+
+    @staticmethod
+    def _payload_from(value):
+        if not value("payload_link") or value("payload_mass") <= 0.0:
+            return None
+        return dict(link=value("payload_link"), mass=value("payload_mass"),
+                    com=list(value("payload_com")), inertia=list(value("payload_inertia")))
+
+    def _on_set_parameters(self, parameters):
+        changes = {p.name: p.value for p in parameters}
+        value = lambda name: self._value(name, changes)  # noqa: E731
+        try:
+            if set(changes) & {"payload_link", "payload_mass", "payload_com", "payload_inertia"}:
+                if len(value("payload_com")) != 3 or len(value("payload_inertia")) != 9:
+                    raise SoaDynamicsError("payload_com needs 3 values, payload_inertia 9")
+                self.plant.set_payload(self._payload_from(value))
+                self.get_logger().info(f"payload now {self.plant.payload}")
+            if set(changes) & {"wrench_link", "wrench"}:
+                if len(value("wrench")) != 6:
+                    raise SoaDynamicsError("wrench needs 6 values [f; t]")
+                self.plant.set_wrench(value("wrench_link"), value("wrench"))
+                self.get_logger().info(f"external wrench {list(value('wrench'))} on "
+                                       f"{value('wrench_link')!r}")
+            for name in ("lockstep_timeout", "command_timeout", "real_time_factor"):
+                if name in changes and (not isinstance(changes[name], (int, float))
+                                        or changes[name] < 0):
+                    raise SoaDynamicsError(f"{name} must be >= 0")
+        except (SoaDynamicsError, ValueError, TypeError) as error:
+            self.get_logger().error(f"parameter change refused: {error}")
+            return SetParametersResult(successful=False, reason=str(error))
+        if "lockstep" in changes:
+            self.commander_present = True
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ inputs
+    def _on_command(self, message):
+        data = np.asarray(message.data, dtype=float)
+        if data.shape != (self.n,) or not np.all(np.isfinite(data)):
+            self.stats["rejected"] += 1
+            problem = (f"{data.size} values for {self.n} joints" if data.shape != (self.n,)
+                       else "non-finite values")
+            self.get_logger().warning(
+                f"{COMMAND_TOPIC} rejected ({problem}; order: {self.plant.joint_names}); keeping the "
+                "last valid command until command_timeout", throttle_duration_sec=2.0)
+            return
+        now = time.monotonic()
+        if not self.answered:
+            self.stats["latencies"].append(now - self.state_published_at)
+        self.command, self.command_time = data, self.plant.time
+        self.answered = True
+        self.commander_present = True
+        if self.waiting:
+            self.get_logger().info(f"first command at t={self.plant.time:.3f} s: simulation running")
+            self.waiting = False
+        self.stats["commands"] += 1
+        if self.stats["timed_out"]:
+            self.get_logger().info("commands are back")
+            self.stats["timed_out"] = False
+
+    def _on_reset(self, _request, response):
+        self.plant.reset(self.initial)
+        self.command, self.command_time = None, -math.inf
+        self.waiting = self.get_parameter("wait_for_command").value
+        self.commander_present = True
+        response.success, response.message = True, f"reset to {self.initial.tolist()}"
+        return response
+
+    # ------------------------------------------------------------------ loop
+    def effort_now(self):
+        """The effort for the coming step: the last valid command while it is fresh, else zero."""
+        timeout = self._value("command_timeout")
+        if self.command is not None and self.plant.time - self.command_time <= timeout + 1e-9:
+            return self.command
+        if self.command is not None and not self.stats["timed_out"]:
+            self.get_logger().warning(f"no valid command for {timeout} s: zero effort")
+            self.stats["timed_out"] = True
+        return np.zeros(self.n)
+
+    def publish_state(self):
+        plant, message = self.plant, self._state_message
+        if self.publish_clock:
+            stamp = _stamp(plant.time)
+            self.clock_publisher.publish(Clock(clock=stamp))
+        else:
+            stamp = self.get_clock().now().to_msg()
+        message.header.stamp = stamp
+        message.position = plant.state_positions()[1].tolist()
+        message.velocity = plant.state_velocities()[1].tolist()
+        effort = np.zeros(len(plant.state_names))
+        effort[plant.joint_state_index] = self.applied
+        message.effort = effort.tolist()
+        self.answered = False
+        self.state_published_at = time.monotonic()
+        self.state_publisher.publish(message)
+
+    def step(self):
+        self.applied = self.plant.set_effort(self.effort_now())
+        self.plant.step()
+        self.stats["steps"] += 1
+
+    def publish_diagnostics(self):
+        now = time.monotonic()
+        wall, simulated = now - self._diag_wall, self.plant.time - self._diag_sim
+        self._diag_wall, self._diag_sim = now, self.plant.time
+        stats = self.stats
+        latencies = np.array(stats["latencies"]) * 1e6
+        stats["latencies"] = []
+        values = {
+            "sim_time": f"{self.plant.time:.3f}",
+            "real_time_factor": f"{simulated / wall:.3f}" if wall > 0 else "",
+            "steps": stats["steps"], "commands": stats["commands"],
+            "rejected_commands": stats["rejected"], "lockstep_timeouts": stats["lockstep_timeouts"],
+            "overruns": stats["overruns"],
+            "command_latency_median_us": f"{np.median(latencies):.0f}" if latencies.size else "",
+            "command_latency_max_us": f"{latencies.max():.0f}" if latencies.size else "",
+            "command_fresh": str(not stats["timed_out"] and self.command is not None),
+        }
+        status = DiagnosticStatus(name=f"{self.get_fully_qualified_name()}: MuJoCo arm",
+                                  hardware_id=self.plant.reference.name,
+                                  level=DiagnosticStatus.WARN if stats["timed_out"] else DiagnosticStatus.OK,
+                                  message="zero effort: no fresh command" if stats["timed_out"] else "running")
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self.diagnostics_publisher.publish(array)
+
+    def run(self, executor):
+        """The loop: publish state k, wait (lockstep / pacing) while taking commands, step."""
+        dt = self.plant.timestep
+        next_tick = time.monotonic()
+        next_diagnostics = next_tick + self._diag_period
+        while rclpy.ok():
+            self.publish_state()
+            if self.waiting:      # time stands still until the controller speaks
+                pause_until = time.monotonic() + 0.01
+                while self.waiting and rclpy.ok() and time.monotonic() < pause_until:
+                    executor.spin_once(timeout_sec=pause_until - time.monotonic())
+                if self.waiting:
+                    next_tick = time.monotonic()
+                    continue
+            rtf = self._value("real_time_factor")
+            if self.get_parameter("lockstep").value and self.commander_present:
+                deadline = time.monotonic() + self._value("lockstep_timeout")
+                while not self.answered and rclpy.ok():
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        self.stats["lockstep_timeouts"] += 1
+                        self.commander_present = False
+                        break
+                    executor.spin_once(timeout_sec=remaining)
+            if rtf > 0:
+                next_tick += dt / rtf
+                while rclpy.ok():
+                    remaining = next_tick - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    executor.spin_once(timeout_sec=remaining)
+                if time.monotonic() - next_tick > 0.1:   # far behind: do not try to catch up
+                    self.stats["overruns"] += 1
+                    next_tick = time.monotonic()
+            else:
+                executor.spin_once(timeout_sec=0.0)
+            if time.monotonic() >= next_diagnostics:
+                next_diagnostics += self._diag_period
+                self.publish_diagnostics()
+            self.step()
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    node = executor = None
+    try:
+        node = SimNode()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        node.run(executor)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except RuntimeError:
+        if rclpy.ok():
+            raise
+        # SIGINT while spin_once takes a message surfaces as a RuntimeError: a normal shutdown.
+    except SoaDynamicsError as error:
+        print(f"[{NODE_NAME}] cannot start: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if executor is not None:
+            executor.shutdown()
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
