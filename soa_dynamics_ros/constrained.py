@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .algorithms import articulated_body
-from .algorithms.inverse_dynamics import inverse_dynamics
+from .algorithms.inverse_dynamics import force_gather, inverse_dynamics
 from .algorithms.mass_matrix import mass_matrix
 from .algorithms.mixed_dynamics import mixed_dynamics as mixed_recursion
 from .algorithms.kinematics import (body_motion, body_placements, hinge_jacobian,
                                     parent_to_child_transforms)
 from .algorithms.task_space import (classical_acceleration, compliance_gather, correction_scatter,
-                                    frame_wrench_map, rigid_force_gather)
+                                    frame_wrench_map)
 from .errors import InvalidInputError, SingularDynamicsError
 from .validation import as_vector
 
@@ -267,7 +267,7 @@ def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=Non
         delta_qdd, delta_accelerations = correction_scatter(tree, bodies, carried, nu)
         accelerations = free_accelerations + delta_accelerations
         qdd = selection.hinge_map.T @ (qdd_free_hinge + delta_qdd)
-        constraint_torques = selection.hinge_map.T @ rigid_force_gather(
+        constraint_torques = selection.hinge_map.T @ force_gather(
             tree, bodies.transforms, columns @ nu)
         velocity = bodies.velocity
         method = "O(N) Popov-Vereshchagin sweeps on the tree"

@@ -25,6 +25,15 @@ def inverse_dynamics(tree, q_hinge, qd_hinge, qdd_hinge, root_acceleration, body
                        + force_cross(velocity[body]) @ (inertia[body] @ velocity[body]))
     if body_forces is not None:
         force -= body_forces
+    return force_gather(tree, transforms, force)
+
+
+def force_gather(tree, transforms, body_forces):
+    """Hinge torques of body forces carried rigidly to the root: tau(i) = H(i) sum X^T f.
+
+    The tips-to-base half of RNEA; applied to external wrenches alone it is J^T w.
+    """
+    force = body_forces.copy()
     torque = np.zeros(tree.nb, dtype=dtype_of(force))
     for body in range(tree.nb - 1, 0, -1):
         torque[body] = tree.hinge_map[body] @ force[body]

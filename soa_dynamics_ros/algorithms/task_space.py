@@ -69,18 +69,6 @@ def correction_scatter(tree, bodies, carried, multipliers):
     return delta_qdd, delta_acceleration
 
 
-def rigid_force_gather(tree, transforms, body_forces):
-    """Hinge torques J^T w of body wrenches, carried rigidly (tau = H sum X^T f)."""
-    forces = body_forces.copy()
-    torque = np.zeros(tree.nb)
-    for body in range(tree.nb - 1, 0, -1):
-        torque[body] = tree.hinge_map[body] @ forces[body]
-        parent = tree.parent[body]
-        if parent > 0:
-            forces[parent] += transforms[body].T @ forces[body]
-    return torque
-
-
 def classical_acceleration(rotation, offset, velocity, acceleration, gravity):
     """[dv/dt; dw/dt] of a point on a body, root axes, gravity removed.
 
