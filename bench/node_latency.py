@@ -17,19 +17,17 @@ import pathlib
 import platform
 import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "test"))
+sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 80))
 
-from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-
+from feedforward_probe import FeedforwardProbe  # noqa: E402
 from ros_harness import RosClient, RosProcess  # noqa: E402
 from soa_dynamics_ros import RobotModel  # noqa: E402
 from soa_dynamics_ros.srv import GravityTorques  # noqa: E402
@@ -43,62 +41,22 @@ def measure(executor, robot, seconds, rate, service_calls, log_dir):
     client = RosClient(f"latency_bench_{executor}")
     try:
         gravity = client.client(GravityTorques, "/soa_dynamics/gravity_torques")
-        latencies, received = [], set()
-        clock = client.node.get_clock()
-
-        def on_feedforward(message):
-            now = clock.now().nanoseconds
-            stamp = message.header.stamp.sec * 10**9 + message.header.stamp.nanosec
-            received.add(stamp)
-            latencies.append((now - stamp) * 1e-9)
-
-        client.node.create_subscription(JointState, "/soa_dynamics/feedforward_state",
-                                        on_feedforward, QoSProfile(depth=100,
-                                                                   reliability=ReliabilityPolicy.RELIABLE))
-        publisher = client.node.create_publisher(JointState, "/joint_states", 10)
-        message = JointState(name=model.joint_names, position=[0.3] * model.dof,
-                             velocity=[0.0] * model.dof)
-        # Warm up until the node answers, then measure.
-        deadline = time.monotonic() + 20
-        while not latencies and time.monotonic() < deadline:
-            message.header.stamp = clock.now().to_msg()
-            publisher.publish(message)
-            time.sleep(0.01)
-        time.sleep(0.2)
-        latencies.clear()
-        received.clear()
-        sent = []
-        period, start = 1.0 / rate, time.perf_counter()
-        count = int(seconds * rate)
-        for i in range(count):
-            target = start + i * period
-            while (remaining := target - time.perf_counter()) > 0:
-                if remaining > 3e-4:
-                    time.sleep(remaining - 2e-4)
-            message.header.stamp = clock.now().to_msg()
-            sent.append(message.header.stamp.sec * 10**9 + message.header.stamp.nanosec)
-            publisher.publish(message)
-        achieved_rate = count / (time.perf_counter() - start)
+        probe = FeedforwardProbe(client, model.joint_names)
+        if not probe.wait_until_answered():
+            raise RuntimeError(f"the node never answered; its log:\n{node.log()}")
+        achieved_rate = probe.run(seconds, rate)
         time.sleep(0.5)
-        missed = sum(1 for stamp in sent if stamp not in received)
-
         round_trips = []
         request = GravityTorques.Request()
         for _ in range(service_calls):
             started = time.perf_counter()
             client.call(gravity, request)
             round_trips.append(time.perf_counter() - started)
-        lat = np.array(latencies) * 1e3
         trips = np.array(round_trips) * 1e3
-        return {
-            "executor": executor, "robot": robot, "seconds": seconds, "rate_hz": rate,
-            "achieved_publish_rate_hz": round(achieved_rate, 1), "published": count,
-            "missed": missed,
-            "latency_ms": {"median": float(np.median(lat)), "p99": float(np.percentile(lat, 99)),
-                           "max": float(lat.max())},
-            "service_round_trip_ms": {"median": float(np.median(trips)),
-                                      "p99": float(np.percentile(trips, 99))},
-        }
+        return {"executor": executor, "robot": robot, "seconds": seconds, "rate_hz": rate,
+                "achieved_publish_rate_hz": round(achieved_rate, 1), **probe.summary(),
+                "service_round_trip_ms": {"median": float(np.median(trips)),
+                                          "p99": float(np.percentile(trips, 99))}}
     finally:
         client.close()
         node.stop()

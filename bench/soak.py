@@ -26,6 +26,7 @@ import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "test"))
+sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", str(20 + os.getpid() % 70))
 
@@ -99,8 +100,7 @@ def main():
               "double_pendulum": "tip"}
     os.environ["SOAK_FRAME"] = args.frame or frames.get(args.robot, "")
 
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
+    from feedforward_probe import FeedforwardProbe
     from ros_harness import RosClient, RosProcess
     from soa_dynamics_ros import RobotModel
 
@@ -109,28 +109,9 @@ def main():
         node = RosProcess("soa_dynamics_node", "--params-file", f"config/{args.robot}.yaml",
                           "-p", "marker_rate:=0.0", log_dir=log_dir, name="soak_node")
         publisher_side = RosClient("soak_publisher")
-        latencies, received = [], set()
-        clock = publisher_side.node.get_clock()
-
-        def on_feedforward(message):
-            stamp = message.header.stamp.sec * 10**9 + message.header.stamp.nanosec
-            received.add(stamp)
-            latencies.append((clock.now().nanoseconds - stamp) * 1e-9)
-
-        publisher_side.node.create_subscription(
-            JointState, "/soa_dynamics/feedforward_state", on_feedforward,
-            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
-        publisher = publisher_side.node.create_publisher(JointState, "/joint_states", 10)
-        message = JointState(name=model.joint_names, position=[0.3] * model.dof, velocity=[0.0] * model.dof)
-        deadline = time.monotonic() + 30
-        while not received and time.monotonic() < deadline:
-            message.header.stamp = clock.now().to_msg()
-            publisher.publish(message)
-            time.sleep(0.01)
-        if not received:
+        probe = FeedforwardProbe(publisher_side, model.joint_names)
+        if not probe.wait_until_answered():
             sys.exit(f"[soak] the node never answered; its log:\n{node.log()}")
-        received.clear()
-        latencies.clear()
 
         queue = multiprocessing.get_context("spawn").Queue()
         per_client = args.requests_per_second / args.clients
@@ -141,25 +122,14 @@ def main():
         print(f"[soak] {args.robot}: {seconds:.0f} s, joint states at {args.rate:g} Hz, "
               f"{args.requests_per_second:g} requests/s from {args.clients} clients", flush=True)
         memory = [(0.0, rss_kib(node.pid))]
-        sent = []
-        period, start = 1.0 / args.rate, time.perf_counter()
-        next_report = 1.0
-        i = 0
-        while (elapsed := time.perf_counter() - start) < seconds:
-            target = start + i * period
-            while (remaining := target - time.perf_counter()) > 0:
-                if remaining > 3e-4:
-                    time.sleep(remaining - 2e-4)
-            message.header.stamp = clock.now().to_msg()
-            sent.append(message.header.stamp.sec * 10**9 + message.header.stamp.nanosec)
-            publisher.publish(message)
-            i += 1
-            if elapsed >= next_report:
-                memory.append((elapsed, rss_kib(node.pid)))
-                if int(elapsed) % 30 == 0 or args.quick:
-                    print(f"[soak] {elapsed:5.0f} s: node RSS {memory[-1][1]} KiB, "
-                          f"{len(received)} feedforward received", flush=True)
-                next_report += 1.0
+
+        def sample_memory(elapsed):
+            memory.append((elapsed, rss_kib(node.pid)))
+            if int(elapsed) % 30 == 0 or args.quick:
+                print(f"[soak] {elapsed:5.0f} s: node RSS {memory[-1][1]} KiB, "
+                      f"{len(probe.received)} feedforward received", flush=True)
+
+        probe.run(seconds, args.rate, sample_memory)
         time.sleep(1.0)
         client_results = [queue.get(timeout=60) for _ in clients]
         for process in clients:
@@ -168,8 +138,6 @@ def main():
         publisher_side.close()
         code = node.stop()
 
-    missed = sum(1 for stamp in sent if stamp not in received)
-    lat = np.array(latencies) * 1e3
     rss = np.array([(t, kib) for t, kib in memory if kib is not None], dtype=float)
     # Growth from a straight-line fit after the first minute (allocator warm-up excluded).
     settled = rss[rss[:, 0] >= min(60.0, seconds / 4)]
@@ -177,10 +145,7 @@ def main():
     result = {
         "robot": args.robot, "seconds": seconds, "joint_state_rate_hz": args.rate,
         "requests_per_second": args.requests_per_second, "clients": args.clients,
-        "joint_states_published": len(sent), "feedforward_received": len(received),
-        "missed": missed, "missed_fraction": missed / max(1, len(sent)),
-        "latency_ms": {"median": float(np.median(lat)), "p99": float(np.percentile(lat, 99)),
-                       "max": float(lat.max())} if lat.size else None,
+        **probe.summary(),
         "service_calls_answered": sum(r["answered"] for r in client_results),
         "service_unexpected_failures": sum(r["unexpected_failures"] for r in client_results),
         "service_timeouts": sum(r["timeouts"] for r in client_results),

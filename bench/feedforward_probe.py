@@ -1,0 +1,69 @@
+"""Shared by the node benchmarks: publish stamped joint states, time the feedforward echoes."""
+import time
+
+import numpy as np
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+
+def _nanoseconds(stamp):
+    return stamp.sec * 10**9 + stamp.nanosec
+
+
+class FeedforwardProbe:
+    """Joint states out on /joint_states, ``~/feedforward_state`` echoes back (same stamp)."""
+
+    def __init__(self, client, joint_names, node="/soa_dynamics"):
+        self.clock = client.node.get_clock()
+        self.sent, self.received, self.latencies = [], set(), []
+        client.node.create_subscription(JointState, f"{node}/feedforward_state", self._on_echo,
+                                        QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self.publisher = client.node.create_publisher(JointState, "/joint_states", 10)
+        self.message = JointState(name=list(joint_names), position=[0.3] * len(joint_names),
+                                  velocity=[0.0] * len(joint_names))
+
+    def _on_echo(self, message):
+        stamp = _nanoseconds(message.header.stamp)
+        self.received.add(stamp)
+        self.latencies.append((self.clock.now().nanoseconds - stamp) * 1e-9)
+
+    def publish(self):
+        self.message.header.stamp = self.clock.now().to_msg()
+        self.sent.append(_nanoseconds(self.message.header.stamp))
+        self.publisher.publish(self.message)
+
+    def wait_until_answered(self, timeout=30.0):
+        """Publish slowly until the node answers; then forget the warm-up."""
+        deadline = time.monotonic() + timeout
+        while not self.received and time.monotonic() < deadline:
+            self.publish()
+            time.sleep(0.01)
+        answered = bool(self.received)
+        self.sent.clear()
+        self.received.clear()
+        self.latencies.clear()
+        return answered
+
+    def run(self, seconds, rate, every_second=None):
+        """Publish at ``rate`` for ``seconds`` (sleep, then spin the last 0.3 ms for accuracy)."""
+        period, start = 1.0 / rate, time.perf_counter()
+        next_second = 1.0
+        for i in range(int(seconds * rate)):
+            target = start + i * period
+            while (remaining := target - time.perf_counter()) > 0:
+                if remaining > 3e-4:
+                    time.sleep(remaining - 2e-4)
+            self.publish()
+            elapsed = time.perf_counter() - start
+            if every_second is not None and elapsed >= next_second:
+                every_second(elapsed)
+                next_second += 1.0
+        return len(self.sent) / (time.perf_counter() - start)
+
+    def summary(self):
+        latency = np.array(self.latencies) * 1e3
+        missed = sum(1 for stamp in self.sent if stamp not in self.received)
+        return {"published": len(self.sent), "received": len(self.received), "missed": missed,
+                "latency_ms": {"median": float(np.median(latency)),
+                               "p99": float(np.percentile(latency, 99)),
+                               "max": float(latency.max())} if latency.size else None}
