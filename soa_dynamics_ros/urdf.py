@@ -20,6 +20,11 @@ from .spatial import rotation_from_rpy
 MOVING_JOINT_TYPES = ("revolute", "continuous", "prismatic")
 UNSUPPORTED_JOINT_TYPES = ("floating", "planar")
 MAX_DESCRIPTION_BYTES = 64 * 1024 * 1024
+# Magnitudes no robot has; beyond them products of the parameters overflow or
+# lose all precision, so they are refused as malformed rather than computed.
+MAX_LENGTH = 1e4        # m: origins and centres of mass
+MAX_MASS = 1e9          # kg
+MAX_INERTIA = 1e12      # kg m^2
 
 
 @dataclass
@@ -220,11 +225,18 @@ def _number(element, attribute, default=None):
     return float(_numbers(element, attribute, 1, None if default is None else [default])[0])
 
 
+def _bounded(values, bound, element, attribute):
+    if np.any(np.abs(values) > bound):
+        raise URDFError(f"attribute {attribute} = {values.tolist()} is beyond {bound:g}: not a "
+                        "physical robot", element.tag, element.line)
+    return values
+
+
 def _origin(parent):
     origin = parent.find("origin")
     if origin is None:
         return np.eye(3), np.zeros(3)
-    xyz = _numbers(origin, "xyz", 3, [0.0, 0.0, 0.0])
+    xyz = _bounded(_numbers(origin, "xyz", 3, [0.0, 0.0, 0.0]), MAX_LENGTH, origin, "xyz")
     rpy = _numbers(origin, "rpy", 3, [0.0, 0.0, 0.0])
     return rotation_from_rpy(*rpy), xyz
 
@@ -247,7 +259,8 @@ def _parse_link(element):
         raise URDFError(f"link {link.name!r}: <inertial> needs <mass> and <inertia>",
                         "inertial", inertial.line)
     rotation, com = _origin(inertial)
-    moments = {key: _number(inertia_element, key)
+    moments = {key: _bounded(np.array(_number(inertia_element, key)), MAX_INERTIA, inertia_element,
+                             key).item()
                for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
     inertia = np.array([
         [moments["ixx"], moments["ixy"], moments["ixz"]],
@@ -255,7 +268,8 @@ def _parse_link(element):
         [moments["ixz"], moments["iyz"], moments["izz"]],
     ])
     link.has_inertial = True
-    link.mass = _number(mass_element, "value")
+    link.mass = _bounded(np.array(_number(mass_element, "value")), MAX_MASS, mass_element,
+                         "value").item()
     link.com = com
     link.inertia = rotation @ inertia @ rotation.T
     return link

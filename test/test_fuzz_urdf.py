@@ -28,8 +28,7 @@ def _check_loads_or_refuses(text):
             return None
     q = np.full(model.dof, 0.3)
     try:
-        torques = model.inverse_dynamics(q, q, q)
-        assert np.all(np.isfinite(torques)) or not np.all(np.isfinite(model.tree.body_inertia))
+        assert np.all(np.isfinite(model.inverse_dynamics(q, q, q)))
     except SoaDynamicsError:
         pass
     return model

@@ -181,6 +181,10 @@ BROKEN = {
     "entity expansion": ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaa">]>'
                          '<robot name="r"><link name="&a;"/></robot>', "entity declaration"),
     "missing file": ("/nonexistent/robot.urdf", "does not exist"),
+    "absurd mass": (robot(joint("j1", "base", "l1")).replace('<mass value="1.5"/>', '<mass value="1e300"/>', 1),
+                    "beyond 1e\\+09"),
+    "absurd length": (robot(joint("j1", "base", "l1")).replace('xyz="0.1 0.2 0.3"', 'xyz="1e200 0 0"'),
+                      "beyond 10000.*<origin>"),
     "inertial without mass": (robot(joint("j1", "base", "l1")).replace('<mass value="1.5"/>', "", 1),
                               "needs <mass> and <inertia>"),
 }
