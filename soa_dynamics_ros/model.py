@@ -55,6 +55,7 @@ KERNEL_MODES = ("auto", "off", "numba", "python")
 AUTO_COMPILE_AFTER = 200
 _logger = logging.getLogger("soa_dynamics_ros.kernels")
 _FLOAT = np.dtype(float)
+_NDARRAY = np.ndarray
 _background = None
 _background_lock = threading.Lock()
 
@@ -103,7 +104,9 @@ class RobotModel:
         self._kernel_mode = mode
         self._kernel_set = None if backend is None else kernel_module.Kernels(
             self.tree, backend, self.name)
-        self._ready = {}           # (kernel, frame) -> callable, or None while not wanted yet
+        self._ready = {}           # kernel or (kernel, frame) -> callable once usable
+        self._shape = (self.tree.dof,)
+        self._strict_kernels = backend == "numba"
         self._requests = {}        # auto mode: how often each kernel was asked for
         self._params = None
         self._params_of = None
@@ -123,13 +126,13 @@ class RobotModel:
         for frame in frames:
             self._frame(frame)
         self._kernel_set.prepare(frames=frames)
-        for key, function in self._kernel_set._ready.items():
-            self._ready[key] = function
+        for (name, frame), function in self._kernel_set._ready.items():
+            self._ready[name if frame is None else (name, frame)] = function
         return dict(self._kernel_set.compile_seconds)
 
     def _kernel(self, name, frame=None, weight=1):
         """The ready kernel, or None (numpy path) while it is not (yet) available."""
-        key = (name, frame)
+        key = name if frame is None else (name, frame)
         function = self._ready.get(key)
         if function is not None or self._kernel_set is None:
             return function
@@ -163,11 +166,29 @@ class RobotModel:
             self._params_of = inertia
         return self._params
 
-    def _kernel_vector(self, name, value):
-        # Fast path: already a float64 vector of the right shape (NaN/inf are
-        # checked by the kernel before any arithmetic; it then returns status 1).
-        if (type(value) is np.ndarray and value.dtype == _FLOAT
-                and value.shape == (self.tree.dof,) and value.flags.c_contiguous):
+    def _call(self, kernel, out, *vectors):
+        """Run a model kernel on generalized vectors; its status (0 = ``out`` is the answer).
+
+        numba kernels take float64 C-contiguous arrays only and check lengths
+        and NaN themselves, so well-formed arrays go straight in; anything else
+        (lists, other dtypes, strided views) is converted by the validator first.
+        """
+        p = self._params if self._params_of is self.tree.body_inertia else self._parameters()
+        if self._strict_kernels:
+            try:
+                return kernel(*vectors, p, out)
+            except TypeError:
+                pass
+        try:
+            vectors = [self._arg("q", value) for value in vectors]
+        except InvalidInputError:
+            return 1        # the numpy path validates again and names the argument
+        return kernel(*vectors, p, out)
+
+    def _arg(self, name, value):
+        """``value`` as the kernels take it; inline-cheap when it already is."""
+        if (type(value) is _NDARRAY and value.shape == self._shape and value.dtype == _FLOAT
+                and value.flags.c_contiguous):
             return value
         return np.ascontiguousarray(self._vector(name, value))
 
@@ -266,13 +287,11 @@ class RobotModel:
     # ------------------------------------------------------------------ dynamics
     def inverse_dynamics(self, q, qd, qdd, wrenches=None):
         """Joint torques producing ``qdd``: ``M qdd + h = tau + sum J_i^T w_i``."""
-        if self._kernel_set is not None and self._no_wrenches(wrenches):
-            kernel = self._kernel("inverse_dynamics")
-            if kernel is not None:
-                out = np.empty(self.tree.dof)
-                if kernel(self._kernel_vector("q", q), self._kernel_vector("qd", qd),
-                          self._kernel_vector("qdd", qdd), self._parameters(), out) == 0:
-                    return out
+        kernel = self._ready.get("inverse_dynamics") or self._kernel("inverse_dynamics")
+        if kernel is not None and (wrenches is None or self._no_wrenches(wrenches)):
+            out = np.empty(self._shape)
+            if self._call(kernel, out, q, qd, qdd) == 0:
+                return out
                 # Status 1 (NaN/inf) or 2 (singular): the numpy path raises the error.
         q_hinge = self._hinge_positions(q)
         hinge_torques = _newton_euler(
@@ -282,34 +301,30 @@ class RobotModel:
 
     def gravity_torques(self, q):
         """Torques that hold the robot still against gravity, g(q)."""
-        if self._kernel_set is not None:
-            kernel = self._kernel("gravity_torques")
-            if kernel is not None:
-                out = np.empty(self.tree.dof)
-                if kernel(self._kernel_vector("q", q), self._parameters(), out) == 0:
-                    return out
+        kernel = self._ready.get("gravity_torques") or self._kernel("gravity_torques")
+        if kernel is not None:
+            out = np.empty(self._shape)
+            if self._call(kernel, out, q) == 0:
+                return out
         zeros = np.zeros(self.tree.dof)
         return self.inverse_dynamics(q, zeros, zeros)
 
     def bias_torques(self, q, qd):
         """Coriolis, centrifugal and gravity torques h(q, qd)."""
-        if self._kernel_set is not None:
-            kernel = self._kernel("bias_torques")
-            if kernel is not None:
-                out = np.empty(self.tree.dof)
-                if kernel(self._kernel_vector("q", q), self._kernel_vector("qd", qd),
-                          self._parameters(), out) == 0:
-                    return out
+        kernel = self._ready.get("bias_torques") or self._kernel("bias_torques")
+        if kernel is not None:
+            out = np.empty(self._shape)
+            if self._call(kernel, out, q, qd) == 0:
+                return out
         return self.inverse_dynamics(q, qd, np.zeros(self.tree.dof))
 
     def mass_matrix(self, q):
         """Joint-space mass matrix M(q), dof x dof, symmetric."""
-        if self._kernel_set is not None:
-            kernel = self._kernel("mass_matrix")
-            if kernel is not None:
-                out = np.empty((self.tree.dof, self.tree.dof))
-                if kernel(self._kernel_vector("q", q), self._parameters(), out) == 0:
-                    return out
+        kernel = self._ready.get("mass_matrix") or self._kernel("mass_matrix")
+        if kernel is not None:
+            out = np.empty((self.tree.dof, self.tree.dof))
+            if self._call(kernel, out, q) == 0:
+                return out
         g = self.tree.hinge_from_joint
         return g.T @ _composite_body(self.tree, self._hinge_positions(q)) @ g
 
@@ -319,13 +334,11 @@ class RobotModel:
         Articulated-body recursion (O(N)); robots with mimic joints couple
         hinges outside the tree structure and are solved through M instead.
         """
-        if self._kernel_set is not None and self._no_wrenches(wrenches):
-            kernel = self._kernel("forward_dynamics")
-            if kernel is not None:
-                out = np.empty(self.tree.dof)
-                if kernel(self._kernel_vector("q", q), self._kernel_vector("qd", qd),
-                          self._kernel_vector("tau", tau), self._parameters(), out) == 0:
-                    return out
+        kernel = self._ready.get("forward_dynamics") or self._kernel("forward_dynamics")
+        if kernel is not None and (wrenches is None or self._no_wrenches(wrenches)):
+            out = np.empty(self._shape)
+            if self._call(kernel, out, q, qd, tau) == 0:
+                return out
         tau = self._vector("tau", tau)
         if not self.tree.has_mimic:
             q_hinge = self._hinge_positions(q)
@@ -412,7 +425,7 @@ class RobotModel:
             if kernel is not None:
                 out = np.empty((6, 6))
                 # Status 3 (ill-conditioned): the numpy path decides on the rank and raises.
-                if kernel(self._kernel_vector("q", q), self._parameters(), out) == 0:
+                if kernel(self._arg("q", q), self._parameters(), out) == 0:
                     return out
         return constrained.task_space_inertia(self, self._all_joints, q, frame, part, damping,
                                               return_info)
@@ -516,7 +529,7 @@ class RobotModel:
             kernel = self._kernel("jacobian", frame)
             if kernel is not None:
                 out = np.empty((6, self.tree.dof))
-                if kernel(self._kernel_vector("q", q), out) == 0:
+                if kernel(self._arg("q", q), out) == 0:
                     return out
         target = self._frame(frame)
         placements = body_placements(self.tree, self._hinge_positions(q))

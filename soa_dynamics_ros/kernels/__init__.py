@@ -184,6 +184,10 @@ class Kernels:
         started = time.perf_counter()
         hits = sum(dispatcher.stats.cache_hits.values())
         dispatcher.compile(numba.int64(*args))
+        # No compiling for other argument types at call time: a list, an int
+        # array or a strided view raises TypeError at once and the caller
+        # converts (RobotModel validates and retries).
+        dispatcher.disable_compile()
         seconds = time.perf_counter() - started
         loaded = sum(dispatcher.stats.cache_hits.values()) > hits
         self.compile_seconds[label] = seconds

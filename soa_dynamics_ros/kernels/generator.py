@@ -18,7 +18,8 @@ Calling convention of every generated kernel (all arrays float64, C-contiguous):
   :func:`pack_parameters`).  Inertias (so payloads) and gravity are inputs,
   never folded in: changing them needs no new code.
 * ``out``: written in place (``(dof,)``, ``(dof, dof)`` or ``(6, dof)``).
-* ``status``: 0 ok, 1 an input is NaN/inf (checked before any arithmetic),
+* ``status``: 0 ok, 1 an input has the wrong length or is NaN/inf (checked
+  before any arithmetic),
   2 a singular hinge (massless body, the reference raises), 3 ill-conditioned
   task-space compliance (the caller falls back to the reference path).
 
@@ -283,10 +284,13 @@ class _Printer:
 
 
 def _finite_check(arrays, indent="    "):
+    """Status 1 for a wrong length (callers skip Python checks) or a NaN/inf entry."""
     lines = []
     for name, size in arrays:
         if name == "p":
             continue
+        lines.append(f"{indent}if {name}.shape[0] != {size}:")
+        lines.append(f"{indent}    return 1")
         lines.append(f"{indent}for k in range({size}):")
         lines.append(f"{indent}    if not math.isfinite({name}[k]):")
         lines.append(f"{indent}        return 1")
@@ -301,8 +305,14 @@ def _function(name, arrays, outputs, trace, doc, tail=()):
         (MUL, "mul"), (ADD, "add"), (SUB, "sub"), (DIV, "div"), (NEG, "neg"), (SIN, "sin"),
         (COS, "cos")))
     lines = ["", "", "@jit", f"def {name}({args}):", f'    """{doc} ({stats})"""']
+    if any(a == "p" for a, _ in arrays):
+        lines += ["    if p.shape[0] != %d:" % _param_count_from(arrays), "        return 1"]
     lines += _finite_check(arrays) + body + list(tail) + ["    return 0"]
     return lines, counts
+
+
+def _param_count_from(arrays):
+    return dict(arrays)["p"]
 
 
 def _vector_outputs(values, target="out"):
