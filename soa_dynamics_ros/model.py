@@ -25,12 +25,15 @@ been asked for :data:`AUTO_COMPILE_AFTER` times (answers come from the numpy
 path until it is ready; :meth:`RobotModel.prepare_kernels` compiles at once);
 ``"numba"`` compiles each kernel at first use, in the caller; ``"python"``
 runs the generated code as Python; ``"off"`` keeps the numpy path only.
+The environment variable ``SOA_DYNAMICS_KERNELS`` (one of those modes)
+replaces what ``"auto"`` means for a whole process.
 Arguments are validated the same way on every path; calls with wrenches,
 subgraphs, damping or ``return_info`` use the numpy path.
 """
 import logging
+import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -52,20 +55,28 @@ KERNEL_MODES = ("auto", "off", "numba", "python")
 # kernels="auto": a kernel is compiled (in the background) once this many
 # calls (or batch samples) asked for it: a model used a few times never pays
 # seconds of compilation; a controller at 1 kHz gets kernels after ~0.2 s.
-AUTO_COMPILE_AFTER = 200
+AUTO_COMPILE_AFTER = 2000
+# Overrides what kernels="auto" means for the whole process (e.g. "off" or "numba").
+KERNELS_ENV = "SOA_DYNAMICS_KERNELS"
 _logger = logging.getLogger("soa_dynamics_ros.kernels")
 _FLOAT = np.dtype(float)
 _NDARRAY = np.ndarray
-_background = None
-_background_lock = threading.Lock()
+_jobs = None
+_jobs_lock = threading.Lock()
 
 
-def _background_executor():
-    global _background
-    with _background_lock:
-        if _background is None:
-            _background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="soa-kernels")
-        return _background
+def _compile_in_background(job):
+    """Queue ``job`` for the one daemon compile thread (a process may exit mid-compile)."""
+    global _jobs
+    with _jobs_lock:
+        if _jobs is None:
+            _jobs = queue.Queue()
+
+            def worker():
+                while True:
+                    _jobs.get()()
+            threading.Thread(target=worker, name="soa-kernels", daemon=True).start()
+    _jobs.put(job)
 
 __all__ = ["RobotModel", "algorithms"]
 
@@ -99,6 +110,8 @@ class RobotModel:
         from . import kernels as kernel_module
         if mode not in KERNEL_MODES:
             raise InvalidInputError(f"kernels must be one of {KERNEL_MODES}, not {mode!r}")
+        if mode == "auto" and os.environ.get(KERNELS_ENV, "auto") in KERNEL_MODES:
+            mode = os.environ.get(KERNELS_ENV, "auto")
         backend = kernel_module.default_backend() if mode == "auto" else (
             None if mode == "off" else mode)
         self._kernel_mode = mode
@@ -154,7 +167,7 @@ class RobotModel:
                     return
                 if kernel_set is self._kernel_set:
                     ready[key] = function
-            _background_executor().submit(build)
+            _compile_in_background(build)
         return None
 
     def _parameters(self):
