@@ -45,6 +45,7 @@ from .mujoco_plant import MujocoPlant
 
 NODE_NAME = "soa_dynamics_sim"
 COMMAND_TOPIC = "/effort_controller/commands"
+RESET_SETTLE = 0.05   # [wall s] after ~/reset: time stopped, late commands dropped
 
 
 def _descriptor(text, read_only=False, number=False):
@@ -53,8 +54,9 @@ def _descriptor(text, read_only=False, number=False):
 
 
 def _stamp(seconds):
-    sec = math.floor(seconds)
-    return TimeMsg(sec=int(sec), nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
+    # Round once, in integer nanoseconds (rounding the fraction alone can carry into a lost second).
+    sec, nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
+    return TimeMsg(sec=sec, nanosec=nanosec)
 
 
 class SimNode(Node):
@@ -106,6 +108,7 @@ class SimNode(Node):
         self.command = None                 # last valid command
         self.command_time = -math.inf       # simulated time it arrived
         self.waiting = value("wait_for_command")
+        self.hold_until = 0.0
         self.applied = np.zeros(self.n)
         self.answered = False               # a command arrived since the last state
         self.state_published_at = 0.0
@@ -184,6 +187,8 @@ class SimNode(Node):
                 "last valid command until command_timeout", throttle_duration_sec=2.0)
             return
         now = time.monotonic()
+        if now < self.hold_until:
+            return              # answers a state from before a reset
         if not self.answered:
             self.stats["latencies"].append(now - self.state_published_at)
         self.command, self.command_time = data, self.plant.time
@@ -198,11 +203,17 @@ class SimNode(Node):
             self.stats["timed_out"] = False
 
     def _on_reset(self, _request, response):
+        now = self.plant.time          # time goes on: /clock never jumps back
         self.plant.reset(self.initial)
+        self.plant.data.time = now
         self.command, self.command_time = None, -math.inf
-        self.waiting = self.get_parameter("wait_for_command").value
+        # Time stands still for a moment: commands computed for the state before
+        # the reset may still be on their way; they are dropped.
+        self.waiting = True
+        self.hold_until = time.monotonic() + RESET_SETTLE
         self.commander_present = True
-        response.success, response.message = True, f"reset to {self.initial.tolist()}"
+        response.success = True
+        response.message = f"reset to {self.initial.tolist()} at t={now:.6f}"
         return response
 
     # ------------------------------------------------------------------ loop
@@ -275,13 +286,16 @@ class SimNode(Node):
                 pause_until = time.monotonic() + 0.01
                 while self.waiting and rclpy.ok() and time.monotonic() < pause_until:
                     executor.spin_once(timeout_sec=pause_until - time.monotonic())
+                if self.waiting and not self.get_parameter("wait_for_command").value \
+                        and time.monotonic() >= self.hold_until:
+                    self.waiting = False
                 if self.waiting:
                     next_tick = time.monotonic()
                     continue
             rtf = self._value("real_time_factor")
             if self.get_parameter("lockstep").value and self.commander_present:
                 deadline = time.monotonic() + self._value("lockstep_timeout")
-                while not self.answered and rclpy.ok():
+                while not self.answered and not self.waiting and rclpy.ok():
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         self.stats["lockstep_timeouts"] += 1
@@ -303,6 +317,8 @@ class SimNode(Node):
             if time.monotonic() >= next_diagnostics:
                 next_diagnostics += self._diag_period
                 self.publish_diagnostics()
+            if self.waiting:    # reset while waiting: publish the new state first
+                continue
             self.step()
 
 
