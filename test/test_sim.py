@@ -1,0 +1,150 @@
+"""The MuJoCo arm: the plant without ROS, then soa_dynamics_sim alone as a process."""
+import re
+import time
+
+import numpy as np
+import pytest
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from conftest import shipped_urdf
+from ros_harness import RosClient, RosProcess, wait_for
+from sim_harness import POSES, StateRecorder, start_sim, stamp_seconds
+from soa_dynamics_ros import RobotModel
+from soa_dynamics_ros.mujoco_plant import MujocoPlant, strip_urdf
+
+
+def plant_and_model(robot):
+    path = shipped_urdf(f"{robot}.urdf")
+    plant, model = MujocoPlant(path), RobotModel.from_urdf(path, kernels="off")
+    q0 = np.array([POSES[robot][n] for n in plant.joint_names])
+    plant.reset(q0)
+    return plant, model, q0
+
+
+def hold(plant, torque, steps):
+    q0 = plant.positions()
+    for _ in range(steps):
+        plant.set_effort(torque(plant.positions()))
+        plant.step()
+    return np.abs(plant.positions() - q0).max()
+
+
+# ---------------------------------------------------------------------- the plant, no ROS
+@pytest.mark.parametrize("robot, tolerance", [("panda", 1e-10), ("dual_arm_torso", 1e-5)])
+def test_plant_is_held_by_the_model_gravity_torques(robot, tolerance):
+    plant, model, _ = plant_and_model(robot)
+    assert plant.joint_names == model.joint_names and plant.model.opt.timestep == 1e-3
+    assert hold(plant, model.gravity_torques, 1000) < tolerance
+    plant.reset(plant.positions())
+    assert hold(plant, lambda q: np.zeros(model.dof), 300) > 1e-2
+
+
+def test_mimic_joints_follow_their_master():
+    plant, _, _ = plant_and_model("dual_arm_torso")
+    names, q = plant.state_positions()
+    for mimic in ("l_gripper_r_finger_joint", "l_gripper_l_finger_tip_joint"):
+        assert q[names.index(mimic)] == pytest.approx(q[names.index("l_gripper_l_finger_joint")])
+    plant.set_effort(np.where(np.array(plant.joint_names) == "l_gripper_l_finger_joint", 0.05, 0.0))
+    plant.step(200)
+    names, q = plant.state_positions()
+    master = q[names.index("l_gripper_l_finger_joint")]
+    assert master > POSES["dual_arm_torso"]["l_gripper_l_finger_joint"] + 1e-3
+    assert q[names.index("l_gripper_r_finger_tip_joint")] == pytest.approx(master, abs=1e-5)
+
+
+def test_external_wrench_matches_the_model_convention():
+    """Root axes, about the link origin, acting on the robot: ID with that wrench holds the arm."""
+    plant, model, q0 = plant_and_model("panda")
+    wrench = np.array([5.0, -3.0, 8.0, 0.4, 0.2, -0.3])
+    plant.set_wrench("panda_link6", wrench)
+    tau = lambda q: model.inverse_dynamics(q, np.zeros(7), np.zeros(7),  # noqa: E731
+                                           {"panda_link6": wrench})
+    assert hold(plant, tau, 500) < 1e-10
+    plant.reset(q0)
+    assert hold(plant, model.gravity_torques, 300) > 1e-4      # the wrench is really there
+
+
+def test_payload_on_a_link():
+    plant, model, q0 = plant_and_model("panda")
+    plant.set_payload(dict(link="panda_hand", mass=2.0, com=[0.0, 0.0, 0.05], inertia=np.zeros(9)))
+    assert plant.positions() == pytest.approx(q0)                # rebuilt, state kept
+    assert hold(plant, model.gravity_torques, 300) > 1e-3         # unknown to the model: sags
+    plant.reset(q0)
+    model.attach_payload("box", "panda_hand", 2.0, [0.0, 0.0, 0.05])
+    assert hold(plant, model.gravity_torques, 1000) < 1e-10
+
+
+def test_efforts_are_clamped_to_the_urdf_limits():
+    plant, model, _ = plant_and_model("panda")
+    applied = plant.set_effort(np.full(7, 1000.0))
+    assert applied.tolist() == model.effort_limits.tolist()
+
+
+def test_strip_urdf_removes_geometry_and_dynamics_unless_asked():
+    text = open(shipped_urdf("double_pendulum.urdf")).read().replace(
+        "</joint>", '<dynamics damping="0.5" friction="0.1"/></joint>', 1)
+    assert "<dynamics" not in strip_urdf(text) and "<visual" not in strip_urdf(text)
+    assert MujocoPlant(text).model.dof_damping.max() == 0.0
+    damped = MujocoPlant(text, urdf_dynamics=True).model
+    assert damped.dof_damping.max() == 0.5 and damped.dof_frictionloss.max() == 0.1
+
+
+# ---------------------------------------------------------------------- the sim process
+@pytest.fixture(scope="module")
+def client():
+    ros = RosClient("sim_test")
+    yield ros
+    ros.close()
+
+
+def test_sim_runs_in_real_time_and_rejects_bad_commands(client, tmp_path):
+    """1 kHz against the wall clock; wrong-length commands are refused with a throttled
+    warning; the last valid command holds for command_timeout, then zero effort."""
+    model = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="off")
+    q0 = np.array(list(POSES["panda"].values()))
+    states = StateRecorder(client, model.joint_names)
+    sim = start_sim("panda", tmp_path, "-p", "command_timeout:=0.3", "-p", "publish_clock:=true")
+    commands = client.node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+    clock = client.collect(Clock, "/clock")
+    try:
+        wait_for(lambda: states.count() > 500, 30, what="the sim's joint states")
+        wall0, count0 = time.monotonic(), states.count()
+        time.sleep(2.0)
+        rate = (states.count() - count0) / (time.monotonic() - wall0)
+        # Hold with valid commands for a while, then send only bad ones.
+        gravity = model.gravity_torques(q0).tolist()
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            commands.publish(Float64MultiArray(data=gravity))
+            time.sleep(0.01)
+        last_valid = states.latest()[0]
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            commands.publish(Float64MultiArray(data=gravity[:5]))
+            commands.publish(Float64MultiArray(data=gravity + [0.0]))
+            time.sleep(0.01)
+        rows = [r for r in states.rows if r[0] > last_valid - 0.05]
+    finally:
+        client.node.destroy_publisher(commands)
+        assert sim.stop() == 0, sim.log()[-3000:]
+    print(f"sim alone: {rate:.0f} joint states per second")
+    assert rate > 800
+    assert clock and abs(stamp_seconds(clock[-1][1].clock) - states.rows[-1][0]) < 1.0
+    kept = [r for r in rows if r[0] < last_valid + 0.25]
+    dropped = [r for r in rows if r[0] > last_valid + 0.35]
+    assert kept and all(np.allclose(r[4], gravity) for r in kept), "last valid command kept"
+    assert dropped and all(not np.any(r[4]) for r in dropped), "zero effort after the timeout"
+    warnings = re.findall(r"rejected \((\d+) values for 7 joints", sim.log())
+    assert set(warnings) <= {"5", "8"} and 1 <= len(warnings) <= 2, sim.log()[-2000:]
+
+
+def test_sim_refuses_a_bad_configuration(tmp_path):
+    sim = RosProcess("soa_dynamics_sim", "-p", "urdf_file:=urdf/panda.urdf",
+                     "-p", "initial_positions:=[0.1, 0.2]", log_dir=tmp_path, name="bad_sim")
+    try:
+        sim.process.wait(60)
+    finally:
+        code = sim.stop()
+    assert code == 1 and "initial_positions has 2 values for 7 joints" in sim.log()
