@@ -48,7 +48,7 @@ from .spatial import (homogeneous, inertia_parameters, motion_transform, spatial
 from .subgraph import Subgraph
 from .tree import BodyTree
 from .urdf import parse_urdf
-from .validation import as_vector, check_link_inertias, payload_problems
+from .validation import MAX_MAGNITUDE, as_vector, check_link_inertias, payload_problems
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 KERNEL_MODES = ("auto", "off", "numba", "python")
@@ -382,6 +382,10 @@ class RobotModel:
         if not np.all(np.isfinite(samples)):
             rows = sorted(set(np.nonzero(~np.isfinite(samples))[0].tolist()))
             raise InvalidInputError(f"{name} holds NaN or inf in sample(s) {rows[:10]}")
+        if np.any(np.abs(samples) > MAX_MAGNITUDE):
+            rows = sorted(set(np.nonzero(np.abs(samples) > MAX_MAGNITUDE)[0].tolist()))
+            raise InvalidInputError(f"{name} holds values beyond {MAX_MAGNITUDE:g} in sample(s) "
+                                    f"{rows[:10]}")
         return np.ascontiguousarray(samples)
 
     def _run_batch(self, name, single, arrays):

@@ -56,6 +56,11 @@ def check_link_inertias(description, strict):
             warnings.warn(message, InertiaWarning, stacklevel=4)
 
 
+# Joint and wrench values beyond this are outside any physical range, and their
+# products overflow double precision in the recursions: refused like NaN.
+MAX_MAGNITUDE = 1e50
+
+
 def as_vector(name, value, size):
     """A float vector of exactly ``size`` finite entries, or :class:`InvalidInputError`."""
     try:
@@ -67,4 +72,7 @@ def as_vector(name, value, size):
     if not np.all(np.isfinite(vector)):
         bad = np.flatnonzero(~np.isfinite(vector)).tolist()
         raise InvalidInputError(f"{name} holds NaN or inf at index {bad}")
+    if np.any(np.abs(vector) > MAX_MAGNITUDE):
+        bad = np.flatnonzero(np.abs(vector) > MAX_MAGNITUDE).tolist()
+        raise InvalidInputError(f"{name} holds values beyond {MAX_MAGNITUDE:g} at index {bad}")
     return vector

@@ -41,6 +41,7 @@ def test_wrong_length_nan_inf_and_junk_are_refused(model, call):
     for bad, message in ((np.zeros(model.dof + 1), "shape"), (np.zeros((model.dof, 1)), "shape"),
                          (np.r_[good[:-1], np.nan], "NaN or inf at index"),
                          (np.r_[np.inf, good[1:]], "NaN or inf at index \\[0\\]"),
+                         (np.r_[good[:-1], 1e200], "beyond 1e\\+50"),
                          (["a"] * model.dof, "numeric"), (None, "numeric|shape")):
         with pytest.raises(InvalidInputError, match=message):
             function(bad)

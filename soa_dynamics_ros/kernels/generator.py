@@ -36,6 +36,7 @@ from ..algorithms.inverse_dynamics import inverse_dynamics
 from ..algorithms.kinematics import body_placements, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix
 from ..algorithms.task_space import compliance_gather, frame_wrench_map
+from ..validation import MAX_MAGNITUDE
 from . import symbolic
 from .symbolic import ADD, COS, DIV, INPUT, MUL, NEG, SIN, SUB, Sym, Trace
 
@@ -284,7 +285,7 @@ class _Printer:
 
 
 def _finite_check(arrays, indent="    "):
-    """Status 1 for a wrong length (callers skip Python checks) or a NaN/inf entry."""
+    """Status 1 for a wrong length (callers skip Python checks), a NaN/inf or an absurd entry."""
     lines = []
     for name, size in arrays:
         if name == "p":
@@ -292,7 +293,8 @@ def _finite_check(arrays, indent="    "):
         lines.append(f"{indent}if {name}.shape[0] != {size}:")
         lines.append(f"{indent}    return 1")
         lines.append(f"{indent}for k in range({size}):")
-        lines.append(f"{indent}    if not math.isfinite({name}[k]):")
+        # Not "<=" holds for NaN too; the bound is validation.MAX_MAGNITUDE.
+        lines.append(f"{indent}    if not abs({name}[k]) <= {MAX_MAGNITUDE!r}:")
         lines.append(f"{indent}        return 1")
     return lines
 
