@@ -148,3 +148,31 @@ def test_sim_refuses_a_bad_configuration(tmp_path):
     finally:
         code = sim.stop()
     assert code == 1 and "initial_positions has 2 values for 7 joints" in sim.log()
+
+
+def test_ros2_control_wrapper_keeps_the_physics_and_declares_effort_interfaces():
+    """urdf/panda.ros2_control.xacro (for Gazebo) = panda.urdf + world link + ros2_control tags."""
+    import xml.etree.ElementTree as ET
+    import xacro
+    import yaml
+    wrapper, plain = shipped_urdf("panda.ros2_control.xacro"), shipped_urdf("panda.urdf")
+    a, b = RobotModel.from_urdf(wrapper), RobotModel.from_urdf(plain)
+    q = np.array(list(POSES["panda"].values()))
+    assert a.joint_names == b.joint_names
+    assert np.abs(a.gravity_torques(q) - b.gravity_torques(q)).max() == 0.0
+    assert MujocoPlant(wrapper).joint_names == b.joint_names
+    root = ET.fromstring(xacro.process_file(wrapper, mappings={"controllers": "/c.yaml"}).toxml())
+    hardware = root.find("ros2_control")
+    assert hardware.find("hardware/plugin").text == "gz_ros2_control/GazeboSimSystem"
+    joints = hardware.findall("joint")
+    assert [j.get("name") for j in joints] == b.joint_names
+    assert all(j.find("command_interface").get("name") == "effort" for j in joints)
+    initial = [float(j.find("state_interface/param").text) for j in joints]
+    assert initial == list(POSES["panda"].values())
+    assert root.find("gazebo/plugin/parameters").text == "/c.yaml"
+    controllers = yaml.safe_load(open(shipped_urdf("../config/panda_controllers.yaml")))
+    assert (controllers["controller_manager"]["ros__parameters"]["effort_controller"]["type"]
+            == "effort_controllers/JointGroupEffortController")
+    assert controllers["effort_controller"]["ros__parameters"]["joints"] == b.joint_names
+    sim = yaml.safe_load(open(shipped_urdf("../config/panda_sim.yaml")))
+    assert sim["soa_dynamics_sim"]["ros__parameters"]["initial_positions"] == initial
