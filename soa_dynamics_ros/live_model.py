@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, SoaDynamicsError
 from .model import RobotModel
+from .validation import MAX_MAGNITUDE
 
 FEEDFORWARD_MODES = ("gravity", "inverse_dynamics", "computed_torque", "off")
 
@@ -50,6 +51,7 @@ class LiveModel:
         self.gains = (0.0, 0.0)                              # computed torque kp, kd
         self._index = {name: i for i, name in enumerate(model.joint_names)}
         self._mimic_names = {joint.name for joint in model.joints if joint.mimic_of}
+        self._layouts = {}
         self.set_command_joints(command_joints)
 
     # ------------------------------------------------------------------ configuration
@@ -60,37 +62,49 @@ class LiveModel:
             raise InvalidInputError(f"command_joints {names} repeats a name")
         self.command_index = np.array([self.model.joint_index(name) for name in names], dtype=int)
         self.command_joints = names
-
-    @property
-    def effort_limits(self):
-        return self.model.effort_limits[self.command_index] * self.effort_limit_scale
+        self.effort_limits = self.model.effort_limits[self.command_index] * self.effort_limit_scale
 
     # ------------------------------------------------------------------ measured state
+    def _layout(self, names):
+        """Where a message's entries go, computed once per distinct name list (1 kHz path)."""
+        key = tuple(names)
+        layout = self._layouts.get(key)
+        if layout is None:
+            if len(set(key)) != len(key):
+                return None
+            rows, columns, unknown = [], [], []
+            for row, name in enumerate(key):
+                if name in self._index:
+                    rows.append(row)
+                    columns.append(self._index[name])
+                elif name not in self._mimic_names:   # mimic joints follow their master
+                    unknown.append(name)
+            layout = (np.array(rows, dtype=int), np.array(columns, dtype=int), unknown)
+            if len(self._layouts) < 64:
+                self._layouts[key] = layout
+        return layout
+
     def update_state(self, names, positions, velocities, now):
         """Merge a (possibly partial) joint-state message; all-or-nothing on bad input."""
-        names = list(names)
+        layout = self._layout(names)
+        if layout is None:
+            return StateUpdate(False, error=f"joint names repeat in {list(names)}")
+        rows, columns, unknown = layout
         positions = np.asarray(positions, dtype=float)
         velocities = np.asarray(velocities, dtype=float)
-        if len(set(names)) != len(names):
-            return StateUpdate(False, error=f"joint names repeat in {names}")
         if positions.shape != (len(names),):
             return StateUpdate(False, error=f"{len(positions)} positions for {len(names)} names")
         if velocities.size and velocities.shape != (len(names),):
             return StateUpdate(False, error=f"{len(velocities)} velocities for {len(names)} names")
-        known, unknown = [], []
-        for i, name in enumerate(names):
-            if name in self._index:
-                known.append((i, self._index[name]))
-            elif name not in self._mimic_names:   # mimic joints follow their master: not news
-                unknown.append(name)
-        rows = [i for i, _ in known]
-        bad = [names[i] for i in rows if not np.isfinite(positions[i])
-               or (velocities.size and not np.isfinite(velocities[i]))]
-        if bad:
-            return StateUpdate(False, unknown, f"non-finite position or velocity for {bad}")
-        columns = [j for _, j in known]
-        self.position[columns] = positions[rows]
-        self.velocity[columns] = velocities[rows] if velocities.size else 0.0
+        new_positions = positions[rows]
+        new_velocities = velocities[rows] if velocities.size else 0.0
+        if not (_physical(new_positions) and _physical(new_velocities)):
+            bad = [names[r] for r in rows if not _physical(positions[r])
+                   or (velocities.size and not _physical(velocities[r]))]
+            return StateUpdate(False, unknown, f"non-finite or out-of-range position or velocity "
+                                               f"for {bad}")
+        self.position[columns] = new_positions
+        self.velocity[columns] = new_velocities
         self.received_at[columns] = now
         return StateUpdate(True, unknown)
 
@@ -141,7 +155,7 @@ class LiveModel:
     def set_desired_acceleration(self, names, accelerations):
         index = self.order_of(names)
         values = np.asarray(accelerations, dtype=float)
-        if values.shape != index.shape or not np.all(np.isfinite(values)):
+        if values.shape != index.shape or not _physical(values):
             raise InvalidInputError("desired acceleration must be finite, one per joint named")
         desired = np.zeros(self.model.dof)
         desired[index] = values
@@ -156,7 +170,7 @@ class LiveModel:
             values = np.asarray(values, dtype=float)
             if label != "positions" and values.size == 0:
                 values = np.zeros(index.size)
-            if values.shape != index.shape or not np.all(np.isfinite(values)):
+            if values.shape != index.shape or not _physical(values):
                 raise InvalidInputError(f"desired {label} must be finite, one per joint "
                                         f"({index.size} expected, got {values.size})")
             arrays.append(values)
@@ -168,32 +182,41 @@ class LiveModel:
         """The feedforward effort for the latest state, or the reason there is none."""
         if mode == "off":
             return Feedforward(reason="feedforward_mode is off")
-        stale = self.stale_joints(now)
-        if stale:
-            return Feedforward(reason=f"joint states older than {self.state_timeout} s for {stale}")
-        q, qd = self.position, self.velocity
-        if mode == "gravity":
-            effort = self.model.gravity_torques(q)
-        elif mode == "inverse_dynamics":
-            acceleration = (self.desired_acceleration if self.desired_acceleration is not None
-                            else np.zeros(self.model.dof))
-            effort = self.model.inverse_dynamics(q, qd, acceleration)
-        elif mode == "computed_torque":
-            if self.desired_point is None:
-                # Nothing to track yet: hold where the arm is.
-                effort = self.model.inverse_dynamics(q, qd, np.zeros(self.model.dof))
-            else:
-                kp, kd = self.gains
-                q_d, qd_d, qdd_d = self.desired_point
-                effort = self.model.inverse_dynamics(q, qd, qdd_d + kp * (q_d - q) + kd * (qd_d - qd))
-        else:
-            raise InvalidInputError(f"feedforward_mode must be one of {FEEDFORWARD_MODES}, "
-                                    f"not {mode!r}")
-        effort = effort[self.command_index]
+        if now - self.received_at.min() > self.state_timeout:
+            return Feedforward(reason=f"joint states older than {self.state_timeout} s for "
+                                      f"{self.stale_joints(now)}")
+        try:
+            effort = self._law(mode)[self.command_index]
+        except SoaDynamicsError as error:   # e.g. gains so large that the law leaves any range
+            return Feedforward(reason=f"feedforward not computable: {error}")
         if not np.all(np.isfinite(effort)):
             return Feedforward(reason="the computed effort is not finite")
         limits = self.effort_limits
         over = np.abs(effort) > limits
+        if not over.any():
+            return Feedforward(effort)
         clamped = [self.command_joints[i] for i in np.flatnonzero(over)]
         return Feedforward(np.clip(effort, -limits, limits), clamped=clamped)
 
+    def _law(self, mode):
+        """Joint efforts (model order) of a feedforward mode at the measured state."""
+        q, qd = self.position, self.velocity
+        if mode == "gravity":
+            return self.model.gravity_torques(q)
+        if mode == "inverse_dynamics":
+            acceleration = (self.desired_acceleration if self.desired_acceleration is not None
+                            else np.zeros(self.model.dof))
+            return self.model.inverse_dynamics(q, qd, acceleration)
+        if mode == "computed_torque":
+            if self.desired_point is None:
+                # Nothing to track yet: hold where the arm is.
+                return self.model.inverse_dynamics(q, qd, np.zeros(self.model.dof))
+            kp, kd = self.gains
+            q_d, qd_d, qdd_d = self.desired_point
+            return self.model.inverse_dynamics(q, qd, qdd_d + kp * (q_d - q) + kd * (qd_d - qd))
+        raise InvalidInputError(f"feedforward_mode must be one of {FEEDFORWARD_MODES}, not {mode!r}")
+
+
+def _physical(values):
+    """Finite and within the library's range (False for NaN, as comparisons are)."""
+    return bool(np.all(np.abs(values) <= MAX_MAGNITUDE))

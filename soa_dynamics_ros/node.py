@@ -175,8 +175,11 @@ class EmbeddedModelNode(Node):
         command_joints = [name for name in self._value("command_joints", changes) if name]
         live = LiveModel(model, self._value("state_timeout", changes), command_joints,
                          self._value("effort_limit_scale", changes))
-        live.gains = (float(self._value("computed_torque_kp", changes)),
-                      float(self._value("computed_torque_kd", changes)))
+        gains = (float(self._value("computed_torque_kp", changes)),
+                 float(self._value("computed_torque_kd", changes)))
+        if not all(math.isfinite(gain) and gain >= 0 for gain in gains):
+            raise SoaDynamicsError(f"computed_torque_kp and _kd must be finite and >= 0, not {gains}")
+        live.gains = gains
         if self.live is None:
             self._attach_startup_payloads(model)
         else:
@@ -235,6 +238,15 @@ class EmbeddedModelNode(Node):
 
     # ------------------------------------------------------------------ feedforward
     def _on_joint_states(self, message):
+        try:
+            self._handle_joint_states(message)
+        except Exception as error:  # noqa: BLE001 - the control loop's callback must never die
+            self._stats.rejected += 1
+            self._stats.last_rejection = f"internal error: {error}"
+            self.get_logger().error(f"joint_states handling failed: {error}\n"
+                                    f"{traceback.format_exc()}", throttle_duration_sec=5.0)
+
+    def _handle_joint_states(self, message):
         if self.live is None:
             self.get_logger().warning("joint_states received but no robot model is loaded yet",
                                       throttle_duration_sec=5.0)
