@@ -3,6 +3,7 @@ import time
 
 import numpy as np
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 
 
@@ -19,6 +20,10 @@ class FeedforwardProbe:
         client.node.create_subscription(JointState, f"{node}/feedforward_state", self._on_echo,
                                         QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self.publisher = client.node.create_publisher(JointState, "/joint_states", 10)
+        # The node's own counts (from /diagnostics) tell its misses from this process's.
+        self.node_published = 0
+        self._counting = False
+        client.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         self.message = JointState(name=list(joint_names), position=[0.3] * len(joint_names),
                                   velocity=[0.0] * len(joint_names))
 
@@ -26,6 +31,12 @@ class FeedforwardProbe:
         stamp = _nanoseconds(message.header.stamp)
         self.received.add(stamp)
         self.latencies.append((self.clock.now().nanoseconds - stamp) * 1e-9)
+
+    def _on_diagnostics(self, array):
+        for status in array.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if self._counting and "feedforward_published" in values:
+                self.node_published += int(values["feedforward_published"])
 
     def publish(self):
         self.message.header.stamp = self.clock.now().to_msg()
@@ -48,6 +59,7 @@ class FeedforwardProbe:
         """Publish at ``rate`` for ``seconds`` (sleep, then spin the last 0.3 ms for accuracy)."""
         period, start = 1.0 / rate, time.perf_counter()
         next_second = 1.0
+        self._counting = True
         for i in range(int(seconds * rate)):
             target = start + i * period
             while (remaining := target - time.perf_counter()) > 0:
@@ -58,12 +70,16 @@ class FeedforwardProbe:
             if every_second is not None and elapsed >= next_second:
                 every_second(elapsed)
                 next_second += 1.0
-        return len(self.sent) / (time.perf_counter() - start)
+        achieved = len(self.sent) / (time.perf_counter() - start)
+        time.sleep(1.2)   # one more diagnostics period covers the end of the run
+        self._counting = False
+        return achieved
 
     def summary(self):
         latency = np.array(self.latencies) * 1e3
         missed = sum(1 for stamp in self.sent if stamp not in self.received)
         return {"published": len(self.sent), "received": len(self.received), "missed": missed,
+                "node_published_about": self.node_published,
                 "latency_ms": {"median": float(np.median(latency)),
                                "p99": float(np.percentile(latency, 99)),
                                "max": float(latency.max())} if latency.size else None}
