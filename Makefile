@@ -1,5 +1,5 @@
 # Convenience aliases; the scripts work without make.
-.PHONY: setup test bench
+.PHONY: setup test demo bench
 
 # One-command set-up: .venv with ROS 2 Kilted wheels, CMake build, editable install.
 setup:
@@ -12,3 +12,7 @@ test:
 # Speed against Pinocchio/PyKDL; tables in bench/results/ (BENCH_ARGS=--quick for a smoke).
 bench:
 	.venv/bin/python bench/bench_dynamics.py $(BENCH_ARGS)
+
+# Closed-loop demo: MuJoCo arm + model node, 10 s; prints a report, writes build/demo/closed_loop.png.
+demo:
+	.venv/bin/python -m soa_dynamics_ros.demo

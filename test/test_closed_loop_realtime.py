@@ -12,7 +12,10 @@ from ros_harness import RosClient
 from sim_harness import POSES, StateRecorder, reset_sim, run_for, stamp_seconds, start_node, start_sim
 
 
-def test_gravity_feedforward_holds_the_arm_in_real_time(tmp_path):
+def test_gravity_feedforward_holds_the_arm_in_real_time(tmp_path, monkeypatch):
+    # The node's numpy path: no kernel compilation (which can stall the node past the
+    # sim's 0.1 s command_timeout while it runs; `make demo` waits it out instead).
+    monkeypatch.setenv("SOA_DYNAMICS_KERNELS", "off")
     names = list(POSES["panda"])
     q0 = np.array(list(POSES["panda"].values()))
     sim = start_sim("panda", tmp_path, "-p", "wait_for_command:=true", "-p", "publish_clock:=true")

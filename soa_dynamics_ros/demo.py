@@ -1,0 +1,362 @@
+"""The end-to-end demo: the MuJoCo arm and the model node in a closed loop, 10 s.
+
+    make demo            # = .venv/bin/python -m soa_dynamics_ros.demo
+
+Starts ``soa_dynamics_sim`` (the Panda in MuJoCo, 1 kHz, real time) and
+``soa_dynamics_node`` (``~/feedforward`` remapped to
+``/effort_controller/commands``) as two processes on a private, localhost-only
+DDS domain; runs 5 s with gravity feedforward and 5 s without; prints the
+drift of the arm in both, the feedforward latency and one answer from each
+of the node's services; writes a PNG of joint positions and torques.
+"""
+import argparse
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _config_dir():
+    if (REPO / "config" / "panda_sim.yaml").is_file():
+        return REPO / "config"
+    from ament_index_python.packages import get_package_share_directory
+    return pathlib.Path(get_package_share_directory("soa_dynamics_ros")) / "config"
+
+
+class Process:
+    def __init__(self, name, module, ros_args, log_dir, env):
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        self._log = open(self.log_path, "w")
+        self.process = subprocess.Popen([sys.executable, "-m", module, "--ros-args", *ros_args],
+                                        stdout=self._log, stderr=subprocess.STDOUT, env=env)
+
+    def stop(self):
+        """SIGINT, then SIGTERM (never SIGKILL first: it leaks DDS shared memory)."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if self.process.poll() is not None:
+                break
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                continue
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+        return self.process.returncode
+
+
+class Recorder:
+    def __init__(self, node, joint_names):
+        from sensor_msgs.msg import JointState
+        self.joint_names = joint_names
+        self.lock = threading.Lock()
+        self.rows = []          # (sim time, arrival, q, applied effort)
+        self.answered = {}      # state stamp -> arrival of the feedforward computed from it
+        self._index = None
+        node.create_subscription(JointState, "/joint_states", self._on_state, 50)
+        node.create_subscription(JointState, "/soa_dynamics/feedforward_state", self._on_answer, 50)
+
+    @staticmethod
+    def _seconds(stamp):
+        return stamp.sec + 1e-9 * stamp.nanosec
+
+    def _on_state(self, message):
+        if self._index is None:
+            self._index = [list(message.name).index(n) for n in self.joint_names]
+        row = (self._seconds(message.header.stamp), time.monotonic(),
+               np.asarray(message.position)[self._index], np.asarray(message.effort)[self._index])
+        with self.lock:
+            self.rows.append(row)
+
+    def _on_answer(self, message):
+        self.answered.setdefault(self._seconds(message.header.stamp), time.monotonic())
+
+    def latest_time(self):
+        with self.lock:
+            return self.rows[-1][0] if self.rows else None
+
+    def wait_until(self, sim_time, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            latest = self.latest_time()
+            if latest is not None and latest >= sim_time:
+                return
+            time.sleep(0.02)
+        raise TimeoutError(f"the simulation did not reach t={sim_time:.2f} s within {timeout:.0f} s")
+
+    def window(self, t0, t1):
+        with self.lock:
+            rows = sorted((r for r in self.rows if t0 < r[0] <= t1), key=lambda r: r[0])
+        return (np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
+                np.array([r[2] for r in rows]), np.array([r[3] for r in rows]))
+
+
+def _call(node, client, request, timeout=10.0):
+    if not client.wait_for_service(timeout_sec=timeout):
+        raise TimeoutError(f"service {client.srv_name} not available")
+    future = client.call_async(request)
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    if not done.wait(timeout):
+        raise TimeoutError(f"no answer from {client.srv_name}")
+    return future.result()
+
+
+def _set_parameter(node, name, value):
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    client = node.create_client(SetParameters, "/soa_dynamics/set_parameters")
+    request = SetParameters.Request(parameters=[Parameter(name=name, value=ParameterValue(
+        type=ParameterType.PARAMETER_STRING, string_value=value))])
+    result = _call(node, client, request).results[0]
+    if not result.successful:
+        raise RuntimeError(f"setting {name} refused: {result.reason}")
+
+
+def _warm_up(node, recorder, longest):
+    """Run the loop until the node's feedforward is fast (its kernels compiled), at most ``longest`` s.
+
+    The node compiles its kernels in the background after its first 2000 requests;
+    meanwhile it can stall longer than the sim's command_timeout (0.1 s): the
+    arm then gets zero effort for a moment and gravity feedforward alone does
+    not stop the motion that started. Measured after the warm-up, from a reset.
+    """
+    from diagnostic_msgs.msg import DiagnosticArray
+    periods = []    # (feedforward published, mean compute us, max compute us) per diagnostics period
+
+    def on_diagnostics(message):
+        for status in message.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if values.get("feedforward_compute_mean_us") and values.get("feedforward_published"):
+                periods.append((int(values["feedforward_published"]),
+                                float(values["feedforward_compute_mean_us"]),
+                                float(values["feedforward_compute_max_us"])))
+    subscription = node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+    print("[demo] warming up (the node compiles its kernels after its first 2000 requests) ...")
+    deadline = time.monotonic() + longest
+    try:
+        while time.monotonic() < deadline:
+            # Past the compile threshold, then two periods in a row without a stall.
+            if (sum(p[0] for p in periods[:-2]) >= 2000 and len(periods) >= 4
+                    and all(p[2] < 5000.0 for p in periods[-2:])):
+                break
+            time.sleep(0.1)
+    finally:
+        node.destroy_subscription(subscription)
+    return periods[-1][1] if periods else float("nan")
+
+
+def _fmt(values, digits=2):
+    return "[" + ", ".join(f"{v:.{digits}f}" for v in values) + "]"
+
+
+def ask_every_service(node, names, q0):
+    """One request to each service of the node, at the start pose; one line each."""
+    from builtin_interfaces.msg import Duration
+    from geometry_msgs.msg import Vector3
+    from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    from soa_dynamics_ros.msg import Constraint, Payload
+    from soa_dynamics_ros import srv
+    state = JointState(name=names, position=q0.tolist(), velocity=[0.0] * len(names))
+    zero = [0.0] * len(names)
+    ask = lambda kind, name, **fields: _call(  # noqa: E731
+        node, node.create_client(kind, f"/soa_dynamics/{name}"), kind.Request(**fields))
+    lines = []
+    a = ask(srv.GravityTorques, "gravity_torques", state=state)
+    lines.append(("gravity_torques", f"g(q) = {_fmt(a.effort)} N m"))
+    a = ask(srv.InverseDynamics, "inverse_dynamics", state=state, acceleration=[1.0] + zero[1:])
+    lines.append(("inverse_dynamics", f"tau for qdd1 = 1 rad/s^2: {_fmt(a.effort)} N m"))
+    a = ask(srv.ForwardDynamics, "forward_dynamics", state=state, effort=zero)
+    lines.append(("forward_dynamics", f"qdd with zero torque (falling): {_fmt(a.acceleration, 1)} rad/s^2"))
+    a = ask(srv.MassMatrix, "mass_matrix", state=state)
+    m = np.reshape(a.mass_matrix, (len(names), len(names)))
+    lines.append(("mass_matrix", f"diag M = {_fmt(np.diag(m), 3)} kg m^2"))
+    a = ask(srv.TaskSpaceInertia, "task_space_inertia", state=state, frame="panda_hand_tcp")
+    lam = np.reshape(a.inertia, (6, 6))
+    lines.append(("task_space_inertia", f"panda_hand_tcp: translational masses "
+                  f"{_fmt(np.linalg.eigvalsh(lam[:3, :3]))} kg, condition {a.condition_number:.0f}, "
+                  f"rank {a.rank}"))
+    a = ask(srv.HybridDynamics, "hybrid_dynamics", state=state, feedforward_torque=zero,
+            constraints=[Constraint(frame="panda_hand_tcp", alpha=[0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+                                    beta=[0.0])])
+    lines.append(("hybrid_dynamics", f"tcp held vertically: constraint torque "
+                  f"{_fmt(a.constraint_torque)} N m, force {a.constraint_force_magnitude[0]:.1f} N"))
+    a = ask(srv.MixedDynamics, "mixed_dynamics", state=state, prescribed=[names[0]],
+            acceleration=zero, effort=zero)
+    lines.append(("mixed_dynamics", f"{names[0]} held (qdd = 0), the rest free: tau1 = "
+                  f"{a.effort[0]:.2f} N m, qdd = {_fmt(a.acceleration, 1)}"))
+    box = Payload(name="demo_box", link="panda_hand", mass=1.0, com=Vector3(z=0.05))
+    a = ask(srv.SetPayload, "set_payload", payload=box)
+    g = ask(srv.GravityTorques, "gravity_torques", state=state).effort
+    ask(srv.SetPayload, "set_payload", payload=box, detach=True)
+    lines.append(("set_payload", f"1 kg on panda_hand -> payloads {list(a.payloads)}; "
+                  f"g(q) becomes {_fmt(g)} N m (then detached)"))
+    points = []
+    for k, s in enumerate(np.linspace(0.0, 2.0, 21)):
+        q = q0.copy()
+        q[0] += 0.5 * (1 - np.cos(np.pi * s / 2.0))
+        points.append(JointTrajectoryPoint(positions=q.tolist(), time_from_start=Duration(
+            sec=int(s), nanosec=int(round((s % 1) * 1e9)))))
+    a = ask(srv.EvaluateTrajectory, "evaluate_trajectory",
+            trajectory=JointTrajectory(joint_names=names, points=points))
+    lines.append(("evaluate_trajectory", f"joint 1 through 0.5 rad in 2 s: peak |tau| "
+                  f"{_fmt(a.peak_effort)} N m, within limits: {a.within_limits}"))
+    return lines
+
+
+def plot(path, t, q, effort, names, switch, q0):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figure, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(10, 7))
+    for j, name in enumerate(names):
+        top.plot(t, q[:, j] - q0[j], label=name)
+        bottom.plot(t, effort[:, j], label=name)
+    for axis in (top, bottom):
+        axis.axvline(switch, color="k", linestyle="--", linewidth=1)
+        axis.grid(True, alpha=0.3)
+    top.set_ylabel("q - q(0) [rad]")
+    top.set_title("Panda in MuJoCo, closed loop with soa_dynamics_node: gravity feedforward, "
+                  "then off", fontsize=10)
+    top.legend(fontsize=7, ncol=4)
+    bottom.set_ylabel("applied effort [N m]")
+    bottom.set_xlabel("simulated time [s]")
+    top.text(0.01, 0.05, "feedforward: gravity", transform=top.transAxes)
+    top.text(switch / max(t[-1], 1e-9) + 0.01, 0.05, "feedforward: off", transform=top.transAxes)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", default="build/demo/closed_loop.png",
+                        help="PNG to write (logs of both processes go beside it)")
+    parser.add_argument("--phase", type=float, default=5.0, help="seconds per phase (two phases)")
+    parser.add_argument("--warm-up", type=float, default=30.0,
+                        help="longest wait [s] for the node's compiled kernels before measuring")
+    args = parser.parse_args(argv)
+
+    env = os.environ.copy()
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env.setdefault("ROS_DOMAIN_ID", str(random.randint(1, 100)))
+    os.environ.update({k: env[k] for k in ("ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_DOMAIN_ID")})
+    output = pathlib.Path(args.output).resolve()
+    output.parent.mkdir(parents=True, exist_ok=True)
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from soa_dynamics_ros.model import RobotModel
+    import yaml
+
+    config = _config_dir()
+    sim_parameters = yaml.safe_load((config / "panda_sim.yaml").read_text())
+    q0 = np.array(sim_parameters["soa_dynamics_sim"]["ros__parameters"]["initial_positions"])
+    names = RobotModel.from_urdf(str(config.parent / "urdf" / "panda.urdf")
+                                 if (config.parent / "urdf" / "panda.urdf").is_file()
+                                 else "package://soa_dynamics_ros/urdf/panda.urdf",
+                                 kernels="off").joint_names
+    print(f"[demo] ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} (localhost only); logs in {output.parent}")
+    sim = Process("soa_dynamics_sim", "soa_dynamics_ros.sim",
+                  ["--params-file", str(config / "panda_sim.yaml"), "-p", "wait_for_command:=true",
+                   "-p", "publish_clock:=true"], output.parent, env)
+    model_node = Process("soa_dynamics_node", "soa_dynamics_ros.node",
+                         ["--params-file", str(config / "panda.yaml"), "-p", "marker_rate:=0.0",
+                          "-r", "~/feedforward:=/effort_controller/commands"], output.parent, env)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("soa_demo", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spinning = threading.Thread(target=lambda: _spin(executor, context), daemon=True)
+    spinning.start()
+    status = 1
+    try:
+        recorder = Recorder(node, names)
+        from std_srvs.srv import Trigger
+        print("[demo] starting the MuJoCo arm and the model node ...")
+        recorder.wait_until(0.0, 90)
+        compute = _warm_up(node, recorder, args.warm_up)
+        print(f"[demo] node warm: feedforward computed in {compute:.0f} us on average")
+        answer = _call(node, node.create_client(Trigger, "/soa_dynamics_sim/reset"), Trigger.Request())
+        t0 = float(answer.message.rsplit("t=", 1)[1])
+        print(f"[demo] arm reset to {_fmt(q0)}; {args.phase:g} s with gravity feedforward ...")
+        recorder.wait_until(t0 + args.phase, 60)
+        _set_parameter(node, "feedforward_mode", "off")
+        t1 = recorder.latest_time()
+        print(f"[demo] feedforward off at t={t1 - t0:.2f} s; {args.phase:g} s more ...")
+        recorder.wait_until(t1 + args.phase, 60)
+        lines = ask_every_service(node, names, q0)
+        _set_parameter(node, "feedforward_mode", "gravity")
+
+        t, arrival, q, effort = recorder.window(t0, t1 + args.phase)
+        held, fell = t <= t0 + args.phase, t > t1
+        drift_on = np.abs(q[held] - q0).max()
+        drift_off = np.abs(q[fell] - q[fell][0]).max()
+        off_error = np.abs(q[fell] - q[fell][0]).max(axis=1)
+        over = np.flatnonzero(off_error > 1e-3)
+        with recorder.lock:
+            answered = dict(recorder.answered)
+        latency = np.array([answered[s] - a for s, a in zip(t[held], arrival[held]) if s in answered]) * 1e3
+        wall = arrival[held][-1] - arrival[held][0]
+        plot(output, t - t0, q, effort, names, t1 - t0, q0)
+
+        print()
+        print("=" * 78)
+        print("Closed loop: Panda in MuJoCo (soa_dynamics_sim, 1 kHz, real time) <->")
+        print("             soa_dynamics_node (~/feedforward -> /effort_controller/commands)")
+        print("-" * 78)
+        print(f"drift WITH gravity feedforward   : {drift_on:.2e} rad over {args.phase:g} s "
+              f"(max |q - q0|, 7 joints)")
+        print(f"drift WITHOUT feedforward        : {drift_off:.3f} rad over {args.phase:g} s"
+              + (f" (past 1e-3 rad after {t[fell][over[0]] - t1:.3f} s)" if over.size else ""))
+        if latency.size:
+            print(f"feedforward latency              : median {np.median(latency):.2f} ms, "
+                  f"p99 {np.percentile(latency, 99):.2f} ms (joint state seen -> its feedforward seen)")
+            print(f"states answered by the node      : {latency.size / held.sum():.0%} of "
+                  f"{held.sum()} ({held.sum() / wall:.0f} states/s seen)")
+        print("-" * 78)
+        print("one answer from each service (at the start pose):")
+        for name, text in lines:
+            print(f"  ~/{name:<20} {text}")
+        print("-" * 78)
+        print(f"plot: {output}")
+        print("=" * 78)
+        status = 0 if drift_on < 1e-3 and drift_off > 1e-2 else 2
+    except (TimeoutError, RuntimeError) as error:
+        print(f"[demo] FAILED: {error}\n  see {sim.log_path} and {model_node.log_path}", file=sys.stderr)
+    finally:
+        executor.shutdown()
+        rclpy.try_shutdown(context=context)
+        spinning.join(timeout=5)
+        node.destroy_node()
+        codes = model_node.stop(), sim.stop()
+        if any(codes):
+            print(f"[demo] exit codes node/sim: {codes}", file=sys.stderr)
+    return status
+
+
+def _spin(executor, context):
+    while context.ok():
+        try:
+            executor.spin_once(timeout_sec=0.05)
+        except Exception:  # noqa: BLE001 - shutdown races end the loop
+            if not context.ok():
+                return
+            raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
