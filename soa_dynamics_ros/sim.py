@@ -46,6 +46,7 @@ from .mujoco_plant import MujocoPlant
 NODE_NAME = "soa_dynamics_sim"
 COMMAND_TOPIC = "/effort_controller/commands"
 RESET_SETTLE = 0.05   # [wall s] after ~/reset: time stopped, late commands dropped
+WAITING_REPUBLISH = 0.1   # [wall s] state republished this often while time stands still
 
 
 def _descriptor(text, read_only=False, number=False):
@@ -283,7 +284,10 @@ class SimNode(Node):
         while rclpy.ok():
             self.publish_state()
             if self.waiting:      # time stands still until the controller speaks
-                pause_until = time.monotonic() + 0.01
+                # Republished every WAITING_REPUBLISH: rarely enough that a controller never
+                # has two answers to the same state in flight (in lockstep the second
+                # would be taken for the next state's, shifting every command by a step).
+                pause_until = time.monotonic() + WAITING_REPUBLISH
                 while self.waiting and rclpy.ok() and time.monotonic() < pause_until:
                     executor.spin_once(timeout_sec=pause_until - time.monotonic())
                 if self.waiting and not self.get_parameter("wait_for_command").value \

@@ -168,14 +168,19 @@ def test_hybrid_dynamics_in_the_loop(loop):
     hybrid = loop.client.client(HybridDynamics, f"{NODE}/hybrid_dynamics")
     commands = loop.client.node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
     alpha = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
-    predicted = {}
+    predicted, sent = {}, {}
     set_parameters(loop.client, NODE, feedforward_mode="off")    # this test is the controller
     count = loop.states.count()
     t0 = loop.start()
-    last = t0
+    last, started = t0, False
     try:
         while last < t0 + 0.12:
             (t, _, q, qd, _), count = loop.states.wait_next(count)
+            # States from before the reset may still arrive (and an answer to one of
+            # them, if slow, would be taken for the reset state's): start at the pose.
+            started = started or (t >= t0 - 1e-9 and np.array_equal(q, loop.q0) and not qd.any())
+            if not started:
+                continue
             last = max(last, t)
             answer = loop.client.call(hybrid, HybridDynamics.Request(
                 state=JointState(name=loop.names, position=q.tolist(), velocity=qd.tolist()),
@@ -184,17 +189,25 @@ def test_hybrid_dynamics_in_the_loop(loop):
             assert answer.success, answer.message
             assert list(answer.name) == loop.names
             predicted[round(t, 6)] = np.array(answer.acceleration)
+            sent[round(t, 6)] = np.array(answer.constraint_torque)
             commands.publish(Float64MultiArray(data=list(answer.constraint_torque)))
     finally:
         loop.client.node.destroy_publisher(commands)
         set_parameters(loop.client, NODE, feedforward_mode="gravity")
-    t, q, qd = loop.states.since(t0, last)
+    # Up to the state before the last one answered: once this loop ends, the node is
+    # switched back on and its commands may race the last ones sent here.
+    t, q, qd = loop.states.since(t0, last - 1.5e-3)
     z = np.array([model.frame_pose(x, frame)[2, 3] for x in q])
     xy = np.array([model.frame_pose(x, frame)[:2, 3] for x in q])
     measured = np.diff(qd, axis=0) / np.diff(t)[:, None]            # qdd over each step
     expected = np.array([predicted[round(s, 6)] for s in t[:-1]])
     scale = np.abs(expected).max()
     qdd_error = np.abs(measured - expected).max() / scale
+    # Lockstep pairing: the effort applied over each step is the one sent for its state.
+    with loop.states.lock:
+        applied = {round(r[0], 6): r[4] for r in loop.states.rows if t0 < r[0] <= last}
+    unpaired = [s for s in t[:-1] if not np.allclose(applied[round(s + 1e-3, 6)], sent[round(s, 6)])]
+    assert not unpaired, f"commands applied to other states from t={unpaired[0] - t0:.3f} s on"
     # Tool acceleration measured in the simulation: differences of v = J(q) qd.
     velocity = np.array([model.jacobian(x, frame)[:3] @ v for x, v in zip(q, qd)])
     acceleration = np.diff(velocity, axis=0) / np.diff(t)[:, None]
@@ -211,7 +224,7 @@ def test_hybrid_dynamics_in_the_loop(loop):
     assert moved > 0.02 and np.linalg.norm(xy[-1] - xy[0]) > 1e-3   # the free directions fall
     # The constrained direction holds (to the time discretization: a_z = J qdd + Jdot qd
     # sampled by differences over 1 ms steps of a fast motion).
-    assert np.abs(acceleration[:, 2]).max() < 0.02 * abs(free[2])
+    assert np.abs(acceleration[:, 2]).max() < 0.05 * abs(free[2])
     assert np.ptp(z) < 0.01 * np.linalg.norm(xy[-1] - xy[0])
 
 
