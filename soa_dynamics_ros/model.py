@@ -143,6 +143,10 @@ class RobotModel:
             self._ready[name if frame is None else (name, frame)] = function
         return dict(self._kernel_set.compile_seconds)
 
+    def kernels_cached(self, frames=()):
+        """True when :meth:`prepare_kernels` would load every kernel from the disk cache."""
+        return self._kernel_set is None or self._kernel_set.cached(frames)
+
     def _kernel(self, name, frame=None, weight=1):
         """The ready kernel, or None (numpy path) while it is not (yet) available."""
         key = name if frame is None else (name, frame)

@@ -8,6 +8,7 @@ driven by a ``spin_once`` loop (see README: executors were chosen by
 measurement, bench/node_latency.py).
 """
 import math
+import os
 import sys
 import time
 import traceback
@@ -25,10 +26,12 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectoryPoint
 from visualization_msgs.msg import Marker
 
-from . import conversions, plant
+from . import conversions, kernels, plant
 from .errors import InvalidInputError, JointLimitWarning, SoaDynamicsError
+from .kernels.warm import BackgroundWarmup
 from .live_model import FEEDFORWARD_MODES, LiveModel
-from .model import RobotModel
+from .model import KERNELS_ENV, RobotModel
+from .urdf import read_description_text
 from .srv import (EvaluateTrajectory, ForwardDynamics, GravityTorques, HybridDynamics,
                   InverseDynamics, MassMatrix, MixedDynamics, SetPayload, TaskSpaceInertia)
 
@@ -49,6 +52,7 @@ class EmbeddedModelNode(Node):
         super().__init__(NODE_NAME, **kwargs)
         self._declare_parameters()
         self.live = None
+        self._warmup = None
         self._stats = _Statistics()
         self._was_stale = False
         self.feedforward_publisher = self.create_publisher(Float64MultiArray, "~/feedforward", 1)
@@ -92,6 +96,7 @@ class EmbeddedModelNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         period = self.get_parameter("diagnostics_period").value
         self.create_timer(period, self._publish_diagnostics)
+        self.create_timer(0.5, self._poll_warmup)
         marker_rate = self.get_parameter("marker_rate").value
         if marker_rate > 0:
             self.create_timer(1.0 / marker_rate, self._publish_marker)
@@ -119,6 +124,9 @@ class EmbeddedModelNode(Node):
         declare("marker_rate", 0.0, _descriptor("[Hz] of ~/task_space_inertia_marker; 0: off",
                                                 read_only=True))
         declare("executor", "events", _descriptor(" | ".join(EXECUTORS), read_only=True))
+        declare("kernels", "auto", _descriptor(
+            "auto (compiled kernels once cached: compiled in a child process, then loaded) | off",
+            read_only=True))
 
     def _joint_state_qos(self):
         reliability = self.get_parameter("joint_states_reliability").value
@@ -148,8 +156,9 @@ class EmbeddedModelNode(Node):
                     {k: v for k, v in changes.items() if k in ("robot_description", "urdf_file")})
                 if description is None:
                     raise SoaDynamicsError("robot_description and urdf_file cannot both be empty")
-                live = self._build_live(RobotModel.from_urdf(description), changes)
-                self._install(live, "parameters")
+                model = RobotModel.from_urdf(description, kernels="off")
+                self._install(self._build_live(model, changes), "parameters")
+                self._start_kernels(model, description)
             elif self.live is not None and set(changes) & {
                     "feedforward_mode", "command_joints", "state_timeout", "effort_limit_scale",
                     "gravity", "computed_torque_kp", "computed_torque_kd"}:
@@ -217,8 +226,55 @@ class EmbeddedModelNode(Node):
 
     def _load_model(self, description, source):
         started = time.perf_counter()
-        live = self._build_live(RobotModel.from_urdf(description))
+        # Kernels only by explicit choice below: the library's own "auto" would
+        # compile inside this process, stalling the control loop for seconds.
+        model = RobotModel.from_urdf(description, kernels="off")
+        live = self._build_live(model)
         self._install(live, source, time.perf_counter() - started)
+        self._start_kernels(model, description)
+
+    def _start_kernels(self, model, description):
+        """Use compiled kernels: now if cached, else after a child process has compiled them."""
+        if self._warmup is not None:
+            self._warmup.stop()
+            self._warmup = None
+        if (self.get_parameter("kernels").value == "off" or not kernels.numba_available()
+                or os.environ.get(KERNELS_ENV) == "off"):
+            return
+        model.set_kernels("numba")
+        frames = [f for f in [self.get_parameter("marker_frame").value] if f in model.frame_names]
+        if model.kernels_cached(frames):
+            self._use_kernels(model, frames)
+            return
+        model.set_kernels("off")
+        xml = description if description.lstrip().startswith("<") else \
+            read_description_text(description)
+        self._warmup = BackgroundWarmup(xml, frames)
+        self._warmup_target = (model, frames)
+        self.get_logger().info("compiling the kernels of this robot in a child process (seconds to "
+                               "minutes, once per robot); the numpy path answers meanwhile")
+
+    def _use_kernels(self, model, frames):
+        started = time.perf_counter()
+        model.set_kernels("numba")
+        model.prepare_kernels(frames)
+        self.get_logger().info(f"compiled kernels in use (loaded from the cache in "
+                               f"{time.perf_counter() - started:.2f} s)")
+
+    def _poll_warmup(self):
+        if self._warmup is None:
+            return
+        outcome = self._warmup.poll()
+        if outcome is None:
+            return
+        code, log = outcome
+        self._warmup = None
+        model, frames = self._warmup_target
+        if code != 0:
+            self.get_logger().error(f"kernel compilation failed (exit {code}); staying on the "
+                                    f"numpy path:\n{log}")
+        elif self.live is not None and self.live.model is model:
+            self._use_kernels(model, frames)
 
     def _install(self, live, source, seconds=None):
         self.live = live
@@ -498,6 +554,8 @@ class EmbeddedModelNode(Node):
                 "rejected_joint_states": str(stats.rejected),
                 "last_rejection": stats.last_rejection,
                 "services_answered": str(stats.services),
+                "kernels": ("compiled" if self.live.model.kernels[1] else
+                            "numpy path (kernels compiling)" if self._warmup else "numpy path"),
                 "payloads": ", ".join(f"{n} ({p[1]} kg on {p[0]})"
                                       for n, p in self.live.model.payloads.items()),
             })
@@ -540,6 +598,12 @@ class EmbeddedModelNode(Node):
         marker.scale = conversions.vector3(2.0 / np.sqrt(values))
         marker.color.r, marker.color.g, marker.color.b, marker.color.a = 0.2, 0.6, 1.0, 0.5
         self.marker_publisher.publish(marker)
+
+
+    def destroy_node(self):
+        if self._warmup is not None:
+            self._warmup.stop()
+        return super().destroy_node()
 
 
 class _Statistics:

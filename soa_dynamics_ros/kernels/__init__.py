@@ -195,16 +195,40 @@ class Kernels:
                     seconds)
         return dispatcher
 
+    MODEL_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
+                     "forward_dynamics", "gravity_torques_batch", "inverse_dynamics_batch",
+                     "forward_dynamics_batch")
+    FRAME_KERNELS = ("jacobian", "task_space_inertia")
+
     def prepare(self, kernels=None, frames=()):
         """Compile (or load) ``kernels`` (default: all model kernels) and per-frame kernels."""
-        names = kernels or ["gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
-                            "forward_dynamics", "gravity_torques_batch",
-                            "inverse_dynamics_batch", "forward_dynamics_batch"]
-        for name in names:
+        for name in kernels or self.MODEL_KERNELS:
             self.get(name)
         for frame in frames:
-            self.get("jacobian", frame)
-            self.get("task_space_inertia", frame)
+            for name in self.FRAME_KERNELS:
+                self.get(name, frame)
+
+    def cached(self, frames=()):
+        """Whether :meth:`prepare` would only load (numba's cache holds every kernel).
+
+        A per-frame kernel that is not generated (mimic robots have no
+        task-space kernel) counts as cached once its module file exists.
+        """
+        if self.backend != "numba":
+            return True
+        directory = cache_dir()
+        modules = [(f"soa_kernels_model_{code_version()}_{self.key}", self.MODEL_KERNELS)]
+        modules += [(f"soa_kernels_frame_{code_version()}_{generator.frame_key(self.tree, frame)}",
+                     self.FRAME_KERNELS) for frame in frames]
+        for module, names in modules:
+            if not (directory / f"{module}.py").exists():
+                return False
+            source = (directory / f"{module}.py").read_text()
+            for name in names:
+                if f"def {name}(" in source and not any(
+                        (directory / "__pycache__").glob(f"{module}.{name}-*.nbi")):
+                    return False
+        return True
 
 
 def pack_parameters(tree, gravity, out=None):
