@@ -124,7 +124,7 @@ def _set_parameter(node, name, value):
         raise RuntimeError(f"setting {name} refused: {result.reason}")
 
 
-def _warm_up(node, recorder, longest):
+def wait_for_compiled_kernels(node, longest):
     """Run the loop until the node answers from its compiled kernels, at most ``longest`` s.
 
     The node compiles a robot's kernels once, in a child process, and then
@@ -285,7 +285,7 @@ def main(argv=None):
         from std_srvs.srv import Trigger
         print("[demo] starting the MuJoCo arm and the model node ...")
         recorder.wait_until(0.0, 90)
-        compute = _warm_up(node, recorder, args.warm_up)
+        compute = wait_for_compiled_kernels(node, args.warm_up)
         print(f"[demo] node warm: feedforward computed in {compute:.0f} us on average")
         answer = _call(node, node.create_client(Trigger, "/soa_dynamics_sim/reset"), Trigger.Request())
         t0 = float(answer.message.rsplit("t=", 1)[1])

@@ -9,13 +9,11 @@ import numpy as np
 from sensor_msgs.msg import JointState
 
 from ros_harness import RosClient
+from soa_dynamics_ros.demo import wait_for_compiled_kernels
 from sim_harness import POSES, StateRecorder, reset_sim, run_for, stamp_seconds, start_node, start_sim
 
 
-def test_gravity_feedforward_holds_the_arm_in_real_time(tmp_path, monkeypatch):
-    # The node's numpy path: no kernel compilation (which can stall the node past the
-    # sim's 0.1 s command_timeout while it runs; `make demo` waits it out instead).
-    monkeypatch.setenv("SOA_DYNAMICS_KERNELS", "off")
+def test_gravity_feedforward_holds_the_arm_in_real_time(tmp_path):
     names = list(POSES["panda"])
     q0 = np.array(list(POSES["panda"].values()))
     sim = start_sim("panda", tmp_path, "-p", "wait_for_command:=true", "-p", "publish_clock:=true")
@@ -27,8 +25,10 @@ def test_gravity_feedforward_holds_the_arm_in_real_time(tmp_path, monkeypatch):
         JointState, "/soa_dynamics/feedforward_state",
         lambda m: answered.setdefault(stamp_seconds(m.header.stamp), __import__("time").monotonic()), 50)
     try:
-        # Let the node warm up (its compiled kernels), then start from the pose again.
-        run_for(states, states.wait_next(0)[0][0], 2.0)
+        # As in production and the demo: the node on its compiled kernels (loading
+        # them pauses it past the sim's command timeout), then from the pose again.
+        run_for(states, states.wait_next(0)[0][0], 1.0)
+        wait_for_compiled_kernels(client.node, 180.0)
         t0 = reset_sim(client)
         t, q, _ = run_for(states, t0, 5.0)
         with states.lock:
