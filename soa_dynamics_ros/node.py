@@ -18,7 +18,7 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy)
 from sensor_msgs.msg import JointState
@@ -31,6 +31,7 @@ from .errors import InvalidInputError, JointLimitWarning, SoaDynamicsError
 from .kernels.warm import BackgroundWarmup
 from .live_model import FEEDFORWARD_MODES, LiveModel
 from .model import KERNELS_ENV, RobotModel
+from .ros_process import run_node
 from .urdf import read_description_text
 from .srv import (EvaluateTrajectory, ForwardDynamics, GravityTorques, HybridDynamics,
                   InverseDynamics, MassMatrix, MixedDynamics, SetPayload, TaskSpaceInertia)
@@ -642,30 +643,16 @@ def make_executor(kind):
     raise SoaDynamicsError(f"executor must be one of {EXECUTORS}, not {kind!r}")
 
 
+def _spin(node, executor):
+    # A spin_once loop, not spin(): the EventsExecutor's spin() busy-loops and
+    # misses messages from other processes (see README, "Executors").
+    while rclpy.ok():
+        executor.spin_once(timeout_sec=0.1)
+
+
 def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    executor = None
-    try:
-        node = EmbeddedModelNode()
-        executor = make_executor(node.get_parameter("executor").value)
-        executor.add_node(node)
-        # A spin_once loop, not spin(): the EventsExecutor's spin() busy-loops
-        # and misses messages from other processes (see README, "Executors").
-        while rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except SoaDynamicsError as error:
-        print(f"[{NODE_NAME}] cannot start: {error}", file=sys.stderr)
-        return 1
-    finally:
-        if executor is not None:
-            executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(NODE_NAME, EmbeddedModelNode,
+                    lambda node: make_executor(node.get_parameter("executor").value), _spin, args)
 
 
 if __name__ == "__main__":

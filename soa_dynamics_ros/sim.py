@@ -32,7 +32,7 @@ import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
 from rosgraph_msgs.msg import Clock
@@ -42,6 +42,7 @@ from std_srvs.srv import Trigger
 
 from .errors import SoaDynamicsError
 from .mujoco_plant import MujocoPlant
+from .ros_process import run_node
 
 NODE_NAME = "soa_dynamics_sim"
 COMMAND_TOPIC = "/effort_controller/commands"
@@ -327,29 +328,8 @@ class SimNode(Node):
 
 
 def main(args=None):
-    rclpy.init(args=args)
-    node = executor = None
-    try:
-        node = SimNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        node.run(executor)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except RuntimeError:
-        if rclpy.ok():
-            raise
-        # SIGINT while spin_once takes a message surfaces as a RuntimeError: a normal shutdown.
-    except SoaDynamicsError as error:
-        print(f"[{NODE_NAME}] cannot start: {error}", file=sys.stderr)
-        return 1
-    finally:
-        if executor is not None:
-            executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(NODE_NAME, SimNode, lambda node: SingleThreadedExecutor(),
+                    lambda node, executor: node.run(executor), args)
 
 
 if __name__ == "__main__":

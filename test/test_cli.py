@@ -1,12 +1,10 @@
 """The ``soa-dynamics`` console script: every subcommand, --json, plots, progress and bad input."""
 import csv
 import json
-import os
 import pathlib
 import shutil
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest

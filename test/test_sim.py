@@ -5,7 +5,6 @@ import time
 import numpy as np
 import pytest
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from conftest import shipped_urdf

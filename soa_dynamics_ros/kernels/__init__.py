@@ -24,8 +24,6 @@ import sys
 import threading
 import time
 
-import numpy as np
-
 from . import generator, runtime
 
 logger = logging.getLogger("soa_dynamics_ros.kernels")
