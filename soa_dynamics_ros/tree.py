@@ -80,8 +80,8 @@ class BodyTree:
             joint, body, rotation, translation = stack.pop()
             child = description.links[joint.child]
             # The joint frame, placed in the frame of the body it hangs from.
-            joint_rotation = rotation @ joint.origin_rotation
-            joint_translation = translation + rotation @ joint.origin_translation
+            joint_rotation = _snap(rotation @ joint.origin_rotation)
+            joint_translation = _snap(translation + rotation @ joint.origin_translation)
             if joint.type == "fixed":
                 self.frames[child.name] = Frame(child.name, body, joint_rotation, joint_translation)
                 link_inertias[body].append((child, joint_rotation, joint_translation))
@@ -171,3 +171,14 @@ class BodyTree:
                                 "mimic", joint.line)
             seen.add(current.name)
         return current.name, multiplier, offset
+
+
+def _snap(values):
+    """Round-off of exact zeros and ones (cos(pi/2) = 6e-17) back to them.
+
+    URDF placements are mostly quarter turns given as rpy; the generated
+    kernels fold exact zeros and ones, which round-off would otherwise hide.
+    The change is below 1e-15, far under any tolerance of the model.
+    """
+    snapped = np.where(np.abs(values) < 1e-15, 0.0, values)
+    return np.where(np.abs(np.abs(snapped) - 1.0) < 1e-15, np.sign(snapped), snapped)
