@@ -105,3 +105,48 @@ def test_clock_jumps_with_sim_time(client, tmp_path):
         assert node.alive()
     finally:
         assert node.stop() == 0, node.log()
+
+
+def test_simulated_arm_killed_and_restarted(client, tmp_path):
+    """The arm's driver dies: the feedforward stops, diagnostics say why; it comes back: resumes."""
+    import signal
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sim_harness import POSES, StateRecorder, run_for, start_node, start_sim
+    names = list(POSES["panda"])
+    q0 = np.array(list(POSES["panda"].values()))
+    node = start_node("panda", tmp_path)
+    sim = start_sim("panda", tmp_path, "-p", "lockstep:=true", "-p", "wait_for_command:=true",
+                    "-p", "real_time_factor:=0.0", name="sim_first")
+    feedforward = client.collect(Float64MultiArray, "/effort_controller/commands")
+    diagnostics = client.collect(DiagnosticArray, "/diagnostics")
+    states = StateRecorder(client, names)
+    restarted = None
+    try:
+        t, q, _ = run_for(states, states.wait_next(0)[0][0], 1.0)
+        assert np.abs(q - q0).max() < 1e-3
+        sim.process.send_signal(signal.SIGTERM)          # the driver dies
+        assert sim.process.wait(10) == 0
+        died = time.monotonic()
+        time.sleep(0.3)
+        count = len(feedforward)
+        time.sleep(0.5)
+        assert len(feedforward) == count                   # nothing without joint states
+        assert all(arrival <= died + 0.05 for arrival, _ in feedforward)   # within one timeout
+
+        def stale_report():
+            return [s for arrival, array in diagnostics if arrival > died for s in array.status
+                    if "soa_dynamics" in s.name and "feedforward stopped" in s.message]
+        wait_for(stale_report, timeout=5.0, what="a diagnostic naming the stale joint states")
+
+        states.clear()
+        restarted = start_sim("panda", tmp_path, "-p", "lockstep:=true", "-p",
+                              "wait_for_command:=true", "-p", "real_time_factor:=0.0",
+                              name="sim_second")
+        t, q, _ = run_for(states, states.wait_next(0)[0][0], 1.0)
+        assert len(feedforward) > count                    # resumed
+        assert np.abs(q - q0).max() < 1e-3                 # and holds the arm again
+    finally:
+        codes = [restarted.stop() if restarted else 0, node.stop()]
+        if sim.alive():
+            sim.stop()
+    assert codes == [0, 0], node.log()[-2000:]
