@@ -1,5 +1,5 @@
 # Convenience aliases; the scripts work without make.
-.PHONY: setup test demo bench
+.PHONY: setup test demo bench soak
 
 # One-command set-up: .venv with ROS 2 Kilted wheels, CMake build, editable install.
 setup:
@@ -9,9 +9,14 @@ setup:
 test:
 	bash scripts/test.sh
 
-# Speed against Pinocchio/PyKDL; tables in bench/results/ (BENCH_ARGS=--quick for a smoke).
+# Speed against Pinocchio/PyKDL and the node's latency; tables in bench/results/ (BENCH_ARGS=--quick for a smoke).
 bench:
 	.venv/bin/python bench/bench_dynamics.py $(BENCH_ARGS)
+	.venv/bin/python bench/bench_node_latency.py $(BENCH_ARGS)
+
+# Load and soak of the node: 1 kHz joint states + 200 requests/s for 10 min (docs/robustness.md).
+soak:
+	.venv/bin/python bench/bench_soak.py $(BENCH_ARGS)
 
 # Closed-loop demo: MuJoCo arm + model node, 10 s; prints a report, writes build/demo/closed_loop.png.
 demo:

@@ -5,7 +5,7 @@ Thin glue: parameters, topics and services in, :class:`LiveModel` and
 :mod:`soa_dynamics_ros.conversions`).  Feedforward torques are computed each
 time a joint state arrives (event-driven, not a timer), so the executor is
 driven by a ``spin_once`` loop (see README: executors were chosen by
-measurement, bench/node_latency.py).
+measurement, bench/bench_node_latency.py).
 """
 import math
 import os
@@ -33,6 +33,7 @@ from .live_model import FEEDFORWARD_MODES, LiveModel
 from .model import KERNELS_ENV, RobotModel
 from .ros_process import run_node
 from .urdf import read_description_text
+from .validation import as_vector
 from .srv import (EvaluateTrajectory, ForwardDynamics, GravityTorques, HybridDynamics,
                   InverseDynamics, MassMatrix, MixedDynamics, SetPayload, TaskSpaceInertia)
 
@@ -181,7 +182,12 @@ class EmbeddedModelNode(Node):
         mode = self._value("feedforward_mode", changes)
         if mode not in FEEDFORWARD_MODES:
             raise SoaDynamicsError(f"feedforward_mode must be one of {FEEDFORWARD_MODES}, not {mode!r}")
-        model.gravity = list(self._value("gravity", changes))
+        # Everything is validated before the (possibly shared) model is touched.
+        gravity = as_vector("gravity", self._value("gravity", changes), 3)
+        for name in ("state_timeout", "effort_limit_scale"):
+            value = float(self._value(name, changes))
+            if not (math.isfinite(value) and value > 0):
+                raise SoaDynamicsError(f"{name} must be finite and > 0, not {value}")
         command_joints = [name for name in self._value("command_joints", changes) if name]
         live = LiveModel(model, self._value("state_timeout", changes), command_joints,
                          self._value("effort_limit_scale", changes))
@@ -190,12 +196,16 @@ class EmbeddedModelNode(Node):
         if not all(math.isfinite(gain) and gain >= 0 for gain in gains):
             raise SoaDynamicsError(f"computed_torque_kp and _kd must be finite and >= 0, not {gains}")
         live.gains = gains
+        model.gravity = gravity
         if self.live is None:
             self._attach_startup_payloads(model)
         else:
             # Carry over the measured state, and the payloads that still fit a new model.
             old = self.live
-            if model is not old.model:
+            if model is old.model:
+                live.desired_acceleration, live.desired_point = (old.desired_acceleration,
+                                                                 old.desired_point)
+            else:
                 for name, (link, mass, com, inertia) in old.model.payloads.items():
                     if link in model.frame_names:
                         model.attach_payload(name, link, mass, com, inertia)

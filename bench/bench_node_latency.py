@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """joint_states -> feedforward latency of the node at 1 kHz, and service round trips.
 
-    .venv/bin/python bench/node_latency.py [--robot panda] [--seconds 60] [--executor both]
+    .venv/bin/python bench/bench_node_latency.py [--robot panda] [--seconds 60] [--executor both]
 
 Starts the node executable in its own process (as in production), publishes
 JointState at the given rate from this process, and timestamps each
@@ -33,10 +33,10 @@ from soa_dynamics_ros import RobotModel  # noqa: E402
 from soa_dynamics_ros.srv import GravityTorques  # noqa: E402
 
 
-def measure(executor, robot, seconds, rate, service_calls, log_dir):
+def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=()):
     model = RobotModel.from_urdf(str(REPO / "urdf" / f"{robot}.urdf"))
     node = RosProcess("soa_dynamics_node", "--params-file", f"config/{robot}.yaml",
-                      "-p", f"executor:={executor}", "-p", "marker_rate:=0.0",
+                      "-p", f"executor:={executor}", "-p", "marker_rate:=0.0", *node_args,
                       log_dir=log_dir, name=f"node_{executor}")
     client = RosClient(f"latency_bench_{executor}")
     try:
@@ -70,7 +70,11 @@ def main():
     parser.add_argument("--service-calls", type=int, default=1000)
     parser.add_argument("--executor", choices=["events", "single_threaded", "both"], default="both")
     parser.add_argument("--quick", action="store_true", help="2 s and 100 calls: a smoke run")
-    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "node_latency"))
+    parser.add_argument("--node-arg", action="append", default=[], metavar="ARG",
+                        help="extra --ros-args for the node, e.g. --node-arg=-p "
+                             "--node-arg=joint_states_depth:=10")
+    parser.add_argument("--output", default=str(REPO / "bench" / "results"),
+                        help="directory for the table (.md) and the figures (.json)")
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.service_calls = 2.0, 100
@@ -81,7 +85,7 @@ def main():
             print(f"[bench] {executor}: {args.seconds:g} s of joint states at {args.rate:g} Hz, "
                   f"then {args.service_calls} service calls", flush=True)
             results.append(measure(executor, args.robot, args.seconds, args.rate,
-                                   args.service_calls, log_dir))
+                                   args.service_calls, log_dir, args.node_arg))
     header = (f"node latency, {args.robot}, {time.strftime('%Y-%m-%d')}, "
               f"{platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()})")
     lines = [f"# {header}", "",
@@ -95,7 +99,7 @@ def main():
                      f"{r['service_round_trip_ms']['p99']:.3f} |")
     table = "\n".join(lines)
     print(table)
-    out = pathlib.Path(args.out)
+    out = pathlib.Path(args.output) / "node_latency"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text(table + "\n")
     out.with_suffix(".json").write_text(json.dumps({"header": header, "results": results}, indent=2))

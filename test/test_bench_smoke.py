@@ -1,4 +1,4 @@
-"""CI smoke of the benchmark scripts: they run and write their table (no timing assertions)."""
+"""CI smoke of every benchmark script: it runs and writes its table (no timing assertions)."""
 import pathlib
 import subprocess
 import sys
@@ -17,4 +17,4 @@ def test_bench_script_quick(script, tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     tables = list(pathlib.Path(tmp_path).glob("*.md"))
     assert tables, run.stdout[-2000:]
-    assert "| robot |" in tables[0].read_text()
+    assert tables[0].read_text().count("\n") > 3, tables[0].read_text()

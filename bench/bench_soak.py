@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Load and soak: 1 kHz joint states plus a sustained mixed service load on the node.
 
-    .venv/bin/python bench/soak.py --minutes 10 [--robot panda] [--requests-per-second 200]
+    .venv/bin/python bench/bench_soak.py --minutes 10 [--robot panda] [--requests-per-second 200]
 
 The node runs as its own process; this script publishes joint states at the
 rate given, runs several client processes that call a mix of services at the
@@ -93,7 +93,8 @@ def main():
     parser.add_argument("--requests-per-second", type=float, default=200.0)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--quick", action="store_true", help="15 s smoke run")
-    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "soak"))
+    parser.add_argument("--output", default=str(REPO / "bench" / "results"),
+                        help="directory for the table (.md) and the figures (.json)")
     args = parser.parse_args()
     seconds = 15.0 if args.quick else args.minutes * 60
     frames = {"panda": "panda_hand_tcp", "ur5": "tool0", "dual_arm_torso": "l_gripper_tool_frame",
@@ -156,7 +157,7 @@ def main():
               f"({os.cpu_count()} cores)")
     table = "\n".join([f"# {header}", ""] + [f"- {key}: {value}" for key, value in result.items()])
     print(table)
-    out = pathlib.Path(args.out)
+    out = pathlib.Path(args.output) / "soak"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text(table + "\n")
     out.with_suffix(".json").write_text(json.dumps({"header": header, "result": result}, indent=2))
