@@ -13,13 +13,13 @@ import argparse
 import os
 import pathlib
 import random
-import signal
-import subprocess
 import sys
 import threading
 import time
 
 import numpy as np
+
+from soa_dynamics_ros.processes import ChildProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -31,29 +31,10 @@ def _config_dir():
     return pathlib.Path(get_package_share_directory("soa_dynamics_ros")) / "config"
 
 
-class Process:
-    def __init__(self, name, module, ros_args, log_dir, env):
-        self.name = name
-        self.log_path = log_dir / f"{name}.log"
-        self._log = open(self.log_path, "w")
-        self.process = subprocess.Popen([sys.executable, "-m", module, "--ros-args", *ros_args],
-                                        stdout=self._log, stderr=subprocess.STDOUT, env=env)
-
-    def stop(self):
-        """SIGINT, then SIGTERM (never SIGKILL first: it leaks DDS shared memory)."""
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            if self.process.poll() is not None:
-                break
-            self.process.send_signal(sig)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                continue
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
-        return self.process.returncode
+def start_process(name, module, ros_args, log_dir, env):
+    """``python -m module --ros-args ...`` with its log in ``log_dir/name.log``."""
+    return ChildProcess([sys.executable, "-m", module, "--ros-args", *ros_args],
+                        log_dir / f"{name}.log", env)
 
 
 class Recorder:
@@ -94,6 +75,14 @@ class Recorder:
                 return
             time.sleep(0.02)
         raise TimeoutError(f"the simulation did not reach t={sim_time:.2f} s within {timeout:.0f} s")
+
+    def wait_for_answers(self, timeout):
+        """Until the node's ~/feedforward_state reaches this process (DDS discovery can lag)."""
+        deadline = time.monotonic() + timeout
+        while not self.answered and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not self.answered:
+            raise TimeoutError(f"no ~/feedforward_state from the node within {timeout:.0f} s")
 
     def window(self, t0, t1):
         with self.lock:
@@ -266,10 +255,10 @@ def main(argv=None):
                                  else "package://soa_dynamics_ros/urdf/panda.urdf",
                                  kernels="off").joint_names
     print(f"[demo] ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} (localhost only); logs in {output.parent}")
-    sim = Process("soa_dynamics_sim", "soa_dynamics_ros.sim",
+    sim = start_process("soa_dynamics_sim", "soa_dynamics_ros.sim",
                   ["--params-file", str(config / "panda_sim.yaml"), "-p", "wait_for_command:=true",
                    "-p", "publish_clock:=true"], output.parent, env)
-    model_node = Process("soa_dynamics_node", "soa_dynamics_ros.node",
+    model_node = start_process("soa_dynamics_node", "soa_dynamics_ros.node",
                          ["--params-file", str(config / "panda.yaml"), "-p", "marker_rate:=0.0",
                           "-r", "~/feedforward:=/effort_controller/commands"], output.parent, env)
     context = rclpy.Context()
@@ -285,6 +274,7 @@ def main(argv=None):
         from std_srvs.srv import Trigger
         print("[demo] starting the MuJoCo arm and the model node ...")
         recorder.wait_until(0.0, 90)
+        recorder.wait_for_answers(60)
         compute = wait_for_compiled_kernels(node, args.warm_up)
         print(f"[demo] node warm: feedforward computed in {compute:.0f} us on average")
         answer = _call(node, node.create_client(Trigger, "/soa_dynamics_sim/reset"), Trigger.Request())

@@ -1,8 +1,6 @@
 """Real processes and real DDS for node tests: start executables, talk to them with rclpy."""
 import os
 import pathlib
-import signal
-import subprocess
 import threading
 import time
 
@@ -10,50 +8,21 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from soa_dynamics_ros.processes import ChildProcess
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 VENV_BIN = REPO / ".venv" / "bin"
 
 
-class RosProcess:
+class RosProcess(ChildProcess):
     """One of the package's executables in its own process, stopped gracefully by PID."""
 
     def __init__(self, executable, *ros_args, log_dir, name=None):
         self.name = name or executable
-        self.log_path = pathlib.Path(log_dir) / f"{self.name}.log"
-        self._log = open(self.log_path, "w")
         command = [str(VENV_BIN / executable)]
         if ros_args:
             command += ["--ros-args", *ros_args]
-        self.process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT,
-                                        cwd=REPO, env=os.environ.copy())
-
-    @property
-    def pid(self):
-        return self.process.pid
-
-    def log(self):
-        if not self._log.closed:
-            self._log.flush()
-        return self.log_path.read_text()
-
-    def alive(self):
-        return self.process.poll() is None
-
-    def stop(self, timeout=10.0):
-        """SIGINT, then SIGTERM; SIGKILL only as a last resort (it leaks DDS shared memory)."""
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            if self.process.poll() is not None:
-                break
-            self.process.send_signal(sig)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                continue
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
-        return self.process.returncode
+        super().__init__(command, pathlib.Path(log_dir) / f"{self.name}.log", os.environ.copy(), REPO)
 
 
 class RosClient:

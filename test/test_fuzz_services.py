@@ -22,9 +22,11 @@ JOINTS = MODEL.joint_names
 NAMES = st.sampled_from(JOINTS + ["", "ghost", "l_gripper_r_finger_joint", JOINTS[0] + " "])
 FRAMES = st.sampled_from(MODEL.frame_names + ["", "nowhere"])
 FLOATS = st.one_of(st.floats(-5, 5), st.sampled_from([math.nan, math.inf, -math.inf, 1e200]))
-VECTORS = st.lists(FLOATS, max_size=22)
+VECTORS = st.one_of(st.just([]), st.lists(FLOATS, max_size=22))   # empty: all zero
 REFERENCE_STATE = JointState(name=JOINTS, position=[0.2] * len(JOINTS))
-SETTINGS = settings(max_examples=60, deadline=None,
+# Derandomized: the same examples on every CI run (a failure reproduces), and
+# enough of them succeed to exercise the dynamics (checked at the end).
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
@@ -56,8 +58,8 @@ states = st.one_of(
         name=names, position=positions, velocity=velocities),
         st.lists(NAMES, max_size=20), VECTORS, VECTORS),
     # Valid states too, so that random frames, constraints and vectors reach the dynamics.
-    st.builds(lambda positions: JointState(name=JOINTS, position=positions),
-              st.lists(st.floats(-3, 3), min_size=len(JOINTS), max_size=len(JOINTS))))
+    *[st.builds(lambda positions: JointState(name=JOINTS, position=positions),
+                st.lists(st.floats(-3, 3), min_size=len(JOINTS), max_size=len(JOINTS)))] * 2)
 wrenches = st.lists(st.builds(lambda link, values: _wrench(link, values), FRAMES,
                               st.lists(FLOATS, min_size=6, max_size=6)), max_size=2)
 
