@@ -29,6 +29,8 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 80))
 
 from feedforward_probe import FeedforwardProbe  # noqa: E402
 from ros_harness import RosClient, RosProcess  # noqa: E402
+from soa_dynamics_ros.demo import wait_for_compiled_kernels  # noqa: E402
+from soa_dynamics_ros.processes import ChildProcess  # noqa: E402
 from soa_dynamics_ros import RobotModel  # noqa: E402
 from soa_dynamics_ros.srv import GravityTorques  # noqa: E402
 
@@ -44,6 +46,8 @@ def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=()
         probe = FeedforwardProbe(client, model.joint_names)
         if not probe.wait_until_answered():
             raise RuntimeError(f"the node never answered; its log:\n{node.log()}")
+        wait_for_compiled_kernels(client.node, 180.0)   # as in production, not the numpy path
+        probe.wait_until_answered()
         achieved_rate = probe.run(seconds, rate)
         time.sleep(0.5)
         round_trips = []
@@ -62,6 +66,26 @@ def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=()
         node.stop()
 
 
+def measure_echo(executor, robot, seconds, rate, log_dir):
+    """The floor: bench/echo_node.py (no model) measured the same way."""
+    model = RobotModel.from_urdf(str(REPO / "urdf" / f"{robot}.urdf"))
+    echo = ChildProcess([sys.executable, str(REPO / "bench" / "echo_node.py"), "--ros-args",
+                         "-p", f"executor:={executor}"], pathlib.Path(log_dir) / "echo.log")
+    client = RosClient(f"latency_echo_{executor}")
+    try:
+        probe = FeedforwardProbe(client, model.joint_names)
+        if not probe.wait_until_answered():
+            raise RuntimeError(f"the echo node never answered; its log:\n{echo.log()}")
+        achieved_rate = probe.run(seconds, rate)
+        time.sleep(0.5)
+        return {"executor": f"{executor}, echo node (floor)", "robot": robot, "seconds": seconds,
+                "rate_hz": rate, "achieved_publish_rate_hz": round(achieved_rate, 1),
+                **probe.summary(), "service_round_trip_ms": None}
+    finally:
+        client.close()
+        echo.stop()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--robot", default="panda")
@@ -70,6 +94,8 @@ def main():
     parser.add_argument("--service-calls", type=int, default=1000)
     parser.add_argument("--executor", choices=["events", "single_threaded", "both"], default="both")
     parser.add_argument("--quick", action="store_true", help="2 s and 100 calls: a smoke run")
+    parser.add_argument("--no-floor", action="store_true",
+                        help="skip the echo node that measures the floor of the set-up")
     parser.add_argument("--node-arg", action="append", default=[], metavar="ARG",
                         help="extra --ros-args for the node, e.g. --node-arg=-p "
                              "--node-arg=joint_states_depth:=10")
@@ -86,6 +112,9 @@ def main():
                   f"then {args.service_calls} service calls", flush=True)
             results.append(measure(executor, args.robot, args.seconds, args.rate,
                                    args.service_calls, log_dir, args.node_arg))
+            if not args.no_floor:
+                print(f"[bench] {executor}: the same with an echo node (no model)", flush=True)
+                results.append(measure_echo(executor, args.robot, args.seconds, args.rate, log_dir))
     header = (f"node latency, {args.robot}, {time.strftime('%Y-%m-%d')}, "
               f"{platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()})")
     lines = [f"# {header}", "",
@@ -93,10 +122,11 @@ def main():
              "| service median [ms] | service p99 [ms] |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
+        trips = r["service_round_trip_ms"]
+        services = (f"{trips['median']:.3f} | {trips['p99']:.3f}" if trips else "- | -")
         lines.append(f"| {r['executor']} | {r['published']} | {r['achieved_publish_rate_hz']} | "
                      f"{r['missed']} | {r['latency_ms']['median']:.3f} | {r['latency_ms']['p99']:.3f} | "
-                     f"{r['latency_ms']['max']:.3f} | {r['service_round_trip_ms']['median']:.3f} | "
-                     f"{r['service_round_trip_ms']['p99']:.3f} |")
+                     f"{r['latency_ms']['max']:.3f} | {services} |")
     table = "\n".join(lines)
     print(table)
     out = pathlib.Path(args.output) / "node_latency"

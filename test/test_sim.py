@@ -124,14 +124,18 @@ def test_sim_runs_in_real_time_and_rejects_bad_commands(client, tmp_path):
             commands.publish(Float64MultiArray(data=gravity[:5]))
             commands.publish(Float64MultiArray(data=gravity + [0.0]))
             time.sleep(0.01)
-        rows = [r for r in states.rows if r[0] > last_valid - 0.05]
+        rows = [r for r in states.rows if r[0] > last_valid - 0.5]
     finally:
         client.node.destroy_publisher(commands)
         assert sim.stop() == 0, sim.log()[-3000:]
     print(f"sim alone: {rate:.0f} joint states per second")
     assert rate > 800
     assert clock and abs(stamp_seconds(clock[-1][1].clock) - states.rows[-1][0]) < 1.0
-    kept = [r for r in rows if r[0] < last_valid + 0.25]
+    # From the first step that applied a valid command (delivery may lag on a
+    # loaded machine) until shortly before the timeout.
+    applied = [r[0] for r in rows if np.allclose(r[4], gravity)]
+    assert applied and applied[0] <= last_valid, "the valid commands were applied"
+    kept = [r for r in rows if applied[0] <= r[0] < last_valid + 0.25]
     dropped = [r for r in rows if r[0] > last_valid + 0.35]
     assert kept and all(np.allclose(r[4], gravity) for r in kept), "last valid command kept"
     assert dropped and all(not np.any(r[4]) for r in dropped), "zero effort after the timeout"
