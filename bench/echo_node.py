@@ -18,7 +18,7 @@ from soa_dynamics_ros.ros_process import run_node
 class EchoNode(Node):
     def __init__(self):
         super().__init__("soa_dynamics")
-        self.declare_parameter("executor", "events")
+        self.declare_parameter("executor", "single_threaded")
         publisher = self.create_publisher(JointState, "~/feedforward_state", 1)
         qos = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                          reliability=ReliabilityPolicy.BEST_EFFORT)

@@ -125,7 +125,7 @@ class EmbeddedModelNode(Node):
         declare("marker_frame", "", _descriptor("frame whose inertia ellipsoid is published (empty: none)"))
         declare("marker_rate", 0.0, _descriptor("[Hz] of ~/task_space_inertia_marker; 0: off",
                                                 read_only=True))
-        declare("executor", "events", _descriptor(" | ".join(EXECUTORS), read_only=True))
+        declare("executor", "single_threaded", _descriptor(" | ".join(EXECUTORS), read_only=True))
         declare("kernels", "auto", _descriptor(
             "auto (compiled kernels once cached: compiled in a child process, then loaded) | off",
             read_only=True))
