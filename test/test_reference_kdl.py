@@ -15,7 +15,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from conftest import assert_close, shipped_urdf
+from conftest import assert_close, shipped_urdf, random_states, random_wrenches
 from kdl_reference import KdlChain, kdl
 from pinocchio_reference import PinocchioReference
 from robot_generator import random_tree_urdf
@@ -55,16 +55,6 @@ def chain(request):
     return model, reference, columns, xml, tip
 
 
-def _states(model, count, rng):
-    for _ in range(count):
-        yield (rng.uniform(-np.pi, np.pi, model.dof), rng.normal(size=model.dof) * 2,
-               rng.normal(size=model.dof) * 3)
-
-
-def _random_wrenches(model, rng):
-    # Any link, root-attached ones included (those do no work on a fixed base).
-    links = rng.choice(model.frame_names, size=min(3, len(model.frame_names)), replace=False)
-    return {str(link): rng.normal(size=6) * 10 for link in links}
 
 
 def test_kdl_is_importable_from_the_venv():
@@ -73,8 +63,8 @@ def test_kdl_is_importable_from_the_venv():
 
 def test_rne_against_kdl(chain, rng):
     model, ref, cols, _, _ = chain
-    for q, qd, qdd in _states(model, STATES, rng):
-        wrenches = _random_wrenches(model, rng)
+    for q, qd, qdd in random_states(model, STATES, rng):
+        wrenches = random_wrenches(model, rng)
         assert_close(model.inverse_dynamics(q, qd, qdd)[cols],
                      ref.inverse_dynamics(q[cols], qd[cols], qdd[cols]), "RNE with gravity")
         assert_close(model.inverse_dynamics(q, qd, qdd, wrenches)[cols],
@@ -84,7 +74,7 @@ def test_rne_against_kdl(chain, rng):
 
 def test_dynamic_parameters_against_kdl(chain, rng):
     model, ref, cols, _, _ = chain
-    for q, qd, _ in _states(model, STATES, rng):
+    for q, qd, _ in random_states(model, STATES, rng):
         kq, kqd = q[cols], qd[cols]
         assert_close(model.mass_matrix(q)[np.ix_(cols, cols)], ref.mass_matrix(kq), "mass matrix")
         gravity = model.gravity_torques(q)
@@ -95,7 +85,7 @@ def test_dynamic_parameters_against_kdl(chain, rng):
 
 def test_kinematics_against_kdl(chain, rng):
     model, ref, cols, _, tip = chain
-    for q, _, _ in _states(model, STATES, rng):
+    for q, _, _ in random_states(model, STATES, rng):
         kq = q[cols]
         assert_close(model.frame_pose(q, tip), ref.frame(kq), "pose of the chain tip")
         assert_close(model.jacobian(q, tip)[:, cols], ref.jacobian(kq), "jacobian of the chain tip")
@@ -134,8 +124,8 @@ def test_vereshchagin_style_external_wrenches(chain, rng):
     and then uses it exactly as RNE uses its f_ext: feeding RNE the rotated
     Vereshchagin-style wrenches must reproduce this project's torques."""
     model, ref, cols, _, _ = chain
-    for q, qd, qdd in _states(model, 20, rng):
-        wrenches = _random_wrenches(model, rng)
+    for q, qd, qdd in random_states(model, 20, rng):
+        wrenches = random_wrenches(model, rng)
         kq = q[cols]
         tips = ref.tip_poses(kq)
         f_ext = []
@@ -180,7 +170,7 @@ def test_vereshchagin_beta_mapping(chain, rng):
     pinocchio = PinocchioReference(xml, model.joint_names, gravity=model.gravity)
     fid = pinocchio.model.getFrameId(tip, pin.FrameType.BODY)
     root_acceleration = np.concatenate((-model.gravity, np.zeros(3)))  # KDL root_acc (+9.81 z)
-    for q, qd, tau in _states(model, 30, rng):
+    for q, qd, tau in random_states(model, 30, rng):
         alpha = _well_conditioned_alpha(model, q, tip, rng)
         m = alpha.shape[1]
         beta_kdl = rng.normal(size=m) * 5
@@ -216,7 +206,7 @@ def test_vereshchagin_hold_and_free_fall(chain, rng):
     falls freely; beta_kdl = alpha^T [0, 0, 9.81, 0, 0, 0] holds it."""
     model, _, _, _, tip = chain
     alpha, held = np.eye(6), 0
-    for q, _, tau in _states(model, 10, rng):
+    for q, _, tau in random_states(model, 10, rng):
         zero = np.zeros(model.dof)
         values = np.linalg.svd(model.jacobian(q, tip), compute_uv=False)
         if len(values) < 6 or values[-1] < 0.02 * values[0]:

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from conftest import SHIPPED_ROBOTS, assert_close, shipped_urdf
+from conftest import SHIPPED_ROBOTS, assert_close, shipped_urdf, random_states, random_wrenches
 from pinocchio_reference import PinocchioReference
 from robot_generator import random_tree_urdf
 from soa_dynamics_ros import RobotModel
@@ -35,21 +35,12 @@ def robot(request):
     return model, PinocchioReference(xml, model.joint_names), states, xml
 
 
-def _states(model, count, rng):
-    for _ in range(count):
-        yield (rng.uniform(-np.pi, np.pi, model.dof), rng.normal(size=model.dof) * 2,
-               rng.normal(size=model.dof) * 3)
-
-
-def _random_wrenches(model, rng):
-    links = rng.choice(model.frame_names, size=min(3, len(model.frame_names)), replace=False)
-    return {str(link): rng.normal(size=6) * 10 for link in links}
 
 
 def test_dynamics_against_pinocchio(robot, rng):
     model, ref, states, _ = robot
-    for q, qd, qdd in _states(model, states, rng):
-        wrenches = _random_wrenches(model, rng)
+    for q, qd, qdd in random_states(model, states, rng):
+        wrenches = random_wrenches(model, rng)
         zero = np.zeros(model.dof)
         assert_close(model.inverse_dynamics(q, qd, qdd), ref.inverse_dynamics(q, qd, qdd),
                      "inverse dynamics")
@@ -65,7 +56,7 @@ def test_dynamics_against_pinocchio(robot, rng):
 
 def test_kinematics_against_pinocchio(robot, rng):
     model, ref, states, _ = robot
-    for q, _, _ in _states(model, max(20, states // 5), rng):
+    for q, _, _ in random_states(model, max(20, states // 5), rng):
         poses = model.frame_poses(q)
         for frame in model.frame_names:
             assert_close(poses[frame], ref.frame_pose(q, frame), f"pose of {frame}")
@@ -79,7 +70,7 @@ def test_gravity_setting_against_pinocchio(robot, rng):
     model.gravity = tilted
     ref = PinocchioReference(xml, model.joint_names, gravity=tilted)
     zero = np.zeros(model.dof)
-    for q, qd, qdd in _states(model, 10, rng):
+    for q, qd, qdd in random_states(model, 10, rng):
         assert_close(model.gravity_torques(q), ref.inverse_dynamics(q, zero, zero),
                      "gravity torques with a tilted gravity vector")
         assert_close(model.inverse_dynamics(q, qd, qdd), ref.inverse_dynamics(q, qd, qdd),
