@@ -109,7 +109,7 @@ class _State:
         self.tau = np.zeros(k) if tau is None else as_vector("tau", tau, k)
         self.qd_hinge = selection.hinge_map @ self.qd
         self.placements = body_placements(tree, self.q_hinge)
-        self.body_forces = model._body_forces(self.q_hinge, wrenches)
+        self.body_forces = model._body_forces(self.q_hinge, wrenches, self.placements)
 
 
 def _constraint_columns(model, state, frames, blocks):
@@ -133,6 +133,22 @@ def _dense_mass_and_bias(model, selection, state):
                                   np.zeros(model.tree.nb), model._root_acceleration(),
                                   state.body_forces)
     return mass, bias
+
+
+def dense_forward_dynamics(model, selection, q, qd, tau, wrenches=None):
+    """Accelerations of the selected joints from ``M qdd = tau - h`` by Cholesky.
+
+    The path for robots with mimic joints, whose coupling the articulated-body
+    recursion cannot express.
+    """
+    state = _State(model, selection, q, qd, tau, wrenches)
+    mass, bias = _dense_mass_and_bias(model, selection, state)
+    try:
+        factor = np.linalg.cholesky(mass)
+    except np.linalg.LinAlgError:
+        raise SingularDynamicsError("the mass matrix is singular (a massless body on a "
+                                    "moving joint has no forward dynamics)") from None
+    return np.linalg.solve(factor.T, np.linalg.solve(factor, state.tau - bias))
 
 
 def _dense_jacobian(model, selection, state, frames, blocks):

@@ -92,10 +92,9 @@ class LiveModel:
         rows, columns, unknown = layout
         positions = np.asarray(positions, dtype=float)
         velocities = np.asarray(velocities, dtype=float)
-        if positions.shape != (len(names),):
-            return StateUpdate(False, error=f"{len(positions)} positions for {len(names)} names")
-        if velocities.size and velocities.shape != (len(names),):
-            return StateUpdate(False, error=f"{len(velocities)} velocities for {len(names)} names")
+        mismatch = _length_mismatch(names, positions, velocities)
+        if mismatch:
+            return StateUpdate(False, error=mismatch)
         new_positions = positions[rows]
         new_velocities = velocities[rows] if velocities.size else 0.0
         if not (_physical(new_positions) and _physical(new_velocities)):
@@ -128,10 +127,9 @@ class LiveModel:
         velocities = np.asarray(velocities, dtype=float)
         if len(set(names)) != len(names):
             raise InvalidInputError(f"state.name repeats a name: {names}")
-        if positions.shape != (len(names),):
-            raise InvalidInputError(f"state has {positions.size} positions for {len(names)} names")
-        if velocities.size and velocities.shape != (len(names),):
-            raise InvalidInputError(f"state has {velocities.size} velocities for {len(names)} names")
+        mismatch = _length_mismatch(names, positions, velocities)
+        if mismatch:
+            raise InvalidInputError(f"state has {mismatch}")
         q, qd = self.position.copy(), self.velocity.copy()
         given = np.isfinite(self.received_at)
         for i, name in enumerate(names):
@@ -215,6 +213,15 @@ class LiveModel:
             q_d, qd_d, qdd_d = self.desired_point
             return self.model.inverse_dynamics(q, qd, qdd_d + kp * (q_d - q) + kd * (qd_d - qd))
         raise InvalidInputError(f"feedforward_mode must be one of {FEEDFORWARD_MODES}, not {mode!r}")
+
+
+def _length_mismatch(names, positions, velocities):
+    """Why a JointState's arrays do not fit its names (velocities may be empty), or ""."""
+    if positions.shape != (len(names),):
+        return f"{positions.size} positions for {len(names)} names"
+    if velocities.size and velocities.shape != (len(names),):
+        return f"{velocities.size} velocities for {len(names)} names"
+    return ""
 
 
 def _physical(values):

@@ -42,13 +42,13 @@ from .algorithms.forward_dynamics import forward_dynamics as _articulated_body
 from .algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
 from .algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
 from .algorithms.mass_matrix import mass_matrix as _composite_body
-from .errors import InvalidInputError, SingularDynamicsError, UnknownNameError
+from .errors import InvalidInputError, UnknownNameError
 from .spatial import (homogeneous, inertia_parameters, motion_transform, spatial_inertia,
                       wrench_in_frame)
 from .subgraph import Subgraph
 from .tree import BodyTree
 from .urdf import parse_urdf
-from .validation import MAX_MAGNITUDE, as_vector, check_link_inertias, payload_problems
+from .validation import as_samples, as_vector, check_link_inertias, payload_problems
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 KERNEL_MODES = ("auto", "off", "numba", "python")
@@ -282,15 +282,20 @@ class RobotModel:
         # Accelerating the root upwards by g is equivalent to gravity on every body.
         return np.concatenate((-self._gravity, np.zeros(3)))
 
-    def _body_forces(self, q_hinge, wrenches):
-        """External link wrenches (root axes, about link origin) as body-frame wrenches."""
+    def _body_forces(self, q_hinge, wrenches, placements=None):
+        """External link wrenches (root axes, about link origin) as body-frame wrenches.
+
+        ``placements`` (from :func:`body_placements` at ``q_hinge``) saves a
+        kinematics pass when the caller has them already.
+        """
         if wrenches is None:
             return None
         if not isinstance(wrenches, dict):
             raise InvalidInputError("wrenches must map link names to 6-vectors [f; t]")
         if not wrenches:
             return None
-        placements = body_placements(self.tree, q_hinge)
+        if placements is None:
+            placements = body_placements(self.tree, q_hinge)
         rotations, translations = placements
         forces = np.zeros((self.tree.nb, 6))
         for link, wrench in wrenches.items():
@@ -307,9 +312,9 @@ class RobotModel:
         kernel = self._ready.get("inverse_dynamics") or self._kernel("inverse_dynamics")
         if kernel is not None and (wrenches is None or self._no_wrenches(wrenches)):
             out = np.empty(self._shape)
+            # Status 1 (NaN/inf) or 2 (singular): the numpy path below raises the error.
             if self._call(kernel, out, q, qd, qdd) == 0:
                 return out
-                # Status 1 (NaN/inf) or 2 (singular): the numpy path raises the error.
         q_hinge = self._hinge_positions(q)
         hinge_torques = _newton_euler(
             self.tree, q_hinge, self._hinge_rates("qd", qd), self._hinge_rates("qdd", qdd),
@@ -364,33 +369,11 @@ class RobotModel:
                 self.tree, q_hinge, self._hinge_rates("qd", qd), hinge_torques,
                 self._root_acceleration(), self._body_forces(q_hinge, wrenches))
             return self.tree.hinge_from_joint.T @ qdd_hinge
-        bias = self.inverse_dynamics(q, qd, np.zeros(self.tree.dof), wrenches)
-        mass = self.mass_matrix(q)
-        try:
-            factor = np.linalg.cholesky(mass)
-        except np.linalg.LinAlgError:
-            raise SingularDynamicsError("the mass matrix is singular (a massless body on a "
-                                        "moving joint has no forward dynamics)") from None
-        return np.linalg.solve(factor.T, np.linalg.solve(factor, tau - bias))
+        return constrained.dense_forward_dynamics(self, self._all_joints, q, qd, tau, wrenches)
 
     # ------------------------------------------------------------------ batches (trajectories)
     def _samples(self, name, value, count=None):
-        try:
-            samples = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            raise InvalidInputError(f"{name} must be a numeric array of shape (N, {self.dof})") from None
-        if samples.ndim != 2 or samples.shape[1] != self.tree.dof or (
-                count is not None and samples.shape[0] != count):
-            expected = f"({'N' if count is None else count}, {self.tree.dof})"
-            raise InvalidInputError(f"{name} must have shape {expected}, got {samples.shape}")
-        if not np.all(np.isfinite(samples)):
-            rows = sorted(set(np.nonzero(~np.isfinite(samples))[0].tolist()))
-            raise InvalidInputError(f"{name} holds NaN or inf in sample(s) {rows[:10]}")
-        if np.any(np.abs(samples) > MAX_MAGNITUDE):
-            rows = sorted(set(np.nonzero(np.abs(samples) > MAX_MAGNITUDE)[0].tolist()))
-            raise InvalidInputError(f"{name} holds values beyond {MAX_MAGNITUDE:g} in sample(s) "
-                                    f"{rows[:10]}")
-        return np.ascontiguousarray(samples)
+        return as_samples(name, value, self.tree.dof, count)
 
     def _run_batch(self, name, single, arrays):
         """One kernel call over all samples; the per-sample loop when no kernel is ready.

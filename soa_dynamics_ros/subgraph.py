@@ -5,13 +5,11 @@ carries the subtree rigidly in the recursions.  Vectors other than ``q`` are
 sized and ordered as :attr:`Subgraph.joint_names`; ``q`` is always the full
 model configuration (it places the locked joints).
 """
-import numpy as np
 
 from . import constrained
 from .algorithms.forward_dynamics import forward_dynamics as articulated_body_dynamics
 from .algorithms.kinematics import body_placements, hinge_jacobian
 from .algorithms.mass_matrix import mass_matrix as composite_body_mass_matrix
-from .errors import SingularDynamicsError
 
 
 class Subgraph:
@@ -38,13 +36,9 @@ class Subgraph:
 
     def forward_dynamics(self, q, qd, tau, wrenches=None):
         model, selection = self.model, self.selection
-        state = constrained._State(model, selection, q, qd, tau, wrenches)
         if model.tree.has_mimic:
-            mass, bias = constrained._dense_mass_and_bias(model, selection, state)
-            try:
-                return np.linalg.solve(mass, state.tau - bias)
-            except np.linalg.LinAlgError:
-                raise SingularDynamicsError("the subgraph's mass matrix is singular") from None
+            return constrained.dense_forward_dynamics(model, selection, q, qd, tau, wrenches)
+        state = constrained._State(model, selection, q, qd, tau, wrenches)
         qdd = articulated_body_dynamics(model.tree, state.q_hinge, state.qd_hinge,
                                         selection.hinge_map @ state.tau,
                                         model._root_acceleration(), state.body_forces,

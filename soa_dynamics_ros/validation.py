@@ -76,3 +76,23 @@ def as_vector(name, value, size):
         bad = np.flatnonzero(np.abs(vector) > MAX_MAGNITUDE).tolist()
         raise InvalidInputError(f"{name} holds values beyond {MAX_MAGNITUDE:g} at index {bad}")
     return vector
+
+
+def as_samples(name, value, columns, count=None):
+    """A C-contiguous float array of shape (count or N, columns), finite and in range."""
+    rows = "N" if count is None else count
+    try:
+        samples = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{name} must be a numeric array of shape ({rows}, {columns})") from None
+    if samples.ndim != 2 or samples.shape[1] != columns or (
+            count is not None and samples.shape[0] != count):
+        raise InvalidInputError(f"{name} must have shape ({rows}, {columns}), got {samples.shape}")
+    if not np.all(np.isfinite(samples)):
+        bad = sorted(set(np.nonzero(~np.isfinite(samples))[0].tolist()))
+        raise InvalidInputError(f"{name} holds NaN or inf in sample(s) {bad[:10]}")
+    if np.any(np.abs(samples) > MAX_MAGNITUDE):
+        bad = sorted(set(np.nonzero(np.abs(samples) > MAX_MAGNITUDE)[0].tolist()))
+        raise InvalidInputError(f"{name} holds values beyond {MAX_MAGNITUDE:g} in sample(s) "
+                                f"{bad[:10]}")
+    return np.ascontiguousarray(samples)

@@ -70,15 +70,22 @@ def cholesky_solve_factored(m, rhs, factor):
     return 0
 
 
-def invert_spd_checked(c, out):
-    """``out = c^-1`` for symmetric positive definite ``c``; 3 when ill-conditioned."""
-    n = c.shape[0]
+def one_norm(a):
+    """Largest absolute column sum of a square matrix."""
+    n = a.shape[0]
     norm = 0.0
     for j in range(n):
         column = 0.0
         for i in range(n):
-            column += abs(c[i, j])
+            column += abs(a[i, j])
         norm = max(norm, column)
+    return norm
+
+
+def invert_spd_checked(c, out):
+    """``out = c^-1`` for symmetric positive definite ``c``; 3 when ill-conditioned."""
+    n = c.shape[0]
+    norm = one_norm(c)
     if not norm > 0.0:
         return 3
     factor = c.copy()
@@ -90,13 +97,7 @@ def invert_spd_checked(c, out):
             return 3
         for i in range(n):
             out[i, j] = rhs[i]
-    inverse_norm = 0.0
-    for j in range(n):
-        column = 0.0
-        for i in range(n):
-            column += abs(out[i, j])
-        inverse_norm = max(inverse_norm, column)
-    if not norm * inverse_norm < TASK_SPACE_CONDITION_LIMIT:
+    if not norm * one_norm(out) < TASK_SPACE_CONDITION_LIMIT:
         return 3
     for i in range(n):
         for j in range(i + 1, n):
@@ -111,6 +112,7 @@ PYTHON_HELPERS = {"jit": python_jit, "cholesky_solve": cholesky_solve,
                   "invert_spd_checked": invert_spd_checked}
 
 if numba is not None:
+    one_norm = jit(one_norm)
     cholesky_solve_factored = jit(cholesky_solve_factored)
     cholesky_solve = jit(cholesky_solve)
     invert_spd_checked = jit(invert_spd_checked)

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InvalidInputError, JointLimitError, JointLimitWarning, TrajectoryError
+from ..errors import JointLimitError, JointLimitWarning, TrajectoryError
+from ..validation import as_samples
 
 #: Slack on position and velocity limits, so that a path sampled exactly at a limit passes.
 LIMIT_TOLERANCE = 1e-9
@@ -100,19 +101,6 @@ def _check_time(time, lines=None):
             None if lines is None else lines[bad])
 
 
-def _samples(name, value, shape):
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{name} must be a numeric array of shape {shape}") from None
-    if array.shape != shape:
-        raise InvalidInputError(f"{name} must have shape {shape}, got {array.shape}")
-    if not np.all(np.isfinite(array)):
-        row = int(np.nonzero(~np.isfinite(array))[0][0])
-        raise InvalidInputError(f"{name} holds NaN or inf in sample {row}")
-    return array
-
-
 def trajectory_from_arrays(model, time, positions, velocities=None, accelerations=None,
                            joint_names=None, check_limits=True, strict=False, source=None):
     """A :class:`Trajectory` from arrays; missing rates are differentiated (module docstring).
@@ -126,12 +114,13 @@ def trajectory_from_arrays(model, time, positions, velocities=None, acceleration
     names = model.joint_names
     columns = joint_names if joint_names is not None else names
     order = _column_order(model, list(columns))
-    shape = (len(time), len(columns))
-    positions = _samples("positions", positions, shape)[:, order]
+    width, count = len(columns), len(time)
+    positions = as_samples("positions", positions, width, count)[:, order]
     if velocities is None:
         velocities, velocity_source = differentiate(time, positions), "differentiated"
     else:
-        velocities, velocity_source = _samples("velocities", velocities, shape)[:, order], "given"
+        velocities = as_samples("velocities", velocities, width, count)[:, order]
+        velocity_source = "given"
     if accelerations is None:
         if velocity_source == "given":
             accelerations = differentiate(time, velocities)
@@ -139,8 +128,8 @@ def trajectory_from_arrays(model, time, positions, velocities=None, acceleration
             accelerations = second_derivative(time, positions)
         acceleration_source = "differentiated"
     else:
-        accelerations, acceleration_source = (_samples("accelerations", accelerations, shape)[:, order],
-                                              "given")
+        accelerations = as_samples("accelerations", accelerations, width, count)[:, order]
+        acceleration_source = "given"
     trajectory = Trajectory(time, positions, velocities, accelerations, names, velocity_source,
                             acceleration_source, source)
     if check_limits:
