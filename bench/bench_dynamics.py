@@ -87,7 +87,7 @@ def measure_robot(name, xml, quick, rng):
     repeat, number = (3, 200) if quick else (7, 5000)
     samples = 200 if quick else 10_000
     rows = []
-    model = RobotModel.from_urdf(xml, kernels="numba")
+    model = RobotModel.from_urdf(xml, kernels="c")
     frame = leaf_frame(model)
     print(f"[{name}] dof {model.dof}, frame {frame}: compiling/loading kernels ...", flush=True)
     seconds = model.prepare_kernels(frames=[frame])
@@ -97,33 +97,31 @@ def measure_robot(name, xml, quick, rng):
     q, qd, qdd = rng.uniform(-1, 1, (3, n))
     tau = reference.inverse_dynamics(q, qd, qdd)
     kernels = model._kernel_set
-    p = model._parameters()
-    out, out_m, out_6 = np.empty(n), np.empty((n, n)), np.empty((6, 6))
+    p = model._params
     k = {key: kernels.get(key) for key in ("gravity_torques", "inverse_dynamics", "bias_torques",
                                            "mass_matrix", "forward_dynamics")}
     k_lambda = kernels.get("task_space_inertia", frame)
     k_jac = kernels.get("jacobian", frame)
-    out_j = np.empty((6, n))
 
     ours = {
-        "gravity": (lambda: model.gravity_torques(q), lambda: k["gravity_torques"](q, p, out),
+        "gravity": (lambda: model.gravity_torques(q), lambda: k["gravity_torques"](q, p),
                     lambda: reference.gravity_torques(q)),
         "inverse dynamics": (lambda: model.inverse_dynamics(q, qd, qdd),
-                             lambda: k["inverse_dynamics"](q, qd, qdd, p, out),
+                             lambda: k["inverse_dynamics"](q, qd, qdd, p),
                              lambda: reference.inverse_dynamics(q, qd, qdd)),
-        "bias": (lambda: model.bias_torques(q, qd), lambda: k["bias_torques"](q, qd, p, out),
+        "bias": (lambda: model.bias_torques(q, qd), lambda: k["bias_torques"](q, qd, p),
                  lambda: reference.bias_torques(q, qd)),
-        "mass matrix": (lambda: model.mass_matrix(q), lambda: k["mass_matrix"](q, p, out_m),
+        "mass matrix": (lambda: model.mass_matrix(q), lambda: k["mass_matrix"](q, p),
                         lambda: reference.mass_matrix(q)),
         "forward dynamics": (lambda: model.forward_dynamics(q, qd, tau),
-                             lambda: k["forward_dynamics"](q, qd, tau, p, out),
+                             lambda: k["forward_dynamics"](q, qd, tau, p),
                              lambda: reference.forward_dynamics(q, qd, tau)),
-        "frame Jacobian": (lambda: model.jacobian(q, frame), lambda: k_jac(q, out_j),
+        "frame Jacobian": (lambda: model.jacobian(q, frame), lambda: k_jac(q, p),
                            lambda: reference.jacobian(q, frame)),
     }
-    if k_lambda is not None and k_lambda(q, p, out_6) == 0:
+    if k_lambda is not None and type(k_lambda(q, p)) is np.ndarray:
         ours["task-space inertia"] = (lambda: model.task_space_inertia(q, frame),
-                                      lambda: k_lambda(q, p, out_6),
+                                      lambda: k_lambda(q, p),
                                       lambda: reference.task_space_inertia(q, frame))
 
     theirs, kdl_calls = {}, {}
@@ -196,9 +194,8 @@ def measure_robot(name, xml, quick, rng):
     Q, QD, QDD = rng.uniform(-1, 1, (3, samples, n))
     batch = {"robot": name, "dof": n, "quantity": "ID batch (per sample)", "samples": samples}
     batch["ours_api_us"] = per_call(lambda: model.inverse_dynamics_batch(Q, QD, QDD), 3, 1) / samples
-    batch_out = np.empty((samples, n))
     k_batch = kernels.get("inverse_dynamics_batch")
-    batch["ours_kernel_us"] = per_call(lambda: k_batch(Q, QD, QDD, p, batch_out), 3, 1) / samples
+    batch["ours_kernel_us"] = per_call(lambda: k_batch(Q, QD, QDD, p), 3, 1) / samples
     small = slice(0, min(samples, 200))
     batch["numpy_us"] = per_call(lambda: reference.inverse_dynamics_batch(Q[small], QD[small],
                                                                          QDD[small]), 1, 1) / (
@@ -235,7 +232,7 @@ import time
 t0 = time.perf_counter()
 import numpy as np
 from soa_dynamics_ros.model import RobotModel
-m = RobotModel.from_urdf({path!r}, kernels="numba")
+m = RobotModel.from_urdf({path!r}, kernels="c")
 loaded = time.perf_counter() - t0
 g = m.gravity_torques(np.zeros(m.dof))
 print("RESULT", loaded, time.perf_counter() - t0, m._ready.get("gravity_torques") is not None)

@@ -18,13 +18,13 @@ Conventions (stated once; README repeats them):
 
 Compiled kernels (:mod:`soa_dynamics_ros.kernels`): gravity, bias, inverse and
 forward dynamics, mass matrix, frame Jacobian and task-space inertia have a
-second implementation generated per robot from the same recursions and
-compiled with numba.  ``kernels=`` picks it: ``"auto"`` (default) uses it when
-numba is importable, compiling a kernel in a background thread once it has
-been asked for :data:`AUTO_COMPILE_AFTER` times (answers come from the numpy
-path until it is ready; :meth:`RobotModel.prepare_kernels` compiles at once);
-``"numba"`` compiles each kernel at first use, in the caller; ``"python"``
-runs the generated code as Python; ``"off"`` keeps the numpy path only.
+second implementation generated per robot from the same recursions as C and
+compiled with the system C compiler.  ``kernels=`` picks it: ``"auto"``
+(default) uses it when a compiler is there, compiling in a background thread
+once a kernel has been asked for :data:`AUTO_COMPILE_AFTER` times (answers
+come from the numpy path until it is ready; :meth:`RobotModel.prepare_kernels`
+compiles at once); ``"c"`` compiles at first use, in the caller; ``"off"``
+keeps the numpy path only.
 The environment variable ``SOA_DYNAMICS_KERNELS`` (one of those modes)
 replaces what ``"auto"`` means for a whole process.
 Arguments are validated the same way on every path; calls with wrenches,
@@ -34,6 +34,7 @@ import logging
 import os
 import queue
 import threading
+import types
 
 import numpy as np
 
@@ -51,15 +52,17 @@ from .urdf import parse_urdf
 from .validation import as_samples, as_vector, check_link_inertias, payload_problems
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
-KERNEL_MODES = ("auto", "off", "numba", "python")
-# kernels="auto": a kernel is compiled (in the background) once this many
-# calls (or batch samples) asked for it: a model used a few times never pays
-# seconds of compilation; a controller at 1 kHz gets kernels after ~0.2 s.
+KERNEL_MODES = ("auto", "off", "c")
+# Kernels the single-call methods reach through RobotModel._fast.
+FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
+                "forward_dynamics")
+# kernels="auto": kernels are compiled (in the background) once this many
+# calls (or batch samples) asked for one: a model used a few times never pays
+# seconds of tracing and compiling; a controller at 1 kHz gets them after ~2 s.
 AUTO_COMPILE_AFTER = 2000
 # Overrides what kernels="auto" means for the whole process (e.g. "off" or "numba").
 KERNELS_ENV = "SOA_DYNAMICS_KERNELS"
 _logger = logging.getLogger("soa_dynamics_ros.kernels")
-_FLOAT = np.dtype(float)
 _NDARRAY = np.ndarray
 _jobs = None
 _jobs_lock = threading.Lock()
@@ -100,13 +103,13 @@ class RobotModel:
 
         ``strict_inertia=True`` turns inertia warnings (zero mass, not positive
         definite, triangle inequality) into :class:`~soa_dynamics_ros.errors.InertiaError`.
-        ``kernels``: ``"auto"``, ``"off"``, ``"numba"`` or ``"python"`` (module docstring).
+        ``kernels``: ``"auto"``, ``"off"`` or ``"c"`` (module docstring).
         """
         return cls(parse_urdf(source), strict_inertia, kernels)
 
     # ------------------------------------------------------------------ compiled kernels
     def set_kernels(self, mode):
-        """Switch the kernel backend: ``"auto"``, ``"off"``, ``"numba"`` or ``"python"``."""
+        """Switch the kernel backend: ``"auto"``, ``"off"`` or ``"c"``."""
         from . import kernels as kernel_module
         if mode not in KERNEL_MODES:
             raise InvalidInputError(f"kernels must be one of {KERNEL_MODES}, not {mode!r}")
@@ -118,11 +121,11 @@ class RobotModel:
         self._kernel_set = None if backend is None else kernel_module.Kernels(
             self.tree, backend, self.name)
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
-        self._shape = (self.tree.dof,)
-        self._strict_kernels = backend == "numba"
         self._requests = {}        # auto mode: how often each kernel was asked for
-        self._params = None
-        self._params_of = None
+        # The single-call model kernels as attributes, the cheapest lookup there
+        # is: a stand-in until the kernel is ready (see _pending).
+        self._fast = types.SimpleNamespace(**{name: self._pending(name) for name in FAST_KERNELS})
+        self._pack_parameters()
 
     @property
     def kernels(self):
@@ -130,7 +133,7 @@ class RobotModel:
         return self._kernel_mode, None if self._kernel_set is None else self._kernel_set.backend
 
     def prepare_kernels(self, frames=()):
-        """Compile (or load from the on-disk cache) every kernel now; returns seconds per kernel.
+        """Compile (or load from the on-disk cache) every kernel now; seconds per kernel module.
 
         A ROS node calls this at start-up so that no control cycle pays for it.
         """
@@ -140,12 +143,24 @@ class RobotModel:
             self._frame(frame)
         self._kernel_set.prepare(frames=frames)
         for (name, frame), function in self._kernel_set._ready.items():
-            self._ready[name if frame is None else (name, frame)] = function
+            self._set_ready(name if frame is None else (name, frame), function)
         return dict(self._kernel_set.compile_seconds)
 
     def kernels_cached(self, frames=()):
         """True when :meth:`prepare_kernels` would load every kernel from the disk cache."""
         return self._kernel_set is None or self._kernel_set.cached(frames)
+
+    def _set_ready(self, key, function):
+        self._ready[key] = function
+        if key in FAST_KERNELS and function is not None:
+            setattr(self._fast, key, function)
+
+    def _pending(self, name):
+        """Stands in for kernel ``name`` until it is ready: None sends callers to the numpy path."""
+        def pending(*arguments):
+            kernel = self._kernel(name)
+            return None if kernel is None else kernel(*arguments)
+        return pending
 
     def _kernel(self, name, frame=None, weight=1):
         """The ready kernel, or None (numpy path) while it is not (yet) available."""
@@ -155,12 +170,12 @@ class RobotModel:
             return function
         if self._kernel_mode != "auto":
             function = self._kernel_set.get(name, frame)
-            self._ready[key] = function
+            self._set_ready(key, function)
             return function
         count = self._requests.get(key, 0)
         self._requests[key] = count + weight
         if count < AUTO_COMPILE_AFTER <= count + weight:
-            kernel_set, ready = self._kernel_set, self._ready
+            kernel_set = self._kernel_set
 
             def build():
                 try:
@@ -170,44 +185,38 @@ class RobotModel:
                                       self.name)
                     return
                 if kernel_set is self._kernel_set:
-                    ready[key] = function
+                    self._set_ready(key, function)
             _compile_in_background(build)
         return None
 
-    def _parameters(self):
-        """Packed inertias and gravity, the kernels' ``p`` (repacked when either changed)."""
-        inertia = self.tree.body_inertia
-        if self._params_of is not inertia:
-            from .kernels import pack_parameters
-            self._params = pack_parameters(self.tree, self._gravity)
-            self._params_of = inertia
-        return self._params
+    def _pack_parameters(self):
+        """Pack inertias and gravity into the kernels' ``p``; after every change of either."""
+        from .kernels import pack_parameters
+        self._params = pack_parameters(self.tree, self._gravity)
 
-    def _call(self, kernel, out, *vectors):
-        """Run a model kernel on generalized vectors; its status (0 = ``out`` is the answer).
+    def _fallback(self, name, status, vectors, reference):
+        """The answer when kernel ``name`` declined with ``status``.
 
-        numba kernels take float64 C-contiguous arrays only and check lengths
-        and NaN themselves, so well-formed arrays go straight in; anything else
-        (lists, other dtypes, strided views) is converted by the validator first.
+        Kernels take float64 C-contiguous arrays only and check lengths and NaN
+        themselves: status 1 for anything else (lists, other dtypes, strided
+        views) gets one retry with arguments the validator converted.  No
+        kernel (None), NaN or a singular hinge (2): ``reference`` (the numpy
+        path) answers or raises the error that names the problem.
         """
-        p = self._params if self._params_of is self.tree.body_inertia else self._parameters()
-        if self._strict_kernels:
+        if status == 1:
             try:
-                return kernel(*vectors, p, out)
-            except TypeError:
-                pass
-        try:
-            vectors = [self._arg("q", value) for value in vectors]
-        except InvalidInputError:
-            return 1        # the numpy path validates again and names the argument
-        return kernel(*vectors, p, out)
+                converted = [self._arg(value) for value in vectors]
+            except InvalidInputError:
+                converted = None
+            if converted is not None:
+                result = getattr(self._fast, name)(*converted, self._params)
+                if type(result) is _NDARRAY:
+                    return result
+        return reference(*vectors)
 
-    def _arg(self, name, value):
-        """``value`` as the kernels take it; inline-cheap when it already is."""
-        if (type(value) is _NDARRAY and value.shape == self._shape and value.dtype == _FLOAT
-                and value.flags.c_contiguous):
-            return value
-        return np.ascontiguousarray(self._vector(name, value))
+    def _arg(self, value):
+        """A joint-space vector as the kernels take it."""
+        return np.ascontiguousarray(self._vector("q", value))
 
     @staticmethod
     def _no_wrenches(wrenches):
@@ -250,7 +259,7 @@ class RobotModel:
     @gravity.setter
     def gravity(self, value):
         self._gravity = as_vector("gravity", value, 3)
-        self._params_of = None
+        self._pack_parameters()
 
     def joint_index(self, name):
         try:
@@ -307,48 +316,44 @@ class RobotModel:
         return forces
 
     # ------------------------------------------------------------------ dynamics
+    # Each method asks its compiled kernel first, inline: this is the path a
+    # 1 kHz controller takes, where a shared helper's extra Python call costs
+    # as much as the gravity kernel's arithmetic.  Whatever the kernel
+    # declines goes through _fallback to the numpy recursions below.
     def inverse_dynamics(self, q, qd, qdd, wrenches=None):
         """Joint torques producing ``qdd``: ``M qdd + h = tau + sum J_i^T w_i``."""
-        kernel = self._ready.get("inverse_dynamics") or self._kernel("inverse_dynamics")
-        if kernel is not None and (wrenches is None or self._no_wrenches(wrenches)):
-            out = np.empty(self._shape)
-            # Status 1 (NaN/inf) or 2 (singular): the numpy path below raises the error.
-            if self._call(kernel, out, q, qd, qdd) == 0:
-                return out
-        q_hinge = self._hinge_positions(q)
-        hinge_torques = _newton_euler(
-            self.tree, q_hinge, self._hinge_rates("qd", qd), self._hinge_rates("qdd", qdd),
-            self._root_acceleration(), self._body_forces(q_hinge, wrenches))
-        return self._joint_forces(hinge_torques)
+        if wrenches is None or self._no_wrenches(wrenches):
+            tau = self._fast.inverse_dynamics(q, qd, qdd, self._params)
+            if type(tau) is _NDARRAY:
+                return tau
+            return self._fallback("inverse_dynamics", tau, (q, qd, qdd),
+                                  self._reference_inverse_dynamics)
+        return self._reference_inverse_dynamics(q, qd, qdd, wrenches)
 
     def gravity_torques(self, q):
         """Torques that hold the robot still against gravity, g(q)."""
-        kernel = self._ready.get("gravity_torques") or self._kernel("gravity_torques")
-        if kernel is not None:
-            out = np.empty(self._shape)
-            if self._call(kernel, out, q) == 0:
-                return out
+        tau = self._fast.gravity_torques(q, self._params)
+        if type(tau) is _NDARRAY:
+            return tau
         zeros = np.zeros(self.tree.dof)
-        return self.inverse_dynamics(q, zeros, zeros)
+        return self._fallback("gravity_torques", tau, (q,),
+                              lambda q: self._reference_inverse_dynamics(q, zeros, zeros))
 
     def bias_torques(self, q, qd):
         """Coriolis, centrifugal and gravity torques h(q, qd)."""
-        kernel = self._ready.get("bias_torques") or self._kernel("bias_torques")
-        if kernel is not None:
-            out = np.empty(self._shape)
-            if self._call(kernel, out, q, qd) == 0:
-                return out
-        return self.inverse_dynamics(q, qd, np.zeros(self.tree.dof))
+        tau = self._fast.bias_torques(q, qd, self._params)
+        if type(tau) is _NDARRAY:
+            return tau
+        zeros = np.zeros(self.tree.dof)
+        return self._fallback("bias_torques", tau, (q, qd),
+                              lambda q, qd: self._reference_inverse_dynamics(q, qd, zeros))
 
     def mass_matrix(self, q):
         """Joint-space mass matrix M(q), dof x dof, symmetric."""
-        kernel = self._ready.get("mass_matrix") or self._kernel("mass_matrix")
-        if kernel is not None:
-            out = np.empty((self.tree.dof, self.tree.dof))
-            if self._call(kernel, out, q) == 0:
-                return out
-        g = self.tree.hinge_from_joint
-        return g.T @ _composite_body(self.tree, self._hinge_positions(q)) @ g
+        mass = self._fast.mass_matrix(q, self._params)
+        if type(mass) is _NDARRAY:
+            return mass
+        return self._fallback("mass_matrix", mass, (q,), self._reference_mass_matrix)
 
     def forward_dynamics(self, q, qd, tau, wrenches=None):
         """Joint accelerations: solves ``M qdd + h = tau + sum J_i^T w_i``.
@@ -356,11 +361,27 @@ class RobotModel:
         Articulated-body recursion (O(N)); robots with mimic joints couple
         hinges outside the tree structure and are solved through M instead.
         """
-        kernel = self._ready.get("forward_dynamics") or self._kernel("forward_dynamics")
-        if kernel is not None and (wrenches is None or self._no_wrenches(wrenches)):
-            out = np.empty(self._shape)
-            if self._call(kernel, out, q, qd, tau) == 0:
-                return out
+        if wrenches is None or self._no_wrenches(wrenches):
+            qdd = self._fast.forward_dynamics(q, qd, tau, self._params)
+            if type(qdd) is _NDARRAY:
+                return qdd
+            return self._fallback("forward_dynamics", qdd, (q, qd, tau),
+                                  self._reference_forward_dynamics)
+        return self._reference_forward_dynamics(q, qd, tau, wrenches)
+
+    # The numpy reference path.
+    def _reference_inverse_dynamics(self, q, qd, qdd, wrenches=None):
+        q_hinge = self._hinge_positions(q)
+        hinge_torques = _newton_euler(
+            self.tree, q_hinge, self._hinge_rates("qd", qd), self._hinge_rates("qdd", qdd),
+            self._root_acceleration(), self._body_forces(q_hinge, wrenches))
+        return self._joint_forces(hinge_torques)
+
+    def _reference_mass_matrix(self, q):
+        g = self.tree.hinge_from_joint
+        return g.T @ _composite_body(self.tree, self._hinge_positions(q)) @ g
+
+    def _reference_forward_dynamics(self, q, qd, tau, wrenches=None):
         tau = self._vector("tau", tau)
         if not self.tree.has_mimic:
             q_hinge = self._hinge_positions(q)
@@ -384,11 +405,10 @@ class RobotModel:
         count = len(arrays[0])
         kernel = None if self._kernel_set is None else self._kernel(name, weight=max(count, 1))
         if kernel is not None:
-            out = np.empty((count, self.tree.dof))
-            status = kernel(*arrays, self._parameters(), out)
-            if status == 0:
-                return out
-            single(*(array[status // 4] for array in arrays))
+            result = kernel(*arrays, self._params)
+            if type(result) is _NDARRAY:
+                return result
+            single(*(array[result // 4] for array in arrays))
         return np.array([single(*sample) for sample in zip(*arrays)]).reshape(
             (count, self.tree.dof))
 
@@ -427,10 +447,10 @@ class RobotModel:
                 and frame in self.tree.frames):
             kernel = self._kernel("task_space_inertia", frame)
             if kernel is not None:
-                out = np.empty((6, 6))
+                inertia = kernel(self._arg(q), self._params)
                 # Status 3 (ill-conditioned): the numpy path decides on the rank and raises.
-                if kernel(self._arg("q", q), self._parameters(), out) == 0:
-                    return out
+                if type(inertia) is _NDARRAY:
+                    return inertia
         return constrained.task_space_inertia(self, self._all_joints, q, frame, part, damping,
                                               return_info)
 
@@ -498,6 +518,7 @@ class RobotModel:
         for *_, body, contribution in self._payloads.values():
             inertia[body] += contribution
         self.tree.body_inertia = inertia
+        self._pack_parameters()
 
     # ------------------------------------------------------------------ mass properties
     @property
@@ -532,9 +553,9 @@ class RobotModel:
         if self._kernel_set is not None and type(frame) is str and frame in self.tree.frames:
             kernel = self._kernel("jacobian", frame)
             if kernel is not None:
-                out = np.empty((6, self.tree.dof))
-                if kernel(self._arg("q", q), out) == 0:
-                    return out
+                jacobian = kernel(self._arg(q), self._params)
+                if type(jacobian) is _NDARRAY:
+                    return jacobian
         target = self._frame(frame)
         placements = body_placements(self.tree, self._hinge_positions(q))
         return hinge_jacobian(self.tree, placements, target) @ self.tree.hinge_from_joint

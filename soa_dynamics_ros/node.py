@@ -249,10 +249,10 @@ class EmbeddedModelNode(Node):
         if self._warmup is not None:
             self._warmup.stop()
             self._warmup = None
-        if (self.get_parameter("kernels").value == "off" or not kernels.numba_available()
+        if (self.get_parameter("kernels").value == "off" or not kernels.compiler_available()
                 or os.environ.get(KERNELS_ENV) == "off"):
             return
-        model.set_kernels("numba")
+        model.set_kernels("c")
         frames = [f for f in [self.get_parameter("marker_frame").value] if f in model.frame_names]
         if model.kernels_cached(frames):
             self._use_kernels(model, frames)
@@ -262,12 +262,12 @@ class EmbeddedModelNode(Node):
             read_description_text(description)
         self._warmup = BackgroundWarmup(xml, frames)
         self._warmup_target = (model, frames)
-        self.get_logger().info("compiling the kernels of this robot in a child process (seconds to "
-                               "minutes, once per robot); the numpy path answers meanwhile")
+        self.get_logger().info("compiling the kernels of this robot in a child process (seconds, "
+                               "once per robot); the numpy path answers meanwhile")
 
     def _use_kernels(self, model, frames):
         started = time.perf_counter()
-        model.set_kernels("numba")
+        model.set_kernels("c")
         model.prepare_kernels(frames)
         self.get_logger().info(f"compiled kernels in use (loaded from the cache in "
                                f"{time.perf_counter() - started:.2f} s)")

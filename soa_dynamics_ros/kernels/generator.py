@@ -1,30 +1,33 @@
-"""Generate straight-line kernel source for one robot by tracing the reference recursions.
+"""Generate straight-line C kernels for one robot by tracing the reference recursions.
 
 Every kernel is produced by calling the *same* functions the numpy reference
 path calls (:mod:`soa_dynamics_ros.algorithms`) on a copy of the robot's
 :class:`~soa_dynamics_ros.tree.BodyTree` whose inertias are symbolic inputs,
 with symbolic joint coordinates (see :mod:`.symbolic`).  The physics lives in
 one place; this module only decides what is an input and what is an output,
-then prints the recorded arithmetic as Python.
+then prints the recorded arithmetic as C: one extension module per robot (and
+one per task-space frame), built by :mod:`.build`.
 
-Calling convention of every generated kernel (all arrays float64, C-contiguous)::
+Calling convention of every kernel, as Python sees it::
 
-    status = kernel(q, [qd, [qdd | tau,]] p, out)
+    result = kernel(q, [qd, [qdd | tau,]] p)
 
-* ``q``, ``qd``, ``qdd``, ``tau``: generalized (independent-joint) vectors; the
-  mimic map ``q_hinge = G q + o`` and ``tau = G^T tau_hinge`` are folded in.
+* ``q``, ``qd``, ``qdd``, ``tau``: generalized (independent-joint) float64
+  C-contiguous vectors; the mimic map ``q_hinge = G q + o`` and
+  ``tau = G^T tau_hinge`` are folded in.
 * ``p``: the packed model parameters, ``[g (3), singular threshold, then per
   moving body m, m c (3), I_origin (xx, xy, xz, yy, yz, zz)]`` (see
   :func:`pack_parameters`).  Inertias (so payloads) and gravity are inputs,
   never folded in: changing them needs no new code.
-* ``out``: written in place (``(dof,)``, ``(dof, dof)`` or ``(6, dof)``).
-* ``status``: 0 ok, 1 an input has the wrong length or is NaN/inf (checked
-  before any arithmetic),
-  2 a singular hinge (massless body, the reference raises), 3 ill-conditioned
-  task-space compliance (the caller falls back to the reference path).
+* ``result``: a new array (``(dof,)``, ``(dof, dof)``, ``(6, dof)`` or
+  ``(6, 6)``), or an int status: 1 an input is not a float64 C-contiguous
+  array of the right length, or holds NaN/inf (checked before any
+  arithmetic), 2 a singular hinge (massless body, the reference raises), 3
+  ill-conditioned task-space compliance (the caller falls back to the
+  reference path).  See ``runtime.h``.
 
-Batch kernels take ``(N, dof)`` arrays and return the index of the first
-failing sample times 4 plus its status (0 when all succeeded).
+Batch kernels take ``(N, dof)`` arrays and answer ``(N, dof)``, or the index
+of the first failing sample times 4 plus its status.
 """
 import copy
 import hashlib
@@ -40,8 +43,7 @@ from ..validation import MAX_MAGNITUDE
 from . import symbolic
 from .symbolic import ADD, COS, DIV, INPUT, MUL, NEG, SIN, SUB, Sym, Trace
 
-GENERATOR_VERSION = "1"
-INLINE_DEPTH = 0
+GENERATOR_VERSION = "2"
 PARAMS_PER_BODY = 10
 HEADER = 4          # gravity (3), singular threshold
 
@@ -210,111 +212,139 @@ def _param_count(tree):
 _BINARY = {ADD: "+", SUB: "-", MUL: "*", DIV: "/"}
 
 
-class _Printer:
-    def __init__(self, trace):
-        self.trace = trace
-        self.names = {}
-
-    def ref(self, value):
-        if isinstance(value, Sym):
-            return self.names[value.i]
-        value = float(value)
-        return repr(value) if np.isfinite(value) else f"float('{value}')"
-
-    def operand(self, a):
-        return self.names[a] if isinstance(a, int) else repr(a)
-
-    def body(self, outputs, indent="    "):
-        """Lines computing every live node; ``outputs``: list of (target, value).
-
-        Every node gets a variable of its own: writing single-use nodes into
-        their user's expression was tried and made numba compile 1.5x slower
-        and run slower (INLINE_DEPTH = 0 disables it).
-        """
-        ops = self.trace.ops
-        uses = np.zeros(len(ops), dtype=np.int64)
-        live = np.zeros(len(ops), dtype=bool)
-        roots = [v.i for _, v in outputs if isinstance(v, Sym)]
-        roots += [i for guard in self.trace.guards for i in guard if isinstance(i, int)]
-        for i in roots:
-            uses[i] += 2          # outputs and guards always get a variable
-        stack = list(roots)
-        while stack:
-            i = stack.pop()
-            if live[i]:
-                continue
-            live[i] = True
-            op, a, b = ops[i]
-            if op != INPUT:
-                for x in (a, b):
-                    if isinstance(x, int):
-                        uses[x] += 1
-                        stack.append(x)
-        guards_after = {}
-        for value, threshold in self.trace.guards:
-            last = max(x for x in (value, threshold) if isinstance(x, int))
-            guards_after.setdefault(last, []).append((value, threshold))
-        lines, counts, depth = [], {}, {}
-        for i, (op, a, b) in enumerate(ops):
-            if not live[i]:
-                continue
-            if op == INPUT:
-                text, level = f"{a}[{b}]", 0
-            elif op in _BINARY:
-                text = f"({self.operand(a)} {_BINARY[op]} {self.operand(b)})"
-                level = 1 + max(depth.get(x, 0) if isinstance(x, int) else 0 for x in (a, b))
-            elif op == NEG:
-                text, level = f"(-{self.operand(a)})", 1 + depth.get(a, 0) if isinstance(a, int) else 1
-            elif op in (SIN, COS):
-                text, level = f"math.{op}({self.operand(a)})", 1 + depth.get(a, 0)
-            else:
-                raise AssertionError(op)
-            counts[op] = counts.get(op, 0) + 1
-            if uses[i] == 1 and op != INPUT and level < INLINE_DEPTH:
-                self.names[i] = text
-                depth[i] = level
-                continue
-            name = self.names[i] = f"t{i}"
-            lines.append(f"{indent}{name} = {text}")
-            for value, threshold in guards_after.get(i, ()):
-                lines.append(f"{indent}if not ({self.operand(value)} > {self.operand(threshold)}):")
-                lines.append(f"{indent}    return 2")
-        for target, value in outputs:
-            lines.append(f"{indent}{target} = {self.ref(value)}")
-        return lines, counts
+def _constant(value):
+    """A float as a C literal (negative ones parenthesized so "a - -1.0" never occurs)."""
+    value = float(value)
+    if not np.isfinite(value):
+        return "NAN" if np.isnan(value) else ("INFINITY" if value > 0 else "(-INFINITY)")
+    text = repr(value)
+    return f"({text})" if value < 0 else text
 
 
-def _finite_check(arrays, indent="    "):
-    """Status 1 for a wrong length (callers skip Python checks), a NaN/inf or an absurd entry."""
-    lines = []
-    for name, size in arrays:
-        if name == "p":
+def _comment(text):
+    """``text`` safe inside a C comment (link names come from the URDF)."""
+    return text.replace("*/", "* /")
+
+
+def _string(text):
+    """``text`` as a C string literal (octal escapes: they never swallow the next character)."""
+    safe = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-+.,:;()^=/<>")
+    return '"' + "".join(chr(b) if b in safe else f"\\{b:03o}" for b in text.encode()) + '"'
+
+
+def _operand(x):
+    return f"t{x}" if isinstance(x, int) else _constant(x)
+
+
+def _body(trace, outputs, indent="    "):
+    """C statements computing every live node, then ``outputs`` (list of (target, value)).
+
+    Every node is a ``const double`` of its own; guards (``value > threshold``
+    must hold, else status 2) follow the last node they read.
+    """
+    ops = trace.ops
+    live = np.zeros(len(ops), dtype=bool)
+    stack = [v.i for _, v in outputs if isinstance(v, Sym)]
+    stack += [i for guard in trace.guards for i in guard if isinstance(i, int)]
+    while stack:
+        i = stack.pop()
+        if live[i]:
             continue
-        lines.append(f"{indent}if {name}.shape[0] != {size}:")
-        lines.append(f"{indent}    return 1")
-        lines.append(f"{indent}for k in range({size}):")
-        # Not "<=" holds for NaN too; the bound is validation.MAX_MAGNITUDE.
-        lines.append(f"{indent}    if not abs({name}[k]) <= {MAX_MAGNITUDE!r}:")
-        lines.append(f"{indent}        return 1")
-    return lines
-
-
-def _function(name, arrays, outputs, trace, doc, tail=()):
-    args = ", ".join([a for a, _ in arrays] + ["out"])
-    printer = _Printer(trace)
-    body, counts = printer.body(outputs)
-    stats = ", ".join(f"{counts.get(op, 0)} {label}" for op, label in (
-        (MUL, "mul"), (ADD, "add"), (SUB, "sub"), (DIV, "div"), (NEG, "neg"), (SIN, "sin"),
-        (COS, "cos")))
-    lines = ["", "", "@jit", f"def {name}({args}):", f'    """{doc} ({stats})"""']
-    if any(a == "p" for a, _ in arrays):
-        lines += ["    if p.shape[0] != %d:" % _param_count_from(arrays), "        return 1"]
-    lines += _finite_check(arrays) + body + list(tail) + ["    return 0"]
+        live[i] = True
+        op, a, b = ops[i]
+        if op != INPUT:
+            stack += [x for x in (a, b) if isinstance(x, int)]
+    guards_after = {}
+    for value, threshold in trace.guards:
+        last = max(x for x in (value, threshold) if isinstance(x, int))
+        guards_after.setdefault(last, []).append((value, threshold))
+    lines, counts = [], {}
+    for i, (op, a, b) in enumerate(ops):
+        if not live[i]:
+            continue
+        if op == INPUT:
+            text = f"{a}[{b}]"
+        elif op in _BINARY:
+            text = f"{_operand(a)} {_BINARY[op]} {_operand(b)}"
+        elif op == NEG:
+            text = f"-{_operand(a)}"
+        elif op in (SIN, COS):
+            text = f"{op}({_operand(a)})"
+        else:
+            raise AssertionError(op)
+        counts[op] = counts.get(op, 0) + 1
+        lines.append(f"{indent}const double t{i} = {text};")
+        for value, threshold in guards_after.get(i, ()):
+            lines.append(f"{indent}if (!({_operand(value)} > {_operand(threshold)}))")
+            lines.append(f"{indent}    return SOA_SINGULAR;")
+    for target, value in outputs:
+        lines.append(f"{indent}{target} = {_operand(value.i) if isinstance(value, Sym) else _constant(value)};")
     return lines, counts
 
 
-def _param_count_from(arrays):
-    return dict(arrays)["p"]
+class _Module:
+    """The C source of one extension module: kernel cores, their Python wrappers, the init."""
+
+    def __init__(self, module_name, title, key, dof):
+        self.module_name = module_name
+        self.dof = dof
+        self.lines = [f"/* Kernels generated by soa_dynamics_ros.kernels for {_comment(title)}.",
+                      f" * Do not edit: regenerated from the model (structure key {key}). */",
+                      '#include "runtime.h"']
+        self.methods = []
+        self.stats = {}
+
+    def kernel(self, name, arrays, outputs, trace, doc, shape, workspace=None, tail=None):
+        """A core computing ``outputs`` from ``arrays`` and its single-sample wrapper.
+
+        ``arrays``: (name, length) of the vector inputs, then ("p", length).
+        ``shape``: (rows,) or (rows, cols) of the answer.  ``workspace``: a
+        local array the outputs fill and ``tail`` (a C return statement)
+        turns into ``out``.
+        """
+        body, counts = _body(trace, outputs)
+        stats = ", ".join(f"{counts.get(op, 0)} {label}" for op, label in (
+            (MUL, "mul"), (ADD, "add"), (SUB, "sub"), (DIV, "div"), (NEG, "neg"), (SIN, "sin"),
+            (COS, "cos")))
+        self.stats[name] = {label: counts.get(op, 0) for op, label in (
+            (MUL, "mul"), (ADD, "add"), (SUB, "sub"))}
+        vectors = [(a, size) for a, size in arrays if a != "p"]
+        lines = ["", f"/* {_comment(doc)} ({stats}) */",
+                 f"static int {name}_core(const double *const *inputs, const double *restrict p, "
+                 "double *restrict out)", "{"]
+        lines += [f"    const double *restrict {a} = inputs[{k}];" for k, (a, _) in enumerate(vectors)]
+        # Not "<=" holds for NaN too; the bound is validation.MAX_MAGNITUDE.
+        lines += [f"    if (soa_check({a}, {size}, {MAX_MAGNITUDE!r}))\n        return SOA_BAD_INPUT;"
+                  for a, size in vectors]
+        if workspace:
+            lines.append(f"    double {workspace};")
+        lines += body + [f"    {tail or 'return SOA_OK;'}", "}"]
+        self.lines += lines
+        rows, cols = (shape + (0,))[:2]
+        self._wrapper(name, doc, f"soa_call(args, nargs, {len(vectors)}, {self.dof}, "
+                                 f"{dict(arrays)['p']}, {rows}, {cols}, {name}_core)")
+
+    def batch(self, name, single, arrays):
+        """``single`` over the rows of (N, dof) arrays (answers (N, dof))."""
+        vectors = [a for a, _ in arrays if a != "p"]
+        self._wrapper(name, f"{single} over the rows of (N, dof) arrays",
+                      f"soa_call_batch(args, nargs, {len(vectors)}, {self.dof}, "
+                      f"{dict(arrays)['p']}, {single}_core)")
+
+    def _wrapper(self, name, doc, call):
+        self.lines += ["", f"static PyObject *{name}(PyObject *self, PyObject *const *args, "
+                           "Py_ssize_t nargs)", "{", "    (void)self;", f"    return {call};", "}"]
+        self.methods.append((name, doc))
+
+    def source(self):
+        table = [f'    {{"{name}", (PyCFunction)(void (*)(void)){name}, METH_FASTCALL, '
+                 f'{_string(doc)}}},' for name, doc in self.methods]
+        return "\n".join(self.lines + [
+            "", "static PyMethodDef methods[] = {", *table, "    {NULL, NULL, 0, NULL}};", "",
+            f'static struct PyModuleDef module = {{PyModuleDef_HEAD_INIT, "{self.module_name}", '
+            'NULL, -1, methods};', "",
+            f"PyMODINIT_FUNC PyInit_{self.module_name}(void)", "{", "    import_array();",
+            "    return PyModule_Create(&module);", "}", ""])
 
 
 def _vector_outputs(values, target="out"):
@@ -323,95 +353,51 @@ def _vector_outputs(values, target="out"):
 
 def _matrix_outputs(values, target="out"):
     rows, cols = values.shape
-    return [(f"{target}[{i}, {j}]", symbolic.fold(values[i, j]))
+    return [(f"{target}[{i * cols + j}]", symbolic.fold(values[i, j]))
             for i in range(rows) for j in range(cols)]
 
 
-PRELUDE = '''"""Kernels generated by soa_dynamics_ros.kernels for robot {name!r}.
-
-Do not edit: regenerated from the model (structure key {key}).
-"""
-import math
-
-import numpy as np
-
-try:  # the Python backend executes this source with its own helpers defined
-    jit
-except NameError:
-    from soa_dynamics_ros.kernels.runtime import jit, cholesky_solve, invert_spd_checked
-'''
-
-
-def _batch(name, single, arrays):
-    """A loop over samples calling the single-sample kernel."""
-    names = [a for a, _ in arrays]
-    batch_args = ", ".join([n.upper() if n != "p" else "p" for n in names] + ["OUT"])
-    call = ", ".join([f"{n.upper()}[s]" if n != "p" else "p" for n in names] + ["OUT[s]"])
-    first = names[0].upper()
-    return ["", "", "@jit", f"def {name}({batch_args}):",
-            f'    """{single} over the rows of (N, dof) arrays."""',
-            f"    for s in range({first}.shape[0]):",
-            f"        status = {single}({call})",
-            "        if status != 0:",
-            "            return 4 * s + status",
-            "    return 0"]
-
-
-def generate_model_source(tree, name="robot"):
-    """Source of the per-robot module: gravity, bias, inverse/forward dynamics, mass matrix."""
+def generate_model_source(tree, module_name, name="robot"):
+    """C source of the per-robot module: gravity, bias, inverse/forward dynamics, mass matrix."""
     key = structure_key(tree)
-    lines = PRELUDE.format(name=name, key=key).splitlines()
-    stats = {}
-
+    module = _Module(module_name, f"robot {name!r}", key, tree.dof)
+    dof = tree.dof
     for kernel, with_qd, with_qdd, doc in (
             ("gravity_torques", False, False, "g(q)"),
             ("bias_torques", True, False, "h(q, qd)"),
             ("inverse_dynamics", True, True, "M qdd + h")):
         t, arrays, torque = trace_inverse_dynamics(tree, with_qd, with_qdd)
-        code, stats[kernel] = _function(kernel, arrays, _vector_outputs(torque), t.trace, doc)
-        lines += code + _batch(kernel + "_batch", kernel, arrays)
+        module.kernel(kernel, arrays, _vector_outputs(torque), t.trace, doc, (dof,))
+        module.batch(kernel + "_batch", kernel, arrays)
 
     t, arrays, mass = trace_mass_matrix(tree)
-    code, stats["mass_matrix"] = _function("mass_matrix", arrays, _matrix_outputs(mass), t.trace,
-                                           "M(q), composite-body recursion")
-    lines += code
+    module.kernel("mass_matrix", arrays, _matrix_outputs(mass), t.trace,
+                  "M(q), composite-body recursion", (dof, dof))
 
     t, arrays, result = trace_forward_dynamics(tree)
     if tree.has_mimic:
         mass, rhs = result
-        outputs = _matrix_outputs(mass, "m") + _vector_outputs(rhs)
-        tail = ["    return cholesky_solve(m, out)"]
-        code, stats["forward_dynamics"] = _function(
-            "forward_dynamics", arrays, outputs, t.trace,
-            "qdd = M^-1 (tau - h): mimic joints couple hinges, so M and h, then Cholesky",
-            tail=tail)
-        code.insert(code.index(next(l for l in code if l.startswith("def "))) + 2,
-                    f"    m = np.empty(({tree.dof}, {tree.dof}))")
+        module.kernel("forward_dynamics", arrays, _matrix_outputs(mass, "m") + _vector_outputs(rhs),
+                      t.trace, "qdd = M^-1 (tau - h): mimic joints couple hinges, so M and h, "
+                      "then Cholesky", (dof,), workspace=f"m[{dof * dof}]",
+                      tail=f"return soa_cholesky_solve(m, out, {dof}, 1);")
     else:
-        code, stats["forward_dynamics"] = _function(
-            "forward_dynamics", arrays, _vector_outputs(result), t.trace,
-            "qdd, articulated-body recursion")
-    lines += code + _batch("forward_dynamics_batch", "forward_dynamics", arrays)
-    return "\n".join(lines) + "\n", key, stats
+        module.kernel("forward_dynamics", arrays, _vector_outputs(result), t.trace,
+                      "qdd, articulated-body recursion", (dof,))
+    module.batch("forward_dynamics_batch", "forward_dynamics", arrays)
+    return module.source(), key, module.stats
 
 
-def generate_frame_source(tree, frame_name, name="robot"):
-    """Source of the per-frame module: Jacobian and (trees without mimic) task-space inertia."""
+def generate_frame_source(tree, frame_name, module_name, name="robot"):
+    """C source of the per-frame module: Jacobian and (trees without mimic) task-space inertia."""
     key = frame_key(tree, frame_name)
-    lines = PRELUDE.format(name=f"{name}, frame {frame_name}", key=key).splitlines()
-    stats = {}
+    module = _Module(module_name, f"robot {name!r}, frame {frame_name!r}", key, tree.dof)
     t, arrays, jacobian = trace_jacobian(tree, frame_name)
-    code, stats["jacobian"] = _function("jacobian", arrays, _matrix_outputs(jacobian), t.trace,
-                                        f"6 x dof Jacobian of {frame_name}")
-    lines += code
+    module.kernel("jacobian", arrays + [("p", _param_count(tree))], _matrix_outputs(jacobian),
+                  t.trace, f"6 x dof Jacobian of {frame_name}", (6, tree.dof))
     if not tree.has_mimic:
         t, arrays, compliance = trace_task_space_compliance(tree, frame_name)
-        outputs = _matrix_outputs(compliance, "c")
-        code, stats["task_space_inertia"] = _function(
-            "task_space_inertia", arrays, outputs, t.trace,
-            f"Lambda of {frame_name}: compliance recursion, then a checked inversion",
-            tail=["    return invert_spd_checked(c, out)"])
-        code.insert(code.index(next(l for l in code if l.startswith("def "))) + 2,
-                    "    c = np.empty((6, 6))")
-        lines += code
-    return "\n".join(lines) + "\n", key, stats
+        module.kernel("task_space_inertia", arrays, _matrix_outputs(compliance, "c"), t.trace,
+                      f"Lambda of {frame_name}: compliance recursion, then a checked inversion",
+                      (6, 6), workspace="c[36]", tail="return soa_invert_spd_checked(c, out, 6);")
+    return module.source(), key, module.stats

@@ -2,7 +2,7 @@
 
     python -m soa_dynamics_ros.kernels.warm [--frame LINK ...] < robot.urdf
 
-Compiling a robot's kernels takes seconds to minutes and holds the GIL; a
+Tracing a robot's recursions into kernels takes seconds and holds the GIL; a
 process that must keep answering (the node, at 1 kHz) runs this instead and
 loads the cached kernels, which takes well under a second, when it is done.
 Concurrent warm-ups of the same robot wait for each other (a lock file per
@@ -25,7 +25,7 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="[kernels] %(message)s")
     from .. import RobotModel
     from . import cache_dir
-    model = RobotModel.from_urdf(sys.stdin.read(), kernels="numba")
+    model = RobotModel.from_urdf(sys.stdin.read(), kernels="c")
     directory = cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / f".warm-{model._kernel_set.key}.lock", "w") as lock:

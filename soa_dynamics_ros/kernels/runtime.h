@@ -1,0 +1,207 @@
+/* What every generated kernel module includes: argument checks, the two
+ * calling conventions seen from Python, and small dense solvers.
+ *
+ * A generated kernel is a "core" function over raw arrays:
+ *
+ *     int core(const double *const *inputs, const double *p, double *out);
+ *
+ * returning 0 (out holds the answer), 1 (an input is NaN/inf or beyond
+ * MAX_MAGNITUDE), 2 (a singular hinge) or 3 (ill-conditioned task-space
+ * compliance).  The Python-callable wrappers below take float64 C-contiguous
+ * numpy arrays and return a new array on success, else the status as an int;
+ * an argument of another type, dtype, layout or length is status 1 (the
+ * caller converts or validates it and names the problem).  Batch wrappers
+ * return 4 * (first failing sample) + its status and release the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <math.h>
+
+typedef int (*soa_core)(const double *const *inputs, const double *p, double *out);
+
+#define SOA_MAX_INPUTS 3
+/* Status values; see the comment at the top. */
+#define SOA_OK 0
+#define SOA_BAD_INPUT 1
+#define SOA_SINGULAR 2
+#define SOA_ILL_CONDITIONED 3
+
+/* The data of `object` when it is a float64 C-contiguous array of `shape`
+ * (ndim 1: rows only; a negative row count accepts any), else NULL. */
+static const double *soa_array(PyObject *object, int ndim, npy_intp rows, npy_intp cols)
+{
+    if (!PyArray_Check(object))
+        return NULL;
+    PyArrayObject *array = (PyArrayObject *)object;
+    if (PyArray_NDIM(array) != ndim || PyArray_TYPE(array) != NPY_DOUBLE
+        || !PyArray_IS_C_CONTIGUOUS(array) || PyArray_ISBYTESWAPPED(array))
+        return NULL;
+    if (rows >= 0 && PyArray_DIM(array, 0) != rows)
+        return NULL;
+    if (ndim == 2 && PyArray_DIM(array, 1) != cols)
+        return NULL;
+    return (const double *)PyArray_DATA(array);
+}
+
+/* Status 1 unless every entry is finite and within `limit` (NaN fails "<="). */
+static int soa_check(const double *values, int count, double limit)
+{
+    for (int k = 0; k < count; ++k)
+        if (!(fabs(values[k]) <= limit))
+            return SOA_BAD_INPUT;
+    return SOA_OK;
+}
+
+static int soa_wrong_count(Py_ssize_t given, int expected)
+{
+    if (given == expected)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "kernel takes %d arguments, %zd given", expected, given);
+    return 1;
+}
+
+/* One sample: `inputs` vectors of length dof, then p; the answer is a new
+ * (rows,) array when cols == 0, else (rows, cols). */
+static PyObject *soa_call(PyObject *const *args, Py_ssize_t nargs, int inputs, npy_intp dof,
+                          npy_intp params, npy_intp rows, npy_intp cols, soa_core core)
+{
+    const double *data[SOA_MAX_INPUTS];
+    if (soa_wrong_count(nargs, inputs + 1))
+        return NULL;
+    for (int k = 0; k < inputs; ++k)
+        if (!(data[k] = soa_array(args[k], 1, dof, 0)))
+            return PyLong_FromLong(SOA_BAD_INPUT);
+    const double *p = soa_array(args[inputs], 1, params, 0);
+    if (!p)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    npy_intp shape[2] = {rows, cols};
+    PyObject *result = PyArray_SimpleNew(cols ? 2 : 1, shape, NPY_DOUBLE);
+    if (!result)
+        return NULL;
+    int status = core(data, p, (double *)PyArray_DATA((PyArrayObject *)result));
+    if (status == SOA_OK)
+        return result;
+    Py_DECREF(result);
+    return PyLong_FromLong(status);
+}
+
+/* N samples: `inputs` arrays of shape (N, dof), then p; the answer is (N, dof). */
+static PyObject *soa_call_batch(PyObject *const *args, Py_ssize_t nargs, int inputs,
+                                npy_intp dof, npy_intp params, soa_core core)
+{
+    const double *data[SOA_MAX_INPUTS];
+    if (soa_wrong_count(nargs, inputs + 1))
+        return NULL;
+    npy_intp count = -1;
+    for (int k = 0; k < inputs; ++k) {
+        if (!(data[k] = soa_array(args[k], 2, count, dof)))
+            return PyLong_FromLong(SOA_BAD_INPUT);
+        count = PyArray_DIM((PyArrayObject *)args[k], 0);
+    }
+    const double *p = soa_array(args[inputs], 1, params, 0);
+    if (!p)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    npy_intp shape[2] = {count, dof};
+    PyObject *result = PyArray_SimpleNew(2, shape, NPY_DOUBLE);
+    if (!result)
+        return NULL;
+    double *out = (double *)PyArray_DATA((PyArrayObject *)result);
+    long failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    const double *sample[SOA_MAX_INPUTS];
+    for (npy_intp s = 0; s < count && !failed; ++s) {
+        for (int k = 0; k < inputs; ++k)
+            sample[k] = data[k] + s * dof;
+        int status = core(sample, p, out + s * dof);
+        if (status != SOA_OK)
+            failed = 4 * (long)s + status;
+    }
+    Py_END_ALLOW_THREADS
+    if (!failed)
+        return result;
+    Py_DECREF(result);
+    return PyLong_FromLong(failed);
+}
+
+/* Solve m x = rhs in place of rhs for symmetric positive definite n x n `m`
+ * (row-major; its lower Cholesky factor overwrites it when `factor`).
+ * Status 2 when m is not positive definite (the reference path then raises). */
+static int soa_cholesky_solve(double *m, double *rhs, int n, int factor)
+{
+    if (factor) {
+        for (int j = 0; j < n; ++j) {
+            double d = m[j * n + j];
+            for (int k = 0; k < j; ++k)
+                d -= m[j * n + k] * m[j * n + k];
+            if (!(d > 0.0))
+                return SOA_SINGULAR;
+            d = sqrt(d);
+            m[j * n + j] = d;
+            for (int i = j + 1; i < n; ++i) {
+                double s = m[i * n + j];
+                for (int k = 0; k < j; ++k)
+                    s -= m[i * n + k] * m[j * n + k];
+                m[i * n + j] = s / d;
+            }
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        double s = rhs[i];
+        for (int k = 0; k < i; ++k)
+            s -= m[i * n + k] * rhs[k];
+        rhs[i] = s / m[i * n + i];
+    }
+    for (int i = n - 1; i >= 0; --i) {
+        double s = rhs[i];
+        for (int k = i + 1; k < n; ++k)
+            s -= m[k * n + i] * rhs[k];
+        rhs[i] = s / m[i * n + i];
+    }
+    return SOA_OK;
+}
+
+/* Largest absolute column sum of a square n x n matrix. */
+static double soa_one_norm(const double *a, int n)
+{
+    double norm = 0.0;
+    for (int j = 0; j < n; ++j) {
+        double column = 0.0;
+        for (int i = 0; i < n; ++i)
+            column += fabs(a[i * n + j]);
+        norm = column > norm ? column : norm;
+    }
+    return norm;
+}
+
+/* Lambda^-1 with a 1-norm condition number above this may have a 2-norm
+ * condition number near the reference's rank threshold (1e10, and
+ * kappa_2 <= 6 kappa_1 for 6x6): the caller then uses the reference path. */
+#define SOA_CONDITION_LIMIT 1e9
+
+/* out = c^-1 for symmetric positive definite n x n `c` (n <= 6, overwritten);
+ * status 3 when ill-conditioned or not positive definite. */
+static int soa_invert_spd_checked(double *c, double *out, int n)
+{
+    double norm = soa_one_norm(c, n), column[6];
+    if (!(norm > 0.0))
+        return SOA_ILL_CONDITIONED;
+    for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < n; ++i)
+            column[i] = i == j ? 1.0 : 0.0;
+        if (soa_cholesky_solve(c, column, n, j == 0) != SOA_OK)
+            return SOA_ILL_CONDITIONED;
+        for (int i = 0; i < n; ++i)
+            out[i * n + j] = column[i];
+    }
+    if (!(norm * soa_one_norm(out, n) < SOA_CONDITION_LIMIT))
+        return SOA_ILL_CONDITIONED;
+    for (int i = 0; i < n; ++i)
+        for (int j = i + 1; j < n; ++j) {
+            double value = 0.5 * (out[i * n + j] + out[j * n + i]);
+            out[i * n + j] = value;
+            out[j * n + i] = value;
+        }
+    return SOA_OK;
+}
