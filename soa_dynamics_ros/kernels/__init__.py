@@ -12,6 +12,7 @@ gravity are inputs of the kernels, so they never force new code.
 The cache directory is ``$SOA_DYNAMICS_CACHE/kernels`` or
 ``~/.cache/soa_dynamics_ros/kernels``.
 """
+import concurrent.futures
 import hashlib
 import logging
 import os
@@ -30,6 +31,7 @@ _SOURCES = ("symbolic.py", "generator.py", "build.py", "runtime.h", "../spatial.
             "../algorithms/mass_matrix.py", "../algorithms/articulated_body.py",
             "../algorithms/task_space.py")
 _lock = threading.Lock()
+_locks = {}                 # module name -> lock held while it is built or imported
 
 
 def compiler_available():
@@ -63,46 +65,53 @@ def code_version():
     return _CODE_VERSION
 
 
-def _module_name(kind, key):
-    return f"soa_kernels_{kind}_{code_version()}_{key}"
+def _module_name(kernel, key):
+    return f"soa_kernels_{kernel}_{code_version()}_{key}"
 
 
-def _load_module(kind, key, make_source, label):
-    """The compiled module ``make_source(module_name)`` describes: imported, built first if needed.
-
-    Returns ``(module, seconds, compiled)``.
-    """
-    name = _module_name(kind, key)
+def _module_lock(name):
     with _lock:
+        return _locks.setdefault(name, threading.Lock())
+
+
+def _load_module(name, make_source, label):
+    """The compiled module ``make_source()`` describes: imported, built first if needed.
+
+    Returns ``(module, seconds)``.  Different modules build concurrently (the
+    compiler runs as a child process); one module is built once per process.
+    """
+    with _module_lock(name):
         if name in sys.modules:
-            return sys.modules[name], 0.0, False
+            return sys.modules[name], 0.0
         started = time.perf_counter()
         directory = cache_dir()
         path = directory / f"{name}{build.EXTENSION}"
         compiled = not path.exists()
         if compiled:
-            logger.info("generating and compiling %s kernels for %s (a few seconds)", kind, label)
-            source, _, stats = make_source(name)
-            traced = time.perf_counter()
+            logger.info("compiling kernel %s (seconds)", label)
+            source, stats = make_source()
             build.build(source, name, directory)
-            logger.info("compiled %s kernels for %s in %.2f s (tracing %.2f s): %s", kind, label,
-                        time.perf_counter() - started, traced - started,
-                        "; ".join(f"{k} {v['mul']} mul {v['add'] + v['sub']} add"
-                                  for k, v in stats.items()))
         module = build.load(name, path)
         sys.modules[name] = module
         seconds = time.perf_counter() - started
-        if not compiled:
-            logger.info("%s kernels for %s loaded from cache in %.3f s", kind, label, seconds)
-        return module, seconds, compiled
+        if compiled:
+            logger.info("kernel %s compiled in %.2f s (%d mul, %d add)", label, seconds,
+                        stats["mul"], stats["add"] + stats["sub"])
+        else:
+            logger.info("kernel %s loaded from cache in %.3f s", label, seconds)
+        return module, seconds
 
 
 class Kernels:
-    """The compiled kernels of one robot: one module for the model, one per task-space frame.
+    """The compiled kernels of one robot, one module per kernel (and frame).
 
     Each module is built (or loaded from the cache) the first time one of its
-    kernels is asked for, with a log line before and after.
+    kernels is asked for, with a log line before and after; :meth:`prepare`
+    builds several at once.
     """
+
+    MODEL_KERNELS = generator.MODEL_KERNELS
+    FRAME_KERNELS = generator.FRAME_KERNELS
 
     def __init__(self, tree, backend="c", name="robot"):
         if backend not in BACKENDS:
@@ -114,62 +123,59 @@ class Kernels:
         self.backend = backend
         self.name = name
         self.key = generator.structure_key(tree)
-        self._module = None
-        self._frames = {}
-        self._ready = {}
+        self._modules = {}         # (kernel, frame) -> module, None when not generated
+        self._ready = {}           # (kernel or its batch version, frame) -> callable
         self.compile_seconds = {}
 
-    def _model_module(self):
-        if self._module is None:
-            self._module = self._load("model", self.key, self.name,
-                                      lambda module: generator.generate_model_source(
-                                          self.tree, module, self.name))
-        return self._module
-
-    def _frame_module(self, frame):
-        module = self._frames.get(frame)
-        if module is None:
-            module = self._frames[frame] = self._load(
-                "frame", generator.frame_key(self.tree, frame), f"{self.name}:{frame}",
-                lambda name: generator.generate_frame_source(self.tree, frame, name, self.name))
-        return module
-
-    def _load(self, kind, key, label, make_source):
-        module, seconds, _ = _load_module(kind, key, make_source, label)
-        self.compile_seconds[label] = seconds
-        return module
+    def _module(self, kernel, frame):
+        key = (kernel, frame)
+        if key not in self._modules:
+            if not generator.exists(self.tree, kernel):
+                self._modules[key] = None
+            else:
+                label = f"{self.name}.{kernel}" + (f"[{frame}]" if frame else "")
+                name = _module_name(kernel, generator.kernel_key(self.tree, kernel, frame))
+                module, seconds = _load_module(
+                    name, lambda: generator.generate_source(self.tree, kernel, name, self.name,
+                                                            frame), label)
+                self.compile_seconds[label] = seconds
+                self._modules[key] = module
+        return self._modules[key]
 
     def get(self, kernel, frame=None):
         """The callable for ``kernel`` (compiled and loaded), or None if not generated."""
-        ready_key = (kernel, frame)
-        function = self._ready.get(ready_key)
+        function = self._ready.get((kernel, frame))
         if function is None:
-            module = self._model_module() if frame is None else self._frame_module(frame)
+            module = self._module(kernel.removesuffix("_batch"), frame)
             function = getattr(module, kernel, None)
             if function is not None:
-                self._ready[ready_key] = function
+                self._ready[(kernel, frame)] = function
         return function
 
-    MODEL_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
-                     "forward_dynamics", "gravity_torques_batch", "inverse_dynamics_batch",
-                     "forward_dynamics_batch")
-    FRAME_KERNELS = ("jacobian", "task_space_inertia")
+    def _wanted(self, frames):
+        return [(kernel, None) for kernel in self.MODEL_KERNELS] + [
+            (kernel, frame) for frame in frames for kernel in self.FRAME_KERNELS]
 
-    def prepare(self, kernels=None, frames=()):
-        """Compile (or load) ``kernels`` (default: all model kernels) and per-frame kernels."""
-        for name in kernels or self.MODEL_KERNELS:
-            self.get(name)
-        for frame in frames:
-            for name in self.FRAME_KERNELS:
+    def prepare(self, frames=()):
+        """Compile (or load) every model kernel and the per-frame kernels of ``frames``.
+
+        Modules are built in parallel, one compiler per core.
+        """
+        wanted = self._wanted(frames)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            for future in [pool.submit(self._module, kernel, frame) for kernel, frame in wanted]:
+                future.result()
+        for kernel, frame in wanted:
+            for name in (kernel, kernel + "_batch"):
                 self.get(name, frame)
 
     def cached(self, frames=()):
         """Whether :meth:`prepare` would only load (every module is compiled in the cache)."""
         directory = cache_dir()
-        keys = [("model", self.key)] + [("frame", generator.frame_key(self.tree, frame))
-                                        for frame in frames]
-        return all((directory / f"{_module_name(kind, key)}{build.EXTENSION}").exists()
-                   for kind, key in keys)
+        return all(
+            (directory / f"{_module_name(kernel, generator.kernel_key(self.tree, kernel, frame))}"
+                         f"{build.EXTENSION}").exists()
+            for kernel, frame in self._wanted(frames) if generator.exists(self.tree, kernel))
 
 
 def pack_parameters(tree, gravity, out=None):

@@ -5,8 +5,10 @@ path calls (:mod:`soa_dynamics_ros.algorithms`) on a copy of the robot's
 :class:`~soa_dynamics_ros.tree.BodyTree` whose inertias are symbolic inputs,
 with symbolic joint coordinates (see :mod:`.symbolic`).  The physics lives in
 one place; this module only decides what is an input and what is an output,
-then prints the recorded arithmetic as C: one extension module per robot (and
-one per task-space frame), built by :mod:`.build`.
+then prints the recorded arithmetic as C: one extension module per kernel
+(per robot, and per frame for the task-space kernels), built by :mod:`.build`,
+so a first answer waits only for the kernel it needs and
+:meth:`~soa_dynamics_ros.kernels.Kernels.prepare` compiles them in parallel.
 
 Calling convention of every kernel, as Python sees it::
 
@@ -357,47 +359,63 @@ def _matrix_outputs(values, target="out"):
             for i in range(rows) for j in range(cols)]
 
 
-def generate_model_source(tree, module_name, name="robot"):
-    """C source of the per-robot module: gravity, bias, inverse/forward dynamics, mass matrix."""
-    key = structure_key(tree)
-    module = _Module(module_name, f"robot {name!r}", key, tree.dof)
+MODEL_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
+                 "forward_dynamics")
+FRAME_KERNELS = ("jacobian", "task_space_inertia")
+_INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
+                     "bias_torques": (True, False, "h(q, qd)"),
+                     "inverse_dynamics": (True, True, "M qdd + h")}
+
+
+def exists(tree, kernel):
+    """Whether ``kernel`` is generated for this tree (task-space inertia: not with mimic joints)."""
+    return kernel != "task_space_inertia" or not tree.has_mimic
+
+
+def kernel_key(tree, kernel, frame=None):
+    """Hash naming the module of one kernel (of one frame for the per-frame kernels)."""
+    base = structure_key(tree) if frame is None else frame_key(tree, frame)
+    return hashlib.sha256(f"{base}|{kernel}".encode()).hexdigest()[:20]
+
+
+def generate_source(tree, kernel, module_name, name="robot", frame=None):
+    """C source of the module of one kernel, with its batch version where it has one.
+
+    Returns ``(source, stats)``; ``stats`` counts the operations of the kernel.
+    """
     dof = tree.dof
-    for kernel, with_qd, with_qdd, doc in (
-            ("gravity_torques", False, False, "g(q)"),
-            ("bias_torques", True, False, "h(q, qd)"),
-            ("inverse_dynamics", True, True, "M qdd + h")):
+    title = f"robot {name!r}" + ("" if frame is None else f", frame {frame!r}")
+    module = _Module(module_name, title, kernel_key(tree, kernel, frame), dof)
+    if kernel in _INVERSE_DYNAMICS:
+        with_qd, with_qdd, doc = _INVERSE_DYNAMICS[kernel]
         t, arrays, torque = trace_inverse_dynamics(tree, with_qd, with_qdd)
         module.kernel(kernel, arrays, _vector_outputs(torque), t.trace, doc, (dof,))
         module.batch(kernel + "_batch", kernel, arrays)
-
-    t, arrays, mass = trace_mass_matrix(tree)
-    module.kernel("mass_matrix", arrays, _matrix_outputs(mass), t.trace,
-                  "M(q), composite-body recursion", (dof, dof))
-
-    t, arrays, result = trace_forward_dynamics(tree)
-    if tree.has_mimic:
-        mass, rhs = result
-        module.kernel("forward_dynamics", arrays, _matrix_outputs(mass, "m") + _vector_outputs(rhs),
+    elif kernel == "mass_matrix":
+        t, arrays, mass = trace_mass_matrix(tree)
+        module.kernel(kernel, arrays, _matrix_outputs(mass), t.trace,
+                      "M(q), composite-body recursion", (dof, dof))
+    elif kernel == "forward_dynamics" and tree.has_mimic:
+        t, arrays, (mass, rhs) = trace_forward_dynamics(tree)
+        module.kernel(kernel, arrays, _matrix_outputs(mass, "m") + _vector_outputs(rhs),
                       t.trace, "qdd = M^-1 (tau - h): mimic joints couple hinges, so M and h, "
                       "then Cholesky", (dof,), workspace=f"m[{dof * dof}]",
                       tail=f"return soa_cholesky_solve(m, out, {dof}, 1);")
-    else:
-        module.kernel("forward_dynamics", arrays, _vector_outputs(result), t.trace,
+        module.batch(kernel + "_batch", kernel, arrays)
+    elif kernel == "forward_dynamics":
+        t, arrays, qdd = trace_forward_dynamics(tree)
+        module.kernel(kernel, arrays, _vector_outputs(qdd), t.trace,
                       "qdd, articulated-body recursion", (dof,))
-    module.batch("forward_dynamics_batch", "forward_dynamics", arrays)
-    return module.source(), key, module.stats
-
-
-def generate_frame_source(tree, frame_name, module_name, name="robot"):
-    """C source of the per-frame module: Jacobian and (trees without mimic) task-space inertia."""
-    key = frame_key(tree, frame_name)
-    module = _Module(module_name, f"robot {name!r}, frame {frame_name!r}", key, tree.dof)
-    t, arrays, jacobian = trace_jacobian(tree, frame_name)
-    module.kernel("jacobian", arrays + [("p", _param_count(tree))], _matrix_outputs(jacobian),
-                  t.trace, f"6 x dof Jacobian of {frame_name}", (6, tree.dof))
-    if not tree.has_mimic:
-        t, arrays, compliance = trace_task_space_compliance(tree, frame_name)
-        module.kernel("task_space_inertia", arrays, _matrix_outputs(compliance, "c"), t.trace,
-                      f"Lambda of {frame_name}: compliance recursion, then a checked inversion",
+        module.batch(kernel + "_batch", kernel, arrays)
+    elif kernel == "jacobian":
+        t, arrays, jacobian = trace_jacobian(tree, frame)
+        module.kernel(kernel, arrays + [("p", _param_count(tree))], _matrix_outputs(jacobian),
+                      t.trace, f"6 x dof Jacobian of {frame}", (6, dof))
+    elif kernel == "task_space_inertia" and exists(tree, kernel):
+        t, arrays, compliance = trace_task_space_compliance(tree, frame)
+        module.kernel(kernel, arrays, _matrix_outputs(compliance, "c"), t.trace,
+                      f"Lambda of {frame}: compliance recursion, then a checked inversion",
                       (6, 6), workspace="c[36]", tail="return soa_invert_spd_checked(c, out, 6);")
-    return module.source(), key, module.stats
+    else:
+        raise ValueError(f"no kernel {kernel!r} for {title}")
+    return module.source(), module.stats[kernel]
