@@ -3,6 +3,8 @@
 The only module (with the node) that knows message types; everything else in
 the package sees arrays, dicts and names.
 """
+import array
+
 import numpy as np
 
 from geometry_msgs.msg import Point, Quaternion, Vector3
@@ -62,23 +64,35 @@ def vector_in_order(values, count, what):
     return values
 
 
-def effort_array(effort, joint_names):
-    """Float64MultiArray for a ros2_control JointGroupEffortController."""
-    message = Float64MultiArray()
-    message.layout.dim = [MultiArrayDimension(label="joints", size=len(joint_names),
-                                              stride=len(joint_names))]
-    message.data = effort.tolist()
-    return message
+class FeedforwardMessages:
+    """The two feedforward messages of one joint order, built once and refilled per state.
+
+    ``array``: Float64MultiArray for a ros2_control JointGroupEffortController;
+    ``state``: JointState with the effort, the state it was computed from and
+    that state's stamp.  Refilling skips rebuilding names and layout and the
+    per-element checks message setters make on lists (the 1 kHz path; rclpy
+    serializes at publish, so reusing the objects is safe).
+    """
+
+    def __init__(self, joint_names):
+        self.joint_names = joint_names
+        self.array = Float64MultiArray()
+        self.array.layout.dim = [MultiArrayDimension(label="joints", size=len(joint_names),
+                                                     stride=len(joint_names))]
+        self.state = JointState(name=list(joint_names))
+
+    def fill(self, effort, position, velocity, stamp):
+        self.array.data = _doubles(effort)
+        self.state.header.stamp = stamp
+        self.state.position = _doubles(position)
+        self.state.velocity = _doubles(velocity)
+        self.state.effort = _doubles(effort)
+        return self.array, self.state
 
 
-def effort_state(effort, joint_names, position, velocity, stamp):
-    message = JointState()
-    message.header.stamp = stamp
-    message.name = list(joint_names)
-    message.position = position.tolist()
-    message.velocity = velocity.tolist()
-    message.effort = effort.tolist()
-    return message
+def _doubles(vector):
+    """A float64 numpy vector as the array.array message setters take without a check per entry."""
+    return array.array("d", np.ascontiguousarray(vector, dtype=float).tobytes())
 
 
 def point(vector):

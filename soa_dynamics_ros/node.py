@@ -57,6 +57,7 @@ class EmbeddedModelNode(Node):
         self._warmup = None
         self._stats = _Statistics()
         self._was_stale = False
+        self._messages = None           # conversions.FeedforwardMessages of live.command_joints
         self.feedforward_publisher = self.create_publisher(Float64MultiArray, "~/feedforward", 1)
         self.feedforward_state_publisher = self.create_publisher(JointState, "~/feedforward_state", 1)
         self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -353,10 +354,13 @@ class EmbeddedModelNode(Node):
             self.get_logger().warning(f"feedforward clamped to the effort limits of {result.clamped}",
                                       throttle_duration_sec=2.0)
         live = self.live
-        self.feedforward_publisher.publish(conversions.effort_array(result.effort, live.command_joints))
-        self.feedforward_state_publisher.publish(conversions.effort_state(
-            result.effort, live.command_joints, live.position[live.command_index],
-            live.velocity[live.command_index], stamp))
+        if self._messages is None or self._messages.joint_names is not live.command_joints:
+            self._messages = conversions.FeedforwardMessages(live.command_joints)
+        effort_array, effort_state = self._messages.fill(
+            result.effort, live.position[live.command_index], live.velocity[live.command_index],
+            stamp)
+        self.feedforward_publisher.publish(effort_array)
+        self.feedforward_state_publisher.publish(effort_state)
         self._stats.published += 1
 
     def _on_desired_acceleration(self, message):
