@@ -3,12 +3,25 @@
 
     .venv/bin/python bench/bench_node_latency.py [--robot panda] [--seconds 60] [--executor both]
 
-Starts the node executable in its own process (as in production), publishes
-JointState at the given rate from this process, and timestamps each
-~/feedforward_state echo (it carries the joint state's stamp).  Latency is
-publish -> node -> this process, so it includes two DDS hops.  A missed cycle
-is a joint state that got no feedforward.  Prints a table and writes
-bench/results/node_latency.{md,json}.  Not a test: nothing here asserts a time.
+Starts the node executable in its own process (as in production) and measures
+it from two sides, each in the language of the client it stands for:
+
+- The 1 kHz loop: bench/latency_probe.c, a C program on rcl in a process of its
+  own (compiled on first use into build/bench/ by bench/latency_probe.py).  It
+  stands where a controller stands (ros2_control is C++): one thread publishes
+  stamped JointState on an absolute clock, another sleeps in rcl_wait and
+  timestamps each ~/feedforward_state echo (it carries the joint state's
+  stamp).  A Python probe charged its own executor wake-ups (0.1-0.2 ms) and
+  the GIL contention between its publisher and its receiver to the node.
+  Latency is publish -> node -> probe, two DDS hops; a missed cycle is a joint
+  state that got no feedforward.
+- The service round trips: Python (RosClient, in this process), as the
+  planners that call those services are.
+
+The same C probe against bench/echo_node.py (same executor and spin loop, no
+model) gives the floor of the set-up, against which the node's own share
+shows.  Prints a table and writes bench/results/node_latency.{md,json}.  Not a
+test: nothing here asserts a time.
 """
 import argparse
 import json
@@ -27,12 +40,21 @@ sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 80))
 
-from feedforward_probe import FeedforwardProbe  # noqa: E402
+from feedforward_probe import NodeCount  # noqa: E402
+from latency_probe import ProbeError, build_probe, run_probe  # noqa: E402
 from ros_harness import RosClient, RosProcess  # noqa: E402
 from soa_dynamics_ros.demo import wait_for_compiled_kernels  # noqa: E402
 from soa_dynamics_ros.processes import ChildProcess  # noqa: E402
 from soa_dynamics_ros import RobotModel  # noqa: E402
 from soa_dynamics_ros.srv import GravityTorques  # noqa: E402
+
+
+def _loop_result(executor, robot, seconds, rate, probe, node_published, service_round_trips):
+    return {"executor": executor, "robot": robot, "seconds": seconds, "rate_hz": rate,
+            "achieved_publish_rate_hz": round(probe["achieved_publish_rate_hz"], 1),
+            "published": probe["published"], "received": probe["received"],
+            "missed": probe["missed"], "node_published_about": node_published,
+            "latency_ms": probe["latency_ms"], "service_round_trip_ms": service_round_trips}
 
 
 def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=()):
@@ -42,14 +64,20 @@ def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=()
                       log_dir=log_dir, name=f"node_{executor}")
     client = RosClient(f"latency_bench_{executor}")
     try:
-        gravity = client.client(GravityTorques, "/soa_dynamics/gravity_torques")
-        probe = FeedforwardProbe(client, model.joint_names)
-        if not probe.wait_until_answered():
-            raise RuntimeError(f"the node never answered; its log:\n{node.log()}")
+        try:
+            gravity = client.client(GravityTorques, "/soa_dynamics/gravity_torques")
+        except TimeoutError as error:
+            raise RuntimeError(f"the node never came up ({error}); its log:\n{node.log()}") from None
         wait_for_compiled_kernels(client.node, 180.0)   # as in production, not the numpy path
-        probe.wait_until_answered()
-        achieved_rate = probe.run(seconds, rate)
-        time.sleep(0.5)
+        count = NodeCount(client.node)
+        count.counting = True
+        try:
+            # The probe's warm-up waits for the node's first answer, then forgets it.
+            probe = run_probe(model.joint_names, rate, seconds)
+        except ProbeError as error:
+            raise RuntimeError(f"{error}\nthe node's log:\n{node.log()}") from None
+        time.sleep(1.2)   # one more diagnostics period covers the end of the run
+        count.counting = False
         round_trips = []
         request = GravityTorques.Request()
         for _ in range(service_calls):
@@ -57,10 +85,9 @@ def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=()
             client.call(gravity, request)
             round_trips.append(time.perf_counter() - started)
         trips = np.array(round_trips) * 1e3
-        return {"executor": executor, "robot": robot, "seconds": seconds, "rate_hz": rate,
-                "achieved_publish_rate_hz": round(achieved_rate, 1), **probe.summary(),
-                "service_round_trip_ms": {"median": float(np.median(trips)),
-                                          "p99": float(np.percentile(trips, 99))}}
+        return _loop_result(executor, robot, seconds, rate, probe, count.published,
+                            {"median": float(np.median(trips)),
+                             "p99": float(np.percentile(trips, 99))})
     finally:
         client.close()
         node.stop()
@@ -71,18 +98,16 @@ def measure_echo(executor, robot, seconds, rate, log_dir):
     model = RobotModel.from_urdf(str(REPO / "urdf" / f"{robot}.urdf"))
     echo = ChildProcess([sys.executable, str(REPO / "bench" / "echo_node.py"), "--ros-args",
                          "-p", f"executor:={executor}"], pathlib.Path(log_dir) / "echo.log")
-    client = RosClient(f"latency_echo_{executor}")
     try:
-        probe = FeedforwardProbe(client, model.joint_names)
-        if not probe.wait_until_answered():
-            raise RuntimeError(f"the echo node never answered; its log:\n{echo.log()}")
-        achieved_rate = probe.run(seconds, rate)
-        time.sleep(0.5)
-        return {"executor": f"{executor}, echo node (floor)", "robot": robot, "seconds": seconds,
-                "rate_hz": rate, "achieved_publish_rate_hz": round(achieved_rate, 1),
-                **probe.summary(), "service_round_trip_ms": None}
+        try:
+            # No RosClient here: the probe's warm-up waits until the echo node answers.
+            probe = run_probe(model.joint_names, rate, seconds)
+        except ProbeError as error:
+            raise RuntimeError(f"{error}\nthe echo node's log:\n{echo.log()}") from None
+        # The echo node publishes no diagnostics: no count of its own.
+        return _loop_result(f"{executor}, echo node (floor)", robot, seconds, rate, probe,
+                            None, None)
     finally:
-        client.close()
         echo.stop()
 
 
@@ -105,6 +130,7 @@ def main():
     if args.quick:
         args.seconds, args.service_calls = 2.0, 100
     executors = ["events", "single_threaded"] if args.executor == "both" else [args.executor]
+    print(f"[bench] measuring probe: {build_probe()}", flush=True)   # a build error stops us here
     results = []
     with tempfile.TemporaryDirectory() as log_dir:
         for executor in executors:

@@ -11,6 +11,23 @@ def _nanoseconds(stamp):
     return stamp.sec * 10**9 + stamp.nanosec
 
 
+class NodeCount:
+    """The node's own count of published feedforwards (from /diagnostics) while ``counting``.
+
+    Tells the node's misses from a probe's: the node published about this many.
+    """
+
+    def __init__(self, node):
+        self.published, self.counting = 0, False
+        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
+
+    def _on_diagnostics(self, array):
+        for status in array.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if self.counting and "feedforward_published" in values:
+                self.published += int(values["feedforward_published"])
+
+
 class FeedforwardProbe:
     """Joint states out on /joint_states, ``~/feedforward_state`` echoes back (same stamp)."""
 
@@ -20,10 +37,7 @@ class FeedforwardProbe:
         client.node.create_subscription(JointState, f"{node}/feedforward_state", self._on_echo,
                                         QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self.publisher = client.node.create_publisher(JointState, "/joint_states", 10)
-        # The node's own counts (from /diagnostics) tell its misses from this process's.
-        self.node_published = 0
-        self._counting = False
-        client.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
+        self.node_count = NodeCount(client.node)
         self.message = JointState(name=list(joint_names), position=[0.3] * len(joint_names),
                                   velocity=[0.0] * len(joint_names))
 
@@ -31,12 +45,6 @@ class FeedforwardProbe:
         stamp = _nanoseconds(message.header.stamp)
         self.received.add(stamp)
         self.latencies.append((self.clock.now().nanoseconds - stamp) * 1e-9)
-
-    def _on_diagnostics(self, array):
-        for status in array.status:
-            values = {kv.key: kv.value for kv in status.values}
-            if self._counting and "feedforward_published" in values:
-                self.node_published += int(values["feedforward_published"])
 
     def publish(self):
         self.message.header.stamp = self.clock.now().to_msg()
@@ -59,7 +67,7 @@ class FeedforwardProbe:
         """Publish at ``rate`` for ``seconds`` (sleep, then spin the last 0.3 ms for accuracy)."""
         period, start = 1.0 / rate, time.perf_counter()
         next_second = 1.0
-        self._counting = True
+        self.node_count.counting = True
         for i in range(int(seconds * rate)):
             target = start + i * period
             while (remaining := target - time.perf_counter()) > 0:
@@ -72,14 +80,14 @@ class FeedforwardProbe:
                 next_second += 1.0
         achieved = len(self.sent) / (time.perf_counter() - start)
         time.sleep(1.2)   # one more diagnostics period covers the end of the run
-        self._counting = False
+        self.node_count.counting = False
         return achieved
 
     def summary(self):
         latency = np.array(self.latencies) * 1e3
         missed = sum(1 for stamp in self.sent if stamp not in self.received)
         return {"published": len(self.sent), "received": len(self.received), "missed": missed,
-                "node_published_about": self.node_published,
+                "node_published_about": self.node_count.published,
                 "latency_ms": {"median": float(np.median(latency)),
                                "p99": float(np.percentile(latency, 99)),
                                "max": float(latency.max())} if latency.size else None}
