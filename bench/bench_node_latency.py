@@ -93,11 +93,12 @@ def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=()
         node.stop()
 
 
-def measure_echo(executor, robot, seconds, rate, log_dir):
+def measure_echo(executor, robot, seconds, rate, log_dir, node_args=()):
     """The floor: bench/echo_node.py (no model) measured the same way."""
     model = RobotModel.from_urdf(str(REPO / "urdf" / f"{robot}.urdf"))
     echo = ChildProcess([sys.executable, str(REPO / "bench" / "echo_node.py"), "--ros-args",
-                         "-p", f"executor:={executor}"], pathlib.Path(log_dir) / "echo.log")
+                         "-p", f"executor:={executor}", *node_args],
+                        pathlib.Path(log_dir) / "echo.log")
     try:
         try:
             # No RosClient here: the probe's warm-up waits until the echo node answers.
@@ -121,15 +122,16 @@ def main():
     parser.add_argument("--quick", action="store_true", help="2 s and 100 calls: a smoke run")
     parser.add_argument("--no-floor", action="store_true",
                         help="skip the echo node that measures the floor of the set-up")
-    parser.add_argument("--node-arg", action="append", default=[], metavar="ARG",
-                        help="extra --ros-args for the node, e.g. --node-arg=-p "
-                             "--node-arg=joint_states_depth:=10")
+    parser.add_argument("--depth", type=int, default=None,
+                        help="joint_states queue depth of the node and the echo node "
+                             "(default: the node's own default)")
     parser.add_argument("--output", default=str(REPO / "bench" / "results"),
                         help="directory for the table (.md) and the figures (.json)")
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.service_calls = 2.0, 100
     executors = ["events", "single_threaded"] if args.executor == "both" else [args.executor]
+    node_args = [] if args.depth is None else ["-p", f"joint_states_depth:={args.depth}"]
     print(f"[bench] measuring probe: {build_probe()}", flush=True)   # a build error stops us here
     results = []
     with tempfile.TemporaryDirectory() as log_dir:
@@ -137,20 +139,22 @@ def main():
             print(f"[bench] {executor}: {args.seconds:g} s of joint states at {args.rate:g} Hz, "
                   f"then {args.service_calls} service calls", flush=True)
             results.append(measure(executor, args.robot, args.seconds, args.rate,
-                                   args.service_calls, log_dir, args.node_arg))
+                                   args.service_calls, log_dir, node_args))
             if not args.no_floor:
                 print(f"[bench] {executor}: the same with an echo node (no model)", flush=True)
-                results.append(measure_echo(executor, args.robot, args.seconds, args.rate, log_dir))
+                results.append(measure_echo(executor, args.robot, args.seconds, args.rate, log_dir,
+                                            node_args))
     header = (f"node latency, {args.robot}, {time.strftime('%Y-%m-%d')}, "
               f"{platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()})")
     lines = [f"# {header}", "",
-             "| executor | published | rate [Hz] | missed | latency median [ms] | p99 [ms] | max [ms] "
-             "| service median [ms] | service p99 [ms] |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| executor | joint_states depth | published | rate [Hz] | missed | latency median [ms] "
+             "| p99 [ms] | max [ms] | service median [ms] | service p99 [ms] |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    depth = "node default" if args.depth is None else args.depth
     for r in results:
         trips = r["service_round_trip_ms"]
         services = (f"{trips['median']:.3f} | {trips['p99']:.3f}" if trips else "- | -")
-        lines.append(f"| {r['executor']} | {r['published']} | {r['achieved_publish_rate_hz']} | "
+        lines.append(f"| {r['executor']} | {depth} | {r['published']} | {r['achieved_publish_rate_hz']} | "
                      f"{r['missed']} | {r['latency_ms']['median']:.3f} | {r['latency_ms']['p99']:.3f} | "
                      f"{r['latency_ms']['max']:.3f} | {services} |")
     table = "\n".join(lines)

@@ -11,16 +11,19 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from soa_dynamics_ros.node import _spin, make_executor
+from soa_dynamics_ros.node import (DEFAULT_EXECUTOR, DEFAULT_JOINT_STATES_DEPTH, _spin,
+                                   make_executor)
 from soa_dynamics_ros.ros_process import run_node
 
 
 class EchoNode(Node):
     def __init__(self):
         super().__init__("soa_dynamics")
-        self.declare_parameter("executor", "single_threaded")
+        self.declare_parameter("executor", DEFAULT_EXECUTOR)
+        self.declare_parameter("joint_states_depth", DEFAULT_JOINT_STATES_DEPTH)
         publisher = self.create_publisher(JointState, "~/feedforward_state", 1)
-        qos = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+        qos = QoSProfile(depth=self.get_parameter("joint_states_depth").value,
+                         history=HistoryPolicy.KEEP_LAST,
                          reliability=ReliabilityPolicy.BEST_EFFORT)
         self.create_subscription(JointState, "joint_states", publisher.publish, qos)
 

@@ -131,7 +131,7 @@ def wait_for_compiled_kernels(node, longest):
             if values.get("feedforward_compute_mean_us") and "kernels" in values:
                 periods.append((values["kernels"], float(values["feedforward_compute_mean_us"])))
     subscription = node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
-    print("[demo] warming up (the first run for a robot compiles its kernels, up to a minute) ...")
+    print("[demo] warming up (the first run for a robot compiles its kernels, a few seconds) ...")
     deadline = time.monotonic() + longest
     try:
         # Two diagnostics periods on the compiled kernels: the load pause is over.

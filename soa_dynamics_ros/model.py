@@ -60,7 +60,7 @@ FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_mat
 # calls (or batch samples) asked for one: a model used a few times never pays
 # seconds of tracing and compiling; a controller at 1 kHz gets them after ~2 s.
 AUTO_COMPILE_AFTER = 2000
-# Overrides what kernels="auto" means for the whole process (e.g. "off" or "numba").
+# Overrides what kernels="auto" means for the whole process (e.g. "off" or "c").
 KERNELS_ENV = "SOA_DYNAMICS_KERNELS"
 _logger = logging.getLogger("soa_dynamics_ros.kernels")
 _NDARRAY = np.ndarray
