@@ -194,8 +194,8 @@ class RobotModel:
         from .kernels import pack_parameters
         self._params = pack_parameters(self.tree, self._gravity)
 
-    def _fallback(self, name, status, vectors, reference):
-        """The answer when kernel ``name`` declined with ``status``.
+    def _fallback(self, kernel, status, vectors, reference):
+        """The answer when ``kernel`` declined with ``status``.
 
         Kernels take float64 C-contiguous arrays only and check lengths and NaN
         themselves: status 1 for anything else (lists, other dtypes, strided
@@ -209,7 +209,7 @@ class RobotModel:
             except InvalidInputError:
                 converted = None
             if converted is not None:
-                result = getattr(self._fast, name)(*converted, self._params)
+                result = kernel(*converted, self._params)
                 if type(result) is _NDARRAY:
                     return result
         return reference(*vectors)
@@ -326,7 +326,7 @@ class RobotModel:
             tau = self._fast.inverse_dynamics(q, qd, qdd, self._params)
             if type(tau) is _NDARRAY:
                 return tau
-            return self._fallback("inverse_dynamics", tau, (q, qd, qdd),
+            return self._fallback(self._fast.inverse_dynamics, tau, (q, qd, qdd),
                                   self._reference_inverse_dynamics)
         return self._reference_inverse_dynamics(q, qd, qdd, wrenches)
 
@@ -336,7 +336,7 @@ class RobotModel:
         if type(tau) is _NDARRAY:
             return tau
         zeros = np.zeros(self.tree.dof)
-        return self._fallback("gravity_torques", tau, (q,),
+        return self._fallback(self._fast.gravity_torques, tau, (q,),
                               lambda q: self._reference_inverse_dynamics(q, zeros, zeros))
 
     def bias_torques(self, q, qd):
@@ -345,7 +345,7 @@ class RobotModel:
         if type(tau) is _NDARRAY:
             return tau
         zeros = np.zeros(self.tree.dof)
-        return self._fallback("bias_torques", tau, (q, qd),
+        return self._fallback(self._fast.bias_torques, tau, (q, qd),
                               lambda q, qd: self._reference_inverse_dynamics(q, qd, zeros))
 
     def mass_matrix(self, q):
@@ -353,7 +353,7 @@ class RobotModel:
         mass = self._fast.mass_matrix(q, self._params)
         if type(mass) is _NDARRAY:
             return mass
-        return self._fallback("mass_matrix", mass, (q,), self._reference_mass_matrix)
+        return self._fallback(self._fast.mass_matrix, mass, (q,), self._reference_mass_matrix)
 
     def forward_dynamics(self, q, qd, tau, wrenches=None):
         """Joint accelerations: solves ``M qdd + h = tau + sum J_i^T w_i``.
@@ -365,7 +365,7 @@ class RobotModel:
             qdd = self._fast.forward_dynamics(q, qd, tau, self._params)
             if type(qdd) is _NDARRAY:
                 return qdd
-            return self._fallback("forward_dynamics", qdd, (q, qd, tau),
+            return self._fallback(self._fast.forward_dynamics, qdd, (q, qd, tau),
                                   self._reference_forward_dynamics)
         return self._reference_forward_dynamics(q, qd, tau, wrenches)
 
@@ -447,10 +447,12 @@ class RobotModel:
                 and frame in self.tree.frames):
             kernel = self._kernel("task_space_inertia", frame)
             if kernel is not None:
-                inertia = kernel(self._arg(q), self._params)
-                # Status 3 (ill-conditioned): the numpy path decides on the rank and raises.
+                inertia = kernel(q, self._params)
                 if type(inertia) is _NDARRAY:
                     return inertia
+                # Status 3 (ill-conditioned): the numpy path decides on the rank and raises.
+                return self._fallback(kernel, inertia, (q,), lambda q: (
+                    constrained.task_space_inertia(self, self._all_joints, q, frame)))
         return constrained.task_space_inertia(self, self._all_joints, q, frame, part, damping,
                                               return_info)
 
@@ -553,9 +555,14 @@ class RobotModel:
         if self._kernel_set is not None and type(frame) is str and frame in self.tree.frames:
             kernel = self._kernel("jacobian", frame)
             if kernel is not None:
-                jacobian = kernel(self._arg(q), self._params)
+                jacobian = kernel(q, self._params)
                 if type(jacobian) is _NDARRAY:
                     return jacobian
+                return self._fallback(kernel, jacobian, (q,),
+                                      lambda q: self._reference_jacobian(q, frame))
+        return self._reference_jacobian(q, frame)
+
+    def _reference_jacobian(self, q, frame):
         target = self._frame(frame)
         placements = body_placements(self.tree, self._hinge_positions(q))
         return hinge_jacobian(self.tree, placements, target) @ self.tree.hinge_from_joint

@@ -181,6 +181,13 @@ def test_arrays_the_kernels_decline_still_get_the_reference_answer(rng):
     assert fast._ready.get("inverse_dynamics") is not None
     integers = np.arange(n)
     assert_close(fast.gravity_torques(integers), slow.gravity_torques(integers), "ints", TOL)
+    frame = "panda_hand_tcp"
+    assert_close(fast.jacobian(list(q), frame), slow.jacobian(q, frame), "J list", TOL)
+    assert_close(fast.task_space_inertia(strided[::2], frame), slow.task_space_inertia(q, frame),
+                 "Lambda strided", 1e-9)
+    assert fast._ready.get(("jacobian", frame)) is not None
+    with pytest.raises(InvalidInputError):
+        fast.jacobian(np.full(n, np.nan), frame)
     Q = np.asfortranarray(rng.uniform(-2, 2, (4, n)))
     assert_close(fast.gravity_torques_batch(Q), slow.gravity_torques_batch(Q), "F-order", TOL)
     with pytest.raises(InvalidInputError, match="q"):
