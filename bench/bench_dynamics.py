@@ -8,7 +8,7 @@ directly with prepared arrays, which is what Pinocchio's Python call is
 compared with most fairly ("Pinocchio" is its Python binding, its own
 validation included).  Ratios < 1 mean faster than Pinocchio.
 
-    python bench/bench_dynamics.py            # full run, ~2-4 min cold
+    python bench/bench_dynamics.py            # full run, ~2 min
     python bench/bench_dynamics.py --quick    # smoke (CI): small robot, few repeats
 
 Writes bench/results/dynamics.md and .json (dynamics-quick.* with --quick).

@@ -44,6 +44,7 @@ from feedforward_probe import NodeCount  # noqa: E402
 from latency_probe import ProbeError, build_probe, run_probe  # noqa: E402
 from ros_harness import RosClient, RosProcess  # noqa: E402
 from soa_dynamics_ros.demo import wait_for_compiled_kernels  # noqa: E402
+from soa_dynamics_ros.node import DEFAULT_JOINT_STATES_DEPTH  # noqa: E402
 from soa_dynamics_ros.processes import ChildProcess  # noqa: E402
 from soa_dynamics_ros import RobotModel  # noqa: E402
 from soa_dynamics_ros.srv import GravityTorques  # noqa: E402
@@ -150,7 +151,7 @@ def main():
              "| executor | joint_states depth | published | rate [Hz] | missed | latency median [ms] "
              "| p99 [ms] | max [ms] | service median [ms] | service p99 [ms] |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    depth = "node default" if args.depth is None else args.depth
+    depth = DEFAULT_JOINT_STATES_DEPTH if args.depth is None else args.depth
     for r in results:
         trips = r["service_round_trip_ms"]
         services = (f"{trips['median']:.3f} | {trips['p99']:.3f}" if trips else "- | -")
@@ -162,7 +163,8 @@ def main():
     out = pathlib.Path(args.output) / "node_latency"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text(table + "\n")
-    out.with_suffix(".json").write_text(json.dumps({"header": header, "results": results}, indent=2))
+    out.with_suffix(".json").write_text(json.dumps(
+        {"header": header, "joint_states_depth": depth, "results": results}, indent=2))
     print(f"[bench] written to {out.with_suffix('.md')} and .json")
 
 
