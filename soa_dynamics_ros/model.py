@@ -56,9 +56,9 @@ KERNEL_MODES = ("auto", "off", "c")
 # Kernels the single-call methods reach through RobotModel._fast.
 FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
                 "forward_dynamics")
-# kernels="auto": kernels are compiled (in the background) once this many
-# calls (or batch samples) asked for one: a model used a few times never pays
-# seconds of tracing and compiling; a controller at 1 kHz gets them after ~2 s.
+# kernels="auto": a kernel is compiled (in the background) once this many
+# calls (or batch samples) asked for it: a model used a few times never pays
+# for tracing and compiling; a controller at 1 kHz gets its kernel after ~2 s.
 AUTO_COMPILE_AFTER = 2000
 # Overrides what kernels="auto" means for the whole process (e.g. "off" or "c").
 KERNELS_ENV = "SOA_DYNAMICS_KERNELS"
