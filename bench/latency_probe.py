@@ -10,11 +10,12 @@ venv itself (headers in ``<prefix>/include/<pkg>/<pkg>/``, libraries in
 import json
 import os
 import pathlib
-import shutil
 import signal
 import subprocess
 import sys
 import sysconfig
+
+from soa_dynamics_ros.kernels import build
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SOURCE = REPO / "bench" / "latency_probe.c"
@@ -63,10 +64,10 @@ def _python_library():
 
 
 def _compiler():
-    for name in (os.environ.get("CC"), "gcc", "cc"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    raise ProbeError("no C compiler found (tried $CC, gcc, cc)")
+    compiler = build.compiler()         # the kernels' choice: $CC, else cc or gcc
+    if compiler is None:
+        raise ProbeError("no C compiler found (tried $CC, cc, gcc)")
+    return compiler
 
 
 def build_probe():

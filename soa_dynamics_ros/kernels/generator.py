@@ -305,13 +305,12 @@ class _Module:
         turns into ``out``.
         """
         body, counts = _body(trace, outputs)
-        stats = ", ".join(f"{counts.get(op, 0)} {label}" for op, label in (
+        stats = self.stats[name] = {label: counts.get(op, 0) for op, label in (
             (MUL, "mul"), (ADD, "add"), (SUB, "sub"), (DIV, "div"), (NEG, "neg"), (SIN, "sin"),
-            (COS, "cos")))
-        self.stats[name] = {label: counts.get(op, 0) for op, label in (
-            (MUL, "mul"), (ADD, "add"), (SUB, "sub"))}
+            (COS, "cos"))}
         vectors = [(a, size) for a, size in arrays if a != "p"]
-        lines = ["", f"/* {_comment(doc)} ({stats}) */",
+        counted = ", ".join(f"{count} {label}" for label, count in stats.items())
+        lines = ["", f"/* {_comment(doc)} ({counted}) */",
                  f"static int {name}_core(const double *const *inputs, const double *restrict p, "
                  "double *restrict out)", "{"]
         lines += [f"    const double *restrict {a} = inputs[{k}];" for k, (a, _) in enumerate(vectors)]
