@@ -18,7 +18,12 @@ recipe measured in ``../shared/notes/reference-libraries.md``:
 
 Joint order of efforts and positions: ``joints`` (default
 :attr:`RobotModel.joint_names`, the independent joints), mapped by name.
+
+MuJoCo's warnings go to :func:`route_warnings`' handler (by default the
+``soa_dynamics_ros.mujoco`` logger), never to ``MUJOCO_LOG.TXT`` in the working
+directory: a diverged simulation warns at every step (a 965 MB file once).
 """
+import logging
 import xml.etree.ElementTree as ET
 
 import mujoco
@@ -29,6 +34,20 @@ from .model import RobotModel
 from .urdf import read_description_text
 
 DEFAULT_TIMESTEP = 0.001
+# MuJoCo's own detection of a blown-up state; it then resets mjData to qpos0.
+_BAD_STATE_WARNINGS = {mujoco.mjtWarning.mjWARN_BADQPOS: "NaN, inf or huge positions",
+                       mujoco.mjtWarning.mjWARN_BADQVEL: "NaN, inf or huge velocities",
+                       mujoco.mjtWarning.mjWARN_BADQACC: "NaN, inf or huge accelerations"}
+_logger = logging.getLogger("soa_dynamics_ros.mujoco")
+
+
+def route_warnings(handler):
+    """Send every MuJoCo warning text to ``handler(text)`` (process-wide), not to MUJOCO_LOG.TXT."""
+    mujoco.set_mju_user_warning(handler)
+
+
+def _log_warning(text):
+    _logger.warning("MuJoCo: %s", text.strip())
 
 
 def strip_urdf(text, keep_dynamics=False):
@@ -58,6 +77,8 @@ class MujocoPlant:
 
     def __init__(self, description, joints=None, timestep=DEFAULT_TIMESTEP,
                  urdf_dynamics=False, joint_limits=True, payload=None):
+        if mujoco.get_mju_user_warning() is None:
+            route_warnings(_log_warning)
         self.text = read_description_text(description)
         self.reference = RobotModel.from_urdf(self.text, kernels="off")
         self.joint_names = list(joints) if joints else self.reference.joint_names
@@ -89,10 +110,8 @@ class MujocoPlant:
         for joint in spec.joints:
             joint.armature = 0.0
         if payload is not None and float(payload.get("mass", 0.0)) > 0.0:
-            link = payload["link"]
-            parent = spec.body(link)
-            if parent is None:
-                raise UnknownNameError("link", link, self.reference.frame_names)
+            self.check_link(payload["link"])
+            parent = spec.body(payload["link"])
             body = parent.add_body(name="soa_payload")
             body.mass = float(payload["mass"])
             body.ipos = np.asarray(payload.get("com", (0.0, 0.0, 0.0)), dtype=float)
@@ -133,6 +152,11 @@ class MujocoPlant:
             self._set_state(names, q, qd)
             self.data.time = time
         mujoco.mj_forward(self.model, self.data)
+
+    def check_link(self, link):
+        """UnknownNameError unless ``link`` is a link of the robot (every link is a MuJoCo body)."""
+        if link not in self.reference.frame_names:
+            raise UnknownNameError("link", link, self.reference.frame_names)
 
     def set_payload(self, payload):
         """Weld a payload (``dict(link, mass, com, inertia)``) to a link; ``None`` removes it."""
@@ -206,8 +230,7 @@ class MujocoPlant:
     def set_wrench(self, link, wrench):
         """A constant wrench ``[f; t]`` (root axes, about the link origin) on a link; None clears."""
         if link:
-            if self.model.body(link) is None:
-                raise UnknownNameError("link", link, self.reference.frame_names)
+            self.check_link(link)
             self.wrench_link, self.wrench = link, np.asarray(wrench, dtype=float).reshape(6)
         else:
             self.wrench_link, self.wrench = None, np.zeros(6)
@@ -227,6 +250,19 @@ class MujocoPlant:
         for _ in range(count):
             self._apply_wrench()
             mujoco.mj_step(self.model, self.data)
+
+    def divergence(self):
+        """Why the simulation has blown up since the last reset, or None while it is sane.
+
+        MuJoCo replaces a NaN/huge state by ``qpos0`` at rest (and counts it); a
+        state that is not finite and escaped that check counts too.
+        """
+        for warning, what in _BAD_STATE_WARNINGS.items():
+            if self.data.warning[warning].number:
+                return f"MuJoCo found {what}"
+        if not (np.all(np.isfinite(self.data.qpos)) and np.all(np.isfinite(self.data.qvel))):
+            return "non-finite joint state"
+        return None
 
     # ------------------------------------------------------------------ observation
     def link_pose(self, link):

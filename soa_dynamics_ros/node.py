@@ -662,10 +662,10 @@ def make_executor(kind):
     raise SoaDynamicsError(f"executor must be one of {EXECUTORS}, not {kind!r}")
 
 
-def _spin(node, executor):
+def _spin(node, executor, running):
     # A spin_once loop, not spin(): the EventsExecutor's spin() busy-loops and
     # misses messages from other processes (see README, "Executors").
-    while rclpy.ok():
+    while running():
         executor.spin_once(timeout_sec=0.1)
 
 

@@ -3,19 +3,84 @@
 Shared by the package's executables so that every one exits with status 0 on
 a signal (no "terminate called without an active exception", no leaked Fast
 DDS shared memory) and with status 1 and one line when it cannot start.
+
+Signals are this module's, not rclpy's: rclpy's default handler shuts the
+context down at once, while a callback may be running, and that callback's
+next ``publish`` or ``take_message`` then fails ("[FATAL] Exception in
+'subscriptions' callback", "Unable to convert call argument '0' to Python
+object").  Here a signal only asks the loop to end; the loop finishes the
+callback it is in, returns, and the node is torn down in order (executor,
+node, context).  A teardown that does not finish within
+:data:`TEARDOWN_DEADLINE` seconds of the request ends the process anyway,
+with a log line: a process never stays alive ignoring signals.
 """
+import faulthandler
 import gc
+import os
+import signal
 import sys
+import threading
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
+from rclpy.signals import SignalHandlerOptions
 
 from .errors import SoaDynamicsError
 
+TEARDOWN_DEADLINE = 3.0     # [s] from the stop request to a forced exit
+# If the hang holds the GIL, the Python watchdog cannot run: faulthandler's C
+# thread then dumps the stacks (the diagnosis) and exits, a little later.
+LAST_RESORT_DEADLINE = TEARDOWN_DEADLINE + 1.0
+WATCHDOG_MESSAGE = "teardown did not finish within {:g} s of the stop request: exiting without it"
+
+
+class _Lifetime:
+    """Whether the loop should go on; the watchdog, started once, at the first stop request."""
+
+    def __init__(self, name):
+        self.name = name
+        self._stop = threading.Event()
+        self._finished = threading.Event()
+        self._watchdog = None
+        self._lock = threading.Lock()
+
+    def running(self):
+        return not self._stop.is_set()
+
+    def on_signal(self, _signum, _frame):
+        self._stop.set()
+        self.start_watchdog()
+
+    def start_watchdog(self):
+        with self._lock:
+            if self._watchdog is not None:
+                return
+            self._watchdog = threading.Thread(target=self._expire, name="shutdown-watchdog",
+                                              daemon=True)
+        self._watchdog.start()
+        faulthandler.dump_traceback_later(LAST_RESORT_DEADLINE, exit=True)
+
+    def _expire(self):
+        if not self._finished.wait(TEARDOWN_DEADLINE):
+            print(f"[{self.name}] " + WATCHDOG_MESSAGE.format(TEARDOWN_DEADLINE),
+                  file=sys.stderr, flush=True)
+            os._exit(0)
+
+    def finished(self):
+        self._finished.set()
+        faulthandler.cancel_dump_traceback_later()
+
 
 def run_node(name, make_node, make_executor, loop, args=None):
-    """Build the node and its executor, run ``loop(node, executor)``; the exit status."""
-    rclpy.init(args=args)
+    """Build the node and its executor, run ``loop(node, executor, running)``; the exit status.
+
+    ``running()`` turns False once SIGINT or SIGTERM has arrived: the loop
+    checks it between ``spin_once`` calls and returns.
+    """
+    lifetime = _Lifetime(name)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lifetime.on_signal)
     node = executor = None
     try:
         node = make_node()
@@ -25,21 +90,18 @@ def run_node(name, make_node, make_executor, loop, args=None):
         # (modules, the model, rclpy): a full collection scanning them paused
         # the 1 kHz loop for ~10 ms; now it scans what the loop allocates.
         gc.freeze()
-        loop(node, executor)
+        loop(node, executor, lifetime.running)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except RuntimeError:
-        # A signal arriving while spin_once takes a message surfaces as a
-        # RuntimeError once the context is shut down: a normal exit.
-        if rclpy.ok():
-            raise
     except SoaDynamicsError as error:
         print(f"[{name}] cannot start: {error}", file=sys.stderr)
         return 1
     finally:
+        lifetime.start_watchdog()
         if executor is not None:
             executor.shutdown()
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        lifetime.finished()
     return 0

@@ -28,7 +28,6 @@ import sys
 import time
 
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
@@ -41,13 +40,20 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from .errors import SoaDynamicsError
-from .mujoco_plant import MujocoPlant
+from .mujoco_plant import MujocoPlant, route_warnings
+from .validation import as_vector, payload_problems
 from .ros_process import run_node
 
 NODE_NAME = "soa_dynamics_sim"
 COMMAND_TOPIC = "/effort_controller/commands"
 RESET_SETTLE = 0.05   # [wall s] after ~/reset: time stopped, late commands dropped
 WAITING_REPUBLISH = 0.1   # [wall s] state republished this often while time stands still
+# Physically sane parameter ranges (docs/simulation.md); beyond them MuJoCo's
+# mass matrix loses its precision and the simulation diverges.
+MAX_TIMESTEP = 0.01                 # [s]
+MAX_PAYLOAD_MASS_RATIO = 100.0      # payload mass / robot mass
+MAX_PAYLOAD_OFFSET = 10.0           # [m] payload COM from its link's origin
+MUJOCO_WARNING_PERIOD = 2.0         # [s] at most one MuJoCo warning line this often
 
 
 def _descriptor(text, read_only=False, number=False):
@@ -74,8 +80,9 @@ class SimNode(Node):
         declare("real_time_factor", 1.0, _descriptor("simulated / wall time; 0: as fast as possible", number=True))
         declare("lockstep", False, _descriptor("wait for the command answering each state"))
         declare("lockstep_timeout", 0.5, _descriptor("[wall s] longest wait for a command in lockstep", number=True))
-        declare("wait_for_command", False, _descriptor(
-            "hold the simulation (time stopped) until the first valid command; ~/reset re-arms it"))
+        declare("wait_for_command", True, _descriptor(
+            "hold the simulation (time stopped, state still published) until the first valid "
+            "command; ~/reset re-arms it"))
         declare("command_timeout", 0.1, _descriptor("[simulated s] a command older than this: zero effort", number=True))
         declare("publish_clock", False, _descriptor("publish /clock and stamp with simulated time", True))
         declare("urdf_dynamics", False, _descriptor("apply URDF joint damping/friction", True))
@@ -93,10 +100,18 @@ class SimNode(Node):
         if not description:
             raise SoaDynamicsError("soa_dynamics_sim needs a urdf_file or robot_description parameter")
         joints = [name for name in value("joints") if name]
+        self._check_numbers(value, self.NUMBERS)
+        self.stats = dict(steps=0, commands=0, rejected=0, lockstep_timeouts=0, overruns=0,
+                          latencies=[], timed_out=False, mujoco_warnings=0, divergences=0)
+        route_warnings(self._on_mujoco_warning)
         self.plant = MujocoPlant(description, joints, value("timestep"), value("urdf_dynamics"),
-                                 value("joint_limits"), self._payload_from(value))
-        self.plant.set_wrench(value("wrench_link"), value("wrench"))
-        initial = [float(x) for x in value("initial_positions")]
+                                 value("joint_limits"))
+        payload = self._payload_from(value)
+        if payload is not None:
+            self.plant.set_payload(payload)
+        self.plant.set_wrench(value("wrench_link"), as_vector("wrench", value("wrench"), 6))
+        initial = as_vector("initial_positions", value("initial_positions"),
+                            len(value("initial_positions"))).tolist()
         if len(initial) <= 1 and not any(initial):
             self.initial = self.plant.default_positions()
         elif len(initial) == len(self.plant.joint_names):
@@ -115,8 +130,6 @@ class SimNode(Node):
         self.answered = False               # a command arrived since the last state
         self.state_published_at = 0.0
         self.commander_present = True
-        self.stats = dict(steps=0, commands=0, rejected=0, lockstep_timeouts=0, overruns=0,
-                          latencies=[], timed_out=False)
 
         qos = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
         self.state_publisher = self.create_publisher(JointState, "/joint_states", qos)
@@ -142,40 +155,82 @@ class SimNode(Node):
 
     def _value(self, name, changes=None):
         value = changes[name] if changes and name in changes else self.get_parameter(name).value
-        return float(value) if name in self.NUMBERS else value
+        if name not in self.NUMBERS:
+            return value
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise SoaDynamicsError(f"{name} must be a number, not {value!r}") from None
 
     @staticmethod
-    def _payload_from(value):
-        if not value("payload_link") or value("payload_mass") <= 0.0:
+    def _check_numbers(value, names):
+        """Every scalar parameter in ``names`` finite and in its range, or SoaDynamicsError."""
+        for name in names:
+            number = value(name)
+            if not math.isfinite(number):
+                raise SoaDynamicsError(f"{name} must be finite, not {number}")
+            if name == "timestep" and not 0.0 < number <= MAX_TIMESTEP:
+                raise SoaDynamicsError(f"timestep must be in (0, {MAX_TIMESTEP}] s, not {number}")
+            if name == "diagnostics_period" and not number > 0.0:
+                raise SoaDynamicsError(f"diagnostics_period must be > 0, not {number}")
+            if number < 0.0:
+                raise SoaDynamicsError(f"{name} must be >= 0, not {number}")
+
+    def _payload_from(self, value):
+        """The payload the parameters describe (None: none), validated before MuJoCo sees it."""
+        mass = value("payload_mass")
+        self._check_numbers(value, ["payload_mass"])
+        com = as_vector("payload_com", value("payload_com"), 3)
+        inertia = as_vector("payload_inertia", value("payload_inertia"), 9).reshape(3, 3)
+        if not value("payload_link") or mass == 0.0:
             return None
-        return dict(link=value("payload_link"), mass=value("payload_mass"),
-                    com=list(value("payload_com")), inertia=list(value("payload_inertia")))
+        robot_mass = self.plant.reference.total_mass
+        if mass > MAX_PAYLOAD_MASS_RATIO * robot_mass:
+            raise SoaDynamicsError(f"payload_mass {mass} kg is more than {MAX_PAYLOAD_MASS_RATIO:g} "
+                                   f"times the robot's mass ({robot_mass:.3g} kg)")
+        if np.linalg.norm(com) > MAX_PAYLOAD_OFFSET:
+            raise SoaDynamicsError(f"payload_com {com.tolist()} is more than {MAX_PAYLOAD_OFFSET:g} m "
+                                   "from the link origin")
+        problems = payload_problems(mass, inertia)
+        if problems:
+            raise SoaDynamicsError("payload_inertia: " + "; ".join(problems))
+        return dict(link=value("payload_link"), mass=mass, com=com.tolist(),
+                    inertia=inertia.ravel().tolist())
 
     def _on_set_parameters(self, parameters):
         changes = {p.name: p.value for p in parameters}
         value = lambda name: self._value(name, changes)  # noqa: E731
         try:
-            if set(changes) & {"payload_link", "payload_mass", "payload_com", "payload_inertia"}:
-                if len(value("payload_com")) != 3 or len(value("payload_inertia")) != 9:
-                    raise SoaDynamicsError("payload_com needs 3 values, payload_inertia 9")
-                self.plant.set_payload(self._payload_from(value))
+            # Everything is checked before anything changes.
+            self._check_numbers(value, [name for name in self.NUMBERS if name in changes])
+            payload_changed = bool(set(changes) & {"payload_link", "payload_mass", "payload_com",
+                                                   "payload_inertia"})
+            payload = self._payload_from(value) if payload_changed else None
+            wrench_changed = bool(set(changes) & {"wrench_link", "wrench"})
+            wrench = as_vector("wrench [f; t]", value("wrench"), 6) if wrench_changed else None
+            if wrench_changed and value("wrench_link"):
+                self.plant.check_link(value("wrench_link"))
+            if payload_changed:
+                self.plant.set_payload(payload)
                 self.get_logger().info(f"payload now {self.plant.payload}")
-            if set(changes) & {"wrench_link", "wrench"}:
-                if len(value("wrench")) != 6:
-                    raise SoaDynamicsError("wrench needs 6 values [f; t]")
-                self.plant.set_wrench(value("wrench_link"), value("wrench"))
-                self.get_logger().info(f"external wrench {list(value('wrench'))} on "
+            if wrench_changed:
+                self.plant.set_wrench(value("wrench_link"), wrench)
+                self.get_logger().info(f"external wrench {wrench.tolist()} on "
                                        f"{value('wrench_link')!r}")
-            for name in ("lockstep_timeout", "command_timeout", "real_time_factor"):
-                if name in changes and (not isinstance(changes[name], (int, float))
-                                        or changes[name] < 0):
-                    raise SoaDynamicsError(f"{name} must be >= 0")
         except (SoaDynamicsError, ValueError, TypeError) as error:
             self.get_logger().error(f"parameter change refused: {error}")
             return SetParametersResult(successful=False, reason=str(error))
         if "lockstep" in changes:
             self.commander_present = True
         return SetParametersResult(successful=True)
+
+    def _on_mujoco_warning(self, text):
+        # Called from inside mj_step: MuJoCo repeats a warning every step of a
+        # bad simulation, so the log gets one line per period and a count.
+        self.stats["mujoco_warnings"] += 1
+        self.get_logger().warning(f"MuJoCo: {text.strip()} ({self.stats['mujoco_warnings']} "
+                                  "MuJoCo warnings so far)",
+                                  throttle_duration_sec=MUJOCO_WARNING_PERIOD)
 
     # ------------------------------------------------------------------ inputs
     def _on_command(self, message):
@@ -204,16 +259,20 @@ class SimNode(Node):
             self.get_logger().info("commands are back")
             self.stats["timed_out"] = False
 
-    def _on_reset(self, _request, response):
-        now = self.plant.time          # time goes on: /clock never jumps back
+    def _restart(self, now):
+        """Back to the initial pose at rest, time stopped until a command; sim time ``now``."""
         self.plant.reset(self.initial)
-        self.plant.data.time = now
+        self.plant.data.time = now     # time goes on: /clock never jumps back
         self.command, self.command_time = None, -math.inf
         # Time stands still for a moment: commands computed for the state before
         # the reset may still be on their way; they are dropped.
         self.waiting = True
         self.hold_until = time.monotonic() + RESET_SETTLE
         self.commander_present = True
+
+    def _on_reset(self, _request, response):
+        now = self.plant.time
+        self._restart(now)
         response.success = True
         response.message = f"reset to {self.initial.tolist()} at t={now:.6f}"
         return response
@@ -247,9 +306,18 @@ class SimNode(Node):
         self.state_publisher.publish(message)
 
     def step(self):
+        before = self.plant.time
         self.applied = self.plant.set_effort(self.effort_now())
         self.plant.step()
         self.stats["steps"] += 1
+        problem = self.plant.divergence()
+        if problem is not None:
+            # Never published: the arm goes back to its initial pose and waits for commands.
+            self.stats["divergences"] += 1
+            self.get_logger().error(f"simulation diverged at t={before:.3f} s ({problem}): reset to "
+                                    "the initial pose, time stopped until the next command",
+                                    throttle_duration_sec=MUJOCO_WARNING_PERIOD)
+            self._restart(before)
 
     def publish_diagnostics(self):
         now = time.monotonic()
@@ -267,6 +335,7 @@ class SimNode(Node):
             "command_latency_median_us": f"{np.median(latencies):.0f}" if latencies.size else "",
             "command_latency_max_us": f"{latencies.max():.0f}" if latencies.size else "",
             "command_fresh": str(not stats["timed_out"] and self.command is not None),
+            "mujoco_warnings": stats["mujoco_warnings"], "divergences": stats["divergences"],
         }
         status = DiagnosticStatus(name=f"{self.get_fully_qualified_name()}: MuJoCo arm",
                                   hardware_id=self.plant.reference.name,
@@ -277,19 +346,22 @@ class SimNode(Node):
         array.header.stamp = self.get_clock().now().to_msg()
         self.diagnostics_publisher.publish(array)
 
-    def run(self, executor):
-        """The loop: publish state k, wait (lockstep / pacing) while taking commands, step."""
+    def run(self, executor, running):
+        """The loop: publish state k, wait (lockstep / pacing) while taking commands, step.
+
+        ``running()`` turns False on SIGINT/SIGTERM (ros_process.run_node).
+        """
         dt = self.plant.timestep
         next_tick = time.monotonic()
         next_diagnostics = next_tick + self._diag_period
-        while rclpy.ok():
+        while running():
             self.publish_state()
             if self.waiting:      # time stands still until the controller speaks
                 # Republished every WAITING_REPUBLISH: rarely enough that a controller never
                 # has two answers to the same state in flight (in lockstep the second
                 # would be taken for the next state's, shifting every command by a step).
                 pause_until = time.monotonic() + WAITING_REPUBLISH
-                while self.waiting and rclpy.ok() and time.monotonic() < pause_until:
+                while self.waiting and running() and time.monotonic() < pause_until:
                     executor.spin_once(timeout_sec=pause_until - time.monotonic())
                 if self.waiting and not self.get_parameter("wait_for_command").value \
                         and time.monotonic() >= self.hold_until:
@@ -300,7 +372,7 @@ class SimNode(Node):
             rtf = self._value("real_time_factor")
             if self.get_parameter("lockstep").value and self.commander_present:
                 deadline = time.monotonic() + self._value("lockstep_timeout")
-                while not self.answered and not self.waiting and rclpy.ok():
+                while not self.answered and not self.waiting and running():
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         self.stats["lockstep_timeouts"] += 1
@@ -309,7 +381,7 @@ class SimNode(Node):
                     executor.spin_once(timeout_sec=remaining)
             if rtf > 0:
                 next_tick += dt / rtf
-                while rclpy.ok():
+                while running():
                     remaining = next_tick - time.monotonic()
                     if remaining <= 0:
                         break
@@ -329,7 +401,7 @@ class SimNode(Node):
 
 def main(args=None):
     return run_node(NODE_NAME, SimNode, lambda node: SingleThreadedExecutor(),
-                    lambda node, executor: node.run(executor), args)
+                    lambda node, executor, running: node.run(executor, running), args)
 
 
 if __name__ == "__main__":

@@ -104,7 +104,8 @@ def test_sim_runs_in_real_time_and_rejects_bad_commands(client, tmp_path):
     model = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="off")
     q0 = np.array(list(POSES["panda"].values()))
     states = StateRecorder(client, model.joint_names)
-    sim = start_sim("panda", tmp_path, "-p", "command_timeout:=0.3", "-p", "publish_clock:=true")
+    sim = start_sim("panda", tmp_path, "-p", "command_timeout:=0.3", "-p", "publish_clock:=true",
+                    "-p", "wait_for_command:=false")
     commands = client.node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
     clock = client.collect(Clock, "/clock")
     try:
@@ -179,3 +180,83 @@ def test_ros2_control_wrapper_keeps_the_physics_and_declares_effort_interfaces()
     assert controllers["effort_controller"]["ros__parameters"]["joints"] == b.joint_names
     sim = yaml.safe_load(open(shipped_urdf("../config/panda_sim.yaml")))
     assert sim["soa_dynamics_sim"]["ros__parameters"]["initial_positions"] == initial
+
+
+# ---------------------------------------------------------------------- defect 13: bad physics
+def test_a_diverged_simulation_is_detected_and_logged_not_written_to_the_working_directory(
+        tmp_path, monkeypatch, caplog):
+    """A wrench of 1e30 N blows the state up: MuJoCo's warnings go to the logger (not to
+    MUJOCO_LOG.TXT in the working directory) and divergence() says so; reset clears it."""
+    monkeypatch.chdir(tmp_path)
+    plant, _, q0 = plant_and_model("panda")
+    plant.set_wrench("panda_hand", [1e30, 0.0, 0.0, 0.0, 0.0, 0.0])
+    assert plant.divergence() is None
+    with caplog.at_level("WARNING", logger="soa_dynamics_ros.mujoco"):
+        plant.step(5)
+    assert plant.divergence() is not None
+    assert any("MuJoCo:" in record.getMessage() for record in caplog.records)
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    plant.set_wrench("", None)
+    plant.reset(q0)
+    assert plant.divergence() is None
+
+
+def _states_are_finite(states):
+    with states.lock:
+        return all(np.all(np.isfinite(r[2])) and np.all(np.isfinite(r[3])) for r in states.rows)
+
+
+def test_sim_refuses_insane_parameters_and_never_publishes_a_diverged_state(client, tmp_path):
+    """payload_mass 1e30 or NaN is refused with a reason and changes nothing; a wrench that
+    makes the simulation diverge resets the arm instead of publishing NaN; set_parameters
+    keeps answering; no MUJOCO_LOG.TXT appears in the sim's working directory."""
+    from rcl_interfaces.srv import SetParameters
+    from rcl_interfaces.msg import Parameter as ParameterMsg
+    from sim_harness import parameter_value
+    from soa_dynamics_ros.processes import ChildProcess
+    import os
+    from ros_harness import VENV_BIN
+    names = list(POSES["panda"])
+    states = StateRecorder(client, names)
+    command = [str(VENV_BIN / "soa_dynamics_sim"), "--ros-args",
+               "-p", f"urdf_file:={shipped_urdf('panda.urdf')}",
+               "-p", f"initial_positions:={list(POSES['panda'].values())}",
+               "-p", "wait_for_command:=false", "-p", "real_time_factor:=2.0"]
+    sim = ChildProcess(command, tmp_path / "sim.log", os.environ.copy(), cwd=tmp_path)
+    setter = None
+
+    def set_parameter(**values):
+        """The result of the last parameter (the service sets them one by one, in order)."""
+        request = SetParameters.Request(parameters=[
+            ParameterMsg(name=k, value=parameter_value(v)) for k, v in values.items()])
+        return client.call(setter, request, timeout=10.0).results[-1]
+    try:
+        wait_for(lambda: states.count() > 100, 60, what="the sim's joint states")
+        setter = client.client(SetParameters, "/soa_dynamics_sim/set_parameters")
+        assert set_parameter(payload_link="panda_hand").successful     # mass 0: no payload yet
+        for mass, reason in ((1e30, "more than 100 times the robot's mass"),
+                             (float("nan"), "finite"), (float("inf"), "finite"), (-1.0, ">= 0")):
+            result = set_parameter(payload_mass=mass)
+            assert not result.successful and reason in result.reason, (mass, result.reason)
+        for name, value in (("payload_com", [0.0, 0.0, float("nan")]),
+                            ("wrench", [float("nan")] * 6), ("command_timeout", float("nan")),
+                            ("real_time_factor", -1.0)):
+            result = set_parameter(**{name: value})
+            assert not result.successful and name.split("_")[0] in result.reason, (name, result)
+        # A sane payload is still accepted afterwards: the node answers and nothing changed before.
+        assert set_parameter(payload_mass=1.0).successful
+        assert set_parameter(payload_mass=0.0).successful
+        # Divergence: an absurd (but finite) wrench.
+        count = states.count()
+        assert set_parameter(wrench_link="panda_hand", wrench=[1e30, 0.0, 0.0, 0.0, 0.0, 0.0]).successful
+        wait_for(lambda: "simulation diverged" in sim.log(), 30, what="the divergence report")
+        assert set_parameter(wrench=[0.0] * 6).successful          # still answering
+        wait_for(lambda: states.count() > count + 200, 30, what="states after the divergence")
+    finally:
+        code = sim.stop()
+    log = sim.log()
+    assert code == 0, log[-3000:]
+    assert _states_are_finite(states), "a non-finite joint state was published"
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    assert "MuJoCo:" in log and log.count("MuJoCo:") < 20, log[-3000:]    # rate-limited
+    assert "Traceback" not in log, log[-3000:]
