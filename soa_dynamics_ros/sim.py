@@ -102,7 +102,8 @@ class SimNode(Node):
         joints = [name for name in value("joints") if name]
         self._check_numbers(value, self.NUMBERS)
         self.stats = dict(steps=0, commands=0, rejected=0, lockstep_timeouts=0, overruns=0,
-                          latencies=[], timed_out=False, mujoco_warnings=0, divergences=0)
+                          latencies=[], timed_out=False, mujoco_warnings=0, divergences=0,
+                          command_gap_max=0.0)
         route_warnings(self._on_mujoco_warning)
         self.plant = MujocoPlant(description, joints, value("timestep"), value("urdf_dynamics"),
                                  value("joint_limits"))
@@ -124,6 +125,7 @@ class SimNode(Node):
         self.publish_clock = value("publish_clock")
         self.command = None                 # last valid command
         self.command_time = -math.inf       # simulated time it arrived
+        self.command_arrival = math.inf     # [wall s] when it arrived (no gap before the first)
         self.waiting = value("wait_for_command")
         self.hold_until = 0.0
         self.applied = np.zeros(self.n)
@@ -248,6 +250,9 @@ class SimNode(Node):
             return              # answers a state from before a reset
         if not self.answered:
             self.stats["latencies"].append(now - self.state_published_at)
+        gap = now - self.command_arrival
+        self.stats["command_gap_max"] = max(self.stats["command_gap_max"], gap)
+        self.command_arrival = now
         self.command, self.command_time = data, self.plant.time
         self.answered = True
         self.commander_present = True
@@ -256,7 +261,7 @@ class SimNode(Node):
             self.waiting = False
         self.stats["commands"] += 1
         if self.stats["timed_out"]:
-            self.get_logger().info("commands are back")
+            self.get_logger().info(f"commands are back (none for {gap:.3f} wall s)")
             self.stats["timed_out"] = False
 
     def _restart(self, now):
@@ -264,6 +269,7 @@ class SimNode(Node):
         self.plant.reset(self.initial)
         self.plant.data.time = now     # time goes on: /clock never jumps back
         self.command, self.command_time = None, -math.inf
+        self.command_arrival = math.inf     # [wall s] no gap before the first command
         # Time stands still for a moment: commands computed for the state before
         # the reset may still be on their way; they are dropped.
         self.waiting = True
@@ -336,7 +342,10 @@ class SimNode(Node):
             "command_latency_max_us": f"{latencies.max():.0f}" if latencies.size else "",
             "command_fresh": str(not stats["timed_out"] and self.command is not None),
             "mujoco_warnings": stats["mujoco_warnings"], "divergences": stats["divergences"],
+            # the longest wall time between two valid commands in this period
+            "command_gap_max_ms": f"{stats['command_gap_max'] * 1e3:.1f}",
         }
+        stats["command_gap_max"] = 0.0
         status = DiagnosticStatus(name=f"{self.get_fully_qualified_name()}: MuJoCo arm",
                                   hardware_id=self.plant.reference.name,
                                   level=DiagnosticStatus.WARN if stats["timed_out"] else DiagnosticStatus.OK,
