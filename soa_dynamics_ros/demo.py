@@ -2,10 +2,11 @@
 
     make demo            # = .venv/bin/python -m soa_dynamics_ros.demo
 
-Starts ``soa_dynamics_sim`` (the Panda in MuJoCo, 1 kHz, real time) and
-``soa_dynamics_node`` (``~/feedforward`` remapped to
-``/effort_controller/commands``) as two processes on a private, localhost-only
-DDS domain; runs 5 s with gravity feedforward and 5 s without; prints the
+Starts ``soa_dynamics_node`` (``~/feedforward`` remapped to
+``/effort_controller/commands``) and, once its kernels are compiled,
+``soa_dynamics_sim`` (the Panda in MuJoCo, 1 kHz, real time, time standing
+still until the node's first command), as two processes on a private,
+localhost-only DDS domain; runs 5 s with gravity feedforward and 5 s without; prints the
 drift of the arm in both, the feedforward latency and one answer from each
 of the node's services; writes a PNG of joint positions and torques.
 """
@@ -116,11 +117,10 @@ def _set_parameter(node, name, value):
 def wait_for_compiled_kernels(node, longest):
     """Run the loop until the node answers from its compiled kernels, at most ``longest`` s.
 
-    The node compiles a robot's kernels once, in a child process, and then
-    loads them, which pauses it for a fraction of a second: longer than the
-    sim's command_timeout (0.1 s), so the arm would get zero effort for a
-    moment.  Measured after the warm-up, from a reset.  Returns the mean
-    feedforward compute time [us] of the last diagnostics period.
+    The node compiles a robot's kernels once, in a child process (seconds),
+    and then loads them: the demo measures the node as it runs from then on.
+    Returns the mean feedforward compute time [us] of the last diagnostics
+    period (0 while no joint states arrive).
     """
     from diagnostic_msgs.msg import DiagnosticArray
     periods = []    # (kernels, mean compute us) per diagnostics period
@@ -255,9 +255,7 @@ def main(argv=None):
                                  else "package://soa_dynamics_ros/urdf/panda.urdf",
                                  kernels="off").joint_names
     print(f"[demo] ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} (localhost only); logs in {output.parent}")
-    sim = start_process("soa_dynamics_sim", "soa_dynamics_ros.sim",
-                  ["--params-file", str(config / "panda_sim.yaml"), "-p", "wait_for_command:=true",
-                   "-p", "publish_clock:=true"], output.parent, env)
+    sim = None
     model_node = start_process("soa_dynamics_node", "soa_dynamics_ros.node",
                          ["--params-file", str(config / "panda.yaml"), "-p", "marker_rate:=0.0",
                           "-r", "~/feedforward:=/effort_controller/commands"], output.parent, env)
@@ -271,15 +269,18 @@ def main(argv=None):
     status = 1
     try:
         recorder = Recorder(node, names)
-        from std_srvs.srv import Trigger
-        print("[demo] starting the MuJoCo arm and the model node ...")
+        # In order, as on a real arm: the node ready first (its kernels compiled),
+        # then the arm, whose time stands still until the node's first command.
+        print("[demo] starting the model node ...")
+        wait_for_compiled_kernels(node, args.warm_up)
+        print("[demo] starting the MuJoCo arm ...")
+        sim = start_process("soa_dynamics_sim", "soa_dynamics_ros.sim",
+                            ["--params-file", str(config / "panda_sim.yaml"),
+                             "-p", "publish_clock:=true"], output.parent, env)
         recorder.wait_until(0.0, 90)
         recorder.wait_for_answers(60)
-        compute = wait_for_compiled_kernels(node, args.warm_up)
-        print(f"[demo] node warm: feedforward computed in {compute:.0f} us on average")
-        answer = _call(node, node.create_client(Trigger, "/soa_dynamics_sim/reset"), Trigger.Request())
-        t0 = float(answer.message.rsplit("t=", 1)[1])
-        print(f"[demo] arm reset to {_fmt(q0)}; {args.phase:g} s with gravity feedforward ...")
+        t0 = 0.0        # the first command's time: the sim's clock starts with it
+        print(f"[demo] arm at {_fmt(q0)}; {args.phase:g} s with gravity feedforward ...")
         recorder.wait_until(t0 + args.phase, 60)
         _set_parameter(node, "feedforward_mode", "off")
         t1 = recorder.latest_time()
@@ -323,13 +324,13 @@ def main(argv=None):
         print("=" * 78)
         status = 0 if drift_on < 1e-3 and drift_off > 1e-2 else 2
     except (TimeoutError, RuntimeError) as error:
-        print(f"[demo] FAILED: {error}\n  see {sim.log_path} and {model_node.log_path}", file=sys.stderr)
+        print(f"[demo] FAILED: {error}\n  see the logs in {output.parent}", file=sys.stderr)
     finally:
         executor.shutdown()
         rclpy.try_shutdown(context=context)
         spinning.join(timeout=5)
         node.destroy_node()
-        codes = model_node.stop(), sim.stop()
+        codes = model_node.stop(), sim.stop() if sim is not None else 0
         if any(codes):
             print(f"[demo] exit codes node/sim: {codes}", file=sys.stderr)
     return status
