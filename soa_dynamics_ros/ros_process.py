@@ -42,7 +42,6 @@ class _Lifetime:
         self._stop = threading.Event()
         self._finished = threading.Event()
         self._watchdog = None
-        self._lock = threading.Lock()
 
     def running(self):
         return not self._stop.is_set()
@@ -52,11 +51,12 @@ class _Lifetime:
         self.start_watchdog()
 
     def start_watchdog(self):
-        with self._lock:
-            if self._watchdog is not None:
-                return
-            self._watchdog = threading.Thread(target=self._expire, name="shutdown-watchdog",
-                                              daemon=True)
+        # Only ever called in the main thread (signal handlers run there): no lock,
+        # which a handler interrupting its own thread could never acquire.
+        if self._watchdog is not None:
+            return
+        self._watchdog = threading.Thread(target=self._expire, name="shutdown-watchdog",
+                                          daemon=True)
         self._watchdog.start()
         faulthandler.dump_traceback_later(LAST_RESORT_DEADLINE, exit=True)
 
@@ -78,9 +78,9 @@ def run_node(name, make_node, make_executor, loop, args=None):
     checks it between ``spin_once`` calls and returns.
     """
     lifetime = _Lifetime(name)
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lifetime.on_signal)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = executor = None
     try:
         node = make_node()

@@ -14,6 +14,13 @@ A command of the wrong length (or non-finite) is rejected with a throttled
 warning; the last valid command is applied for at most ``command_timeout``
 (simulated) seconds, then zero effort, as real drivers do.
 
+By default (``wait_for_command``) simulated time stands still until the first
+valid command, the state still published every 0.1 s: gravity feedforward
+cannot stop an arm that already moves, so the arm waits for its controller,
+whichever starts first.  Parameters are checked (finite, in physical ranges;
+docs/simulation.md) before anything changes, and a diverged simulation is
+never published: the arm goes back to its initial pose and waits.
+
 Timing: ``real_time_factor`` 1 paces the 1 kHz loop against the wall clock
 (0: as fast as possible).  ``lockstep`` makes the loop wait, after publishing
 the state of step k, for the command that answers it (at most

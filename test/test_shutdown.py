@@ -88,3 +88,50 @@ def test_both_processes_exit_cleanly_on_a_signal_while_streaming(arrivals, tmp_p
     assert codes == (0, 0)
     print(f"{order}, {signal.Signals(sig).name}: " + ", ".join(
         f"{name} exit {code} in {seconds:.2f} s" for name, (code, seconds) in results.items()))
+
+
+HANGING_NODE = """
+import sys, time
+from rclpy.node import Node
+from rclpy.executors import SingleThreadedExecutor
+from soa_dynamics_ros.ros_process import run_node
+
+class Hanging(Node):
+    def __init__(self):
+        super().__init__("hanging")
+
+    def destroy_node(self):
+        print("tearing down", flush=True)
+        time.sleep(60)          # a teardown that never finishes
+
+def loop(node, executor, running):
+    print("running", flush=True)
+    while running():
+        executor.spin_once(timeout_sec=0.1)
+
+sys.exit(run_node("hanging", Hanging, lambda node: SingleThreadedExecutor(), loop))
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_hanging_teardown_cannot_keep_the_process_alive(tmp_path, sig):
+    import subprocess
+    import sys
+    from soa_dynamics_ros.processes import ChildProcess
+    from soa_dynamics_ros.ros_process import TEARDOWN_DEADLINE
+    process = ChildProcess([sys.executable, "-c", HANGING_NODE], tmp_path / "hanging.log")
+    try:
+        wait_for(lambda: "running" in process.log(), 60, interval=0.05, what="the node's loop")
+        sent = time.monotonic()
+        process.process.send_signal(sig)
+        wait_for(lambda: "tearing down" in process.log(), 5, interval=0.01, what="the teardown")
+        process.process.send_signal(sig)        # ignored: the watchdog is already counting
+        process.process.wait(EXIT_DEADLINE + 5.0)
+        seconds = time.monotonic() - sent
+    except subprocess.TimeoutExpired:
+        seconds = None
+    finally:
+        code = process.stop()
+    log = process.log()
+    assert seconds is not None and TEARDOWN_DEADLINE <= seconds < EXIT_DEADLINE, (seconds, log)
+    assert code == 0 and WATCHDOG_MESSAGE.format(TEARDOWN_DEADLINE) in log, log
