@@ -258,6 +258,7 @@ def main(argv=None):
     sim = None
     model_node = start_process("soa_dynamics_node", "soa_dynamics_ros.node",
                          ["--params-file", str(config / "panda.yaml"), "-p", "marker_rate:=0.0",
+                          "-p", "feedforward_mode:='off'",   # quoted: YAML reads off as false
                           "-r", "~/feedforward:=/effort_controller/commands"], output.parent, env)
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -278,6 +279,10 @@ def main(argv=None):
                             ["--params-file", str(config / "panda_sim.yaml"),
                              "-p", "publish_clock:=true"], output.parent, env)
         recorder.wait_until(0.0, 90)
+        # Recording from the first command on: this process may discover the sim
+        # later than the node does (it missed the first second once), so the
+        # node's feedforward is switched on only now; the arm waits for it.
+        _set_parameter(node, "feedforward_mode", "gravity")
         recorder.wait_for_answers(60)
         t0 = 0.0        # the first command's time: the sim's clock starts with it
         print(f"[demo] arm at {_fmt(q0)}; {args.phase:g} s with gravity feedforward ...")

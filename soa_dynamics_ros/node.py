@@ -340,6 +340,12 @@ class EmbeddedModelNode(Node):
         self._publish_feedforward(now, message.header.stamp)
 
     def _publish_feedforward(self, now, stamp):
+        if self._warmup is not None:
+            # No first command from the numpy path (~1 ms per state here: at 1 kHz it
+            # fell behind, and the sim saw 0.1-0.9 s gaps right after it); a sim that
+            # waits for the first command holds still until the kernels are in.
+            self._stats.withheld_reason = "compiled kernels not ready yet"
+            return
         started = time.perf_counter()
         result = self.live.feedforward(self.get_parameter("feedforward_mode").value, now)
         self._stats.record_compute(time.perf_counter() - started)
