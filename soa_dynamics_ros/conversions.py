@@ -13,6 +13,27 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from .errors import InvalidInputError
 
+# Bounds on one service request (docs/robustness.md, "Bounded requests"): with
+# them the largest accepted request of every service costs well under 50 ms
+# on the 2-core development machine, so no request holds the feedforward path
+# longer.  Name lists are bounded by the model itself (a joint named twice is
+# refused anyway).
+MAX_WRENCHES = 64
+MAX_CONSTRAINTS = 16
+MAX_CONSTRAINT_ROWS = 48
+MAX_TRAJECTORY_POINTS = 1000
+MAX_REQUEST_PAYLOADS = 8
+MAX_PAYLOADS = 64                # attached at once through ~/set_payload
+MAX_NAME_LENGTH = 256
+
+
+def bounded(what, items, limit):
+    """``items`` when there are at most ``limit`` of them, else a refusal naming the limit."""
+    if len(items) > limit:
+        raise InvalidInputError(f"{what}: {len(items)} given, at most {limit} accepted in one "
+                                "request")
+    return items
+
 
 def joint_state_arrays(message):
     """(names, positions, velocities) of a JointState; velocities may be empty."""
@@ -23,7 +44,7 @@ def joint_state_arrays(message):
 def wrenches_from_messages(link_wrenches):
     """LinkWrench[] -> {link: [f; t]} (summing repeated links)."""
     wrenches = {}
-    for item in link_wrenches:
+    for item in bounded("wrenches", link_wrenches, MAX_WRENCHES):
         force, torque = item.wrench.force, item.wrench.torque
         vector = np.array([force.x, force.y, force.z, torque.x, torque.y, torque.z])
         wrenches[item.link] = wrenches.get(item.link, 0.0) + vector
@@ -32,19 +53,24 @@ def wrenches_from_messages(link_wrenches):
 
 def constraints_from_messages(constraints):
     """Constraint[] -> [(frame, alpha 6 x m, beta m)] (alpha arrives column-major)."""
-    result = []
-    for index, constraint in enumerate(constraints):
+    result, rows = [], 0
+    for index, constraint in enumerate(bounded("constraints", constraints, MAX_CONSTRAINTS)):
         alpha = np.asarray(constraint.alpha, dtype=float)
         beta = np.asarray(constraint.beta, dtype=float)
         if alpha.size == 0 or alpha.size % 6:
             raise InvalidInputError(f"constraint {index} ({constraint.frame!r}): alpha has "
                                     f"{alpha.size} entries; it must hold 6 x m values, column-major")
+        rows += alpha.size // 6
+        if rows > MAX_CONSTRAINT_ROWS:
+            raise InvalidInputError(f"constraints: more than {MAX_CONSTRAINT_ROWS} rows (6 x m "
+                                    "alpha columns) in all, the most accepted in one request")
         result.append((constraint.frame, alpha.reshape(-1, 6).T, beta))
     return result
 
 
 def payload_from_message(payload):
     """Payload -> keyword arguments of RobotModel.attach_payload."""
+    bounded("payload name", payload.name, MAX_NAME_LENGTH)
     inertia = np.asarray(payload.inertia, dtype=float)
     if inertia.size not in (0, 9):
         raise InvalidInputError(f"payload {payload.name!r}: inertia needs 9 values (3x3 row-major) "
