@@ -208,10 +208,10 @@ class EmbeddedModelNode(Node):
                               self._never_raises("inertia marker", self._publish_marker))
 
     def _never_raises(self, what, callback):
-        """A timer or topic callback whose failure is logged: an exception would end the node."""
-        def guarded(*args):
+        """A timer callback whose failure is logged: an exception would end the node."""
+        def guarded():   # no parameter: rclpy would pass a TimerInfo to one
             try:
-                callback(*args)
+                callback()
             except Exception as error:  # noqa: BLE001 - the node must outlive any one callback
                 self.get_logger().error(f"{what} failed: {type(error).__name__}: {error}\n"
                                         f"{traceback.format_exc()}", throttle_duration_sec=10.0)
