@@ -622,8 +622,11 @@ class EmbeddedModelNode(Node):
         """Torques along a JointTrajectory (plant.torques); joints it omits hold their synced position."""
         model, live = self.live.model, self.live
         trajectory = request.trajectory
-        points = conversions.bounded("trajectory points", trajectory.points,
-                                     conversions.MAX_TRAJECTORY_POINTS)
+        compiled = model.kernels[1] is not None
+        points = conversions.bounded(
+            "trajectory points" + ("" if compiled else " (numpy path: compiled kernels not in use)"),
+            trajectory.points, conversions.MAX_TRAJECTORY_POINTS if compiled
+            else conversions.MAX_TRAJECTORY_POINTS_NUMPY_PATH)
         if not points:
             raise InvalidInputError("the trajectory has no points")
         names = self._joint_names("trajectory.joint_names", trajectory.joint_names)
