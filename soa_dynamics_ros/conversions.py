@@ -10,6 +10,7 @@ import numpy as np
 from geometry_msgs.msg import Point, Quaternion, Vector3
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from transforms3d.quaternions import mat2quat
 
 from .errors import InvalidInputError
 
@@ -133,20 +134,6 @@ def vector3(vector):
 
 
 def quaternion_from_rotation(rotation):
-    """Unit quaternion (x, y, z, w) of a rotation matrix (Shepperd's method)."""
-    trace = np.trace(rotation)
-    if trace > 0:
-        s = 2.0 * np.sqrt(trace + 1.0)
-        w, x = 0.25 * s, (rotation[2, 1] - rotation[1, 2]) / s
-        y, z = (rotation[0, 2] - rotation[2, 0]) / s, (rotation[1, 0] - rotation[0, 1]) / s
-    else:
-        i = int(np.argmax(np.diag(rotation)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + rotation[i, i] - rotation[j, j] - rotation[k, k])
-        q = np.zeros(3)
-        q[i] = 0.25 * s
-        q[j] = (rotation[j, i] + rotation[i, j]) / s
-        q[k] = (rotation[k, i] + rotation[i, k]) / s
-        w = (rotation[k, j] - rotation[j, k]) / s
-        x, y, z = q
+    """Unit quaternion message of a rotation matrix (transforms3d, which orders it w, x, y, z)."""
+    w, x, y, z = mat2quat(rotation)
     return Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))

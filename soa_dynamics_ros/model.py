@@ -49,6 +49,7 @@ from .spatial import (homogeneous, inertia_parameters, motion_transform, spatial
 from .subgraph import Subgraph
 from .tree import BodyTree
 from .urdf import parse_urdf
+from .urdf_objects import description_from_robot
 from .validation import as_samples, as_vector, check_link_inertias, payload_problems
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
@@ -104,7 +105,11 @@ class RobotModel:
         ``strict_inertia=True`` turns inertia warnings (zero mass, not positive
         definite, triangle inequality) into :class:`~soa_dynamics_ros.errors.InertiaError`.
         ``kernels``: ``"auto"``, ``"off"`` or ``"c"`` (module docstring).
+        ``source`` may also be a ``urdf_parser_py.urdf.Robot`` (see
+        :mod:`soa_dynamics_ros.urdf_objects`): the same model as from its XML.
         """
+        if not isinstance(source, (str, os.PathLike)):
+            return cls(description_from_robot(source), strict_inertia, kernels)
         return cls(parse_urdf(source), strict_inertia, kernels)
 
     # ------------------------------------------------------------------ compiled kernels

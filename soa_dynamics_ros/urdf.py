@@ -209,8 +209,10 @@ def _numbers(element, attribute, count, default=None):
             raise URDFError(f"missing attribute '{attribute}'", element.tag, element.line)
         return np.array(default, dtype=float)
     try:
-        values = np.array([float(token) for token in raw.split()], dtype=float)
-    except ValueError:
+        # Text from XML; numbers or sequences of them from urdf_parser_py objects.
+        tokens = raw.split() if isinstance(raw, str) else np.ravel(np.asarray(raw, dtype=object))
+        values = np.array([float(token) for token in tokens], dtype=float)
+    except (TypeError, ValueError):
         raise URDFError(f"attribute {attribute}={raw!r} is not numeric",
                         element.tag, element.line) from None
     if values.size != count:
@@ -365,15 +367,25 @@ def parse_urdf(source):
     if root_element.tag != "robot":
         raise URDFError(f"the root element is <{root_element.tag}>, expected <robot>",
                         root_element.tag, root_element.line)
+    return description_from_element(root_element)
+
+
+def description_from_element(root_element, parse_link=_parse_link, parse_joint=_parse_joint):
+    """The :class:`RobotDescription` of a ``<robot>`` element, with every check of the reader.
+
+    ``parse_link`` / ``parse_joint`` read one element; the reader of
+    urdf_parser_py objects wraps them so that errors name the link or joint
+    (objects have no line numbers).
+    """
     name = root_element.attributes.get("name", "")
     links, joints = {}, {}
     for element in root_element.find_all("link"):
-        link = _parse_link(element)
+        link = parse_link(element)
         if link.name in links:
             raise URDFError(f"duplicate link name {link.name!r}", "link", element.line)
         links[link.name] = link
     for element in root_element.find_all("joint"):
-        joint = _parse_joint(element)
+        joint = parse_joint(element)
         if joint.name in joints:
             raise URDFError(f"duplicate joint name {joint.name!r}", "joint", element.line)
         joints[joint.name] = joint
