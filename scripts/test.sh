@@ -20,6 +20,6 @@ export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( RANDOM % 100 + 1 ))}"
 export AMENT_PREFIX_PATH="$V${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 
 echo "[test] ROS_DOMAIN_ID=$ROS_DOMAIN_ID ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST"
-# With arguments, they say what to run (e.g. one file); without, the whole suite.
-if [ "$#" -eq 0 ]; then set -- test; fi
+# Files named in the arguments are what runs; otherwise the whole suite
+# (pyproject.toml's testpaths).
 exec "$V/bin/python" -m pytest -q "$@"
