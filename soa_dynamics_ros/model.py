@@ -128,6 +128,9 @@ class RobotModel:
             mode = os.environ.get(KERNELS_ENV, "auto")
         backend = kernel_module.default_backend() if mode == "auto" else (
             None if mode == "off" else mode)
+        if self.tree.dof == 0:
+            # Nothing moves: every answer is empty and the numpy path gives its shape.
+            backend = None
         self._kernel_mode = mode
         self._kernel_set = None if backend is None else kernel_module.Kernels(
             self.tree, backend, self.name)

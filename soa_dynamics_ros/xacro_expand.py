@@ -153,11 +153,14 @@ def _child():
                          "(pip install xacro) to expand it\n")
         sys.exit(_EXIT_XACRO_ERROR)
 
+    missing = []
+
     def find(package):
         try:
             return find_package(package, request["package_paths"])
         except PackageNotFoundError as error:
-            raise xacro.XacroException(str(error)) from None
+            missing.append(str(error))   # xacro rewraps the exception; keep its words
+            raise
     # xacro's $(find) asks ament_index_python; this adds the caller's search paths.
     xacro.substitution_args._eval_find = find
     try:
@@ -168,11 +171,23 @@ def _child():
             document = xml.dom.minidom.parseString(request["text"])
             xacro.process_doc(document)
         sys.stdout.write(document.toxml())
-    except MemoryError:
-        sys.exit(_EXIT_MEMORY)
     except Exception as error:  # xacro raises many unrelated types
-        sys.stderr.write(f"{type(error).__name__}: {error}\n".replace("\n", " ").strip() + "\n")
+        if _caused_by_memory_error(error):
+            sys.exit(_EXIT_MEMORY)
+        message = missing[0] if missing else f"{type(error).__name__}: {error}"
+        sys.stderr.write(" ".join(message.split()) + "\n")
         sys.exit(_EXIT_XACRO_ERROR)
+
+
+def _caused_by_memory_error(error):
+    """Whether a MemoryError is anywhere in the chain (xacro wraps errors in ``.exc``)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, MemoryError):
+            return True
+        seen.add(id(error))
+        error = getattr(error, "exc", None) or error.__cause__ or error.__context__
+    return False
 
 
 if __name__ == "__main__":
