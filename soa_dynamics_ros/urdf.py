@@ -153,9 +153,9 @@ def _search_paths(package_paths):
         return []
     if isinstance(package_paths, (str, os.PathLike)):
         # One path given bare would otherwise be searched character by character.
-        return [os.fspath(package_paths)]
+        package_paths = [package_paths]
     try:
-        paths = [os.fspath(path) for path in package_paths]
+        paths = [os.path.expanduser(os.fspath(path)) for path in package_paths]
     except TypeError:
         raise URDFError(f"package_paths must be a list of directories, not "
                         f"{package_paths!r}") from None
