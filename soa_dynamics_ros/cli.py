@@ -10,6 +10,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import sys
 import warnings
 
@@ -105,6 +106,28 @@ def _load_model(args):
 def _trajectory(model, args):
     from .plant.trajectory import read_trajectory_csv
     return read_trajectory_csv(model, args.trajectory, strict=args.strict)
+
+
+def _check_outputs(args):
+    """Refuse unwritable --out/--plot paths before any work, so bad ones change nothing.
+
+    ``args.plot`` becomes the file the plot is written to (a name without
+    extension gets .png), which is the name reported.
+    """
+    from .plant.plots import plot_file_name
+    for option, what, suffix in (("out", "--out file", ".csv"), ("plot", "plot", ".png")):
+        path = getattr(args, option, None)
+        if not path:
+            continue
+        if os.path.isdir(path):
+            example = os.path.join(path, args.command + suffix)
+            raise UsageError(f"cannot write {what} {path!r}: it is a directory; give a file name "
+                             f"(e.g. {example!r})")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise UsageError(f"cannot write {what} {path!r}: directory {parent!r} does not exist")
+    if getattr(args, "plot", None):
+        args.plot = plot_file_name(args.plot)
 
 
 def _write_csv(path, columns, rows):
@@ -484,6 +507,7 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             warnings.simplefilter("default")
+            _check_outputs(args)
             args.function(args)
     except BrokenPipeError:  # pragma: no cover - e.g. `soa-dynamics ... | head`
         return 0
