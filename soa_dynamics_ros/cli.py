@@ -214,6 +214,8 @@ def _payload_argument(model, args):
         return None
     if not args.payload_link:
         raise UsageError("--payload needs --payload-link LINK")
+    if not math.isfinite(args.payload):
+        raise UsageError(f"--payload must be a finite mass in kg, got {args.payload}")
     com = _numbers(args.payload_com, 3, "--payload-com") if args.payload_com else [0.0, 0.0, 0.0]
     return (args.payload_link, args.payload, com)
 

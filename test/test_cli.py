@@ -311,3 +311,10 @@ def test_plot_path_is_the_file_written_and_reported(tmp_path):
     result = run("torques", PANDA, "--trajectory", EXAMPLE_CSV, "--plot", tmp_path / "figure")
     assert f"plot written to {tmp_path / 'figure.png'}" in result.stdout
     assert (tmp_path / "figure.png").stat().st_size > 10000 and not (tmp_path / "figure").exists()
+
+
+@pytest.mark.parametrize("mass", ["nan", "inf"])
+def test_payload_mass_must_be_finite(mass):
+    """Once refused under an internal payload name ('__plant_payload_0__')."""
+    fails("torques", PANDA, "--trajectory", EXAMPLE_CSV, "--payload", mass, "--payload-link",
+          "panda_hand", match=f"--payload must be a finite mass in kg, got {mass}")
