@@ -97,7 +97,7 @@ def vector_in_order(values, count, what):
 class FeedforwardMessages:
     """The two feedforward messages of one joint order, built once and refilled per state.
 
-    ``array``: Float64MultiArray for a ros2_control JointGroupEffortController;
+    ``array``: Float64MultiArray for a ros2_control effort ForwardCommandController;
     ``state``: JointState with the effort, the state it was computed from and
     that state's stamp.  Refilling skips rebuilding names and layout and the
     per-element checks message setters make on lists (the 1 kHz path; rclpy
