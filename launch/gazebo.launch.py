@@ -15,7 +15,8 @@ What it starts:
     ros2_control tags + the gz_ros2_control plugin, controllers from
     config/panda_controllers.yaml); the robot is spawned from /robot_description;
   * the controller spawners: joint_state_broadcaster, effort_controller
-    (effort_controllers/JointGroupEffortController);
+    (forward_command_controller/ForwardCommandController on the effort
+    interface);
   * a /clock bridge, and soa_dynamics_node with use_sim_time and
     ~/feedforward remapped to /effort_controller/commands.
 """

@@ -10,31 +10,37 @@ Equivalent without launch (as on machines where launch is not installable;
     soa_dynamics_node --ros-args --params-file config/panda.yaml \
         -r ~/feedforward:=/effort_controller/commands
 
-The sim speaks what Gazebo + gz_ros2_control + a JointGroupEffortController
-named effort_controller speak (see gazebo.launch.py), so the node's
-configuration is the same against both.
+The sim speaks what Gazebo + gz_ros2_control + an effort
+forward_command_controller/ForwardCommandController named effort_controller
+speak (see gazebo.launch.py), so the node's configuration is the same against both.
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, TextSubstitution
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
+
+# Robots with both config/<robot>.yaml and config/<robot>_sim.yaml
+# (test/test_launch_files.py checks each exists and starts the sim with it).
+ROBOTS = ["panda", "ur5", "dual_arm_torso", "double_pendulum"]
 
 
 def generate_launch_description():
     robot = LaunchConfiguration("robot")
-    config = PathJoinSubstitution([FindPackageShare("soa_dynamics_ros"), "config"])
+    # A list of substitutions is concatenated: "<share>/config/<robot>" + "_sim.yaml".
+    # (A nested list inside PathJoinSubstitution needs ros2/launch#838, Kilted.)
+    config_of_robot = PathJoinSubstitution([FindPackageShare("soa_dynamics_ros"), "config", robot])
     return LaunchDescription([
-        DeclareLaunchArgument("robot", default_value="panda",
-                              description="panda or dual_arm_torso (config/<robot>_sim.yaml)"),
-        DeclareLaunchArgument("sim_params", default_value=PathJoinSubstitution(
-            [config, [robot, TextSubstitution(text="_sim.yaml")]]),
-            description="soa_dynamics_sim parameters"),
-        DeclareLaunchArgument("node_params", default_value=PathJoinSubstitution(
-            [config, [robot, TextSubstitution(text=".yaml")]]),
-            description="soa_dynamics_node parameters"),
+        DeclareLaunchArgument("robot", default_value="panda", choices=ROBOTS,
+                              description="a shipped robot (config/<robot>_sim.yaml and "
+                                          "config/<robot>.yaml)"),
+        DeclareLaunchArgument("sim_params", default_value=[config_of_robot, "_sim.yaml"],
+                              description="soa_dynamics_sim parameters"),
+        DeclareLaunchArgument("node_params", default_value=[config_of_robot, ".yaml"],
+                              description="soa_dynamics_node parameters"),
         DeclareLaunchArgument("feedforward_mode", default_value="gravity",
-                              description="gravity | inverse_dynamics | computed_torque | off"),
+                              choices=["gravity", "inverse_dynamics", "computed_torque", "off"],
+                              description="the node's feedforward_mode"),
         Node(
             package="soa_dynamics_ros",
             executable="soa_dynamics_sim",

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The test command:   bash scripts/test.sh [pytest args...]   (or: make test)
+# e.g. bash scripts/test.sh test/test_node.py -x runs one file.
 # Runs the suite with the venv made by scripts/setup.sh, isolated from other
 # ROS 2 processes on the machine (localhost discovery, a domain id per run).
 # Exits with pytest's exit code (5 = no tests collected).
@@ -19,4 +20,6 @@ export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( RANDOM % 100 + 1 ))}"
 export AMENT_PREFIX_PATH="$V${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 
 echo "[test] ROS_DOMAIN_ID=$ROS_DOMAIN_ID ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST"
-exec "$V/bin/python" -m pytest test -q "$@"
+# Files named in the arguments are what runs; otherwise the whole suite
+# (pyproject.toml's testpaths).
+exec "$V/bin/python" -m pytest -q "$@"

@@ -10,6 +10,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import sys
 import warnings
 
@@ -107,6 +108,28 @@ def _trajectory(model, args):
     return read_trajectory_csv(model, args.trajectory, strict=args.strict)
 
 
+def _check_outputs(args):
+    """Refuse unwritable --out/--plot paths before any work, so bad ones change nothing.
+
+    ``args.plot`` becomes the file the plot is written to (a name without
+    extension gets .png), which is the name reported.
+    """
+    from .plant.plots import plot_file_name
+    for option, what, suffix in (("out", "--out file", ".csv"), ("plot", "plot", ".png")):
+        path = getattr(args, option, None)
+        if not path:
+            continue
+        if os.path.isdir(path):
+            example = os.path.join(path, args.command + suffix)
+            raise UsageError(f"cannot write {what} {path!r}: it is a directory; give a file name "
+                             f"(e.g. {example!r})")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise UsageError(f"cannot write {what} {path!r}: directory {parent!r} does not exist")
+    if getattr(args, "plot", None):
+        args.plot = plot_file_name(args.plot)
+
+
 def _write_csv(path, columns, rows):
     try:
         with open(path, "w", newline="") as handle:
@@ -191,6 +214,8 @@ def _payload_argument(model, args):
         return None
     if not args.payload_link:
         raise UsageError("--payload needs --payload-link LINK")
+    if not math.isfinite(args.payload):
+        raise UsageError(f"--payload must be a finite mass in kg, got {args.payload}")
     com = _numbers(args.payload_com, 3, "--payload-com") if args.payload_com else [0.0, 0.0, 0.0]
     return (args.payload_link, args.payload, com)
 
@@ -484,6 +509,7 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             warnings.simplefilter("default")
+            _check_outputs(args)
             args.function(args)
     except BrokenPipeError:  # pragma: no cover - e.g. `soa-dynamics ... | head`
         return 0

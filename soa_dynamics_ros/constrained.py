@@ -143,12 +143,17 @@ def dense_forward_dynamics(model, selection, q, qd, tau, wrenches=None):
     """
     state = _State(model, selection, q, qd, tau, wrenches)
     mass, bias = _dense_mass_and_bias(model, selection, state)
+    return _solve_mass(mass, state.tau - bias)
+
+
+def _solve_mass(mass, rhs):
+    """``mass^-1 rhs`` by Cholesky; :class:`SingularDynamicsError` when ``mass`` is not definite."""
     try:
         factor = np.linalg.cholesky(mass)
     except np.linalg.LinAlgError:
         raise SingularDynamicsError("the mass matrix is singular (a massless body on a "
-                                    "moving joint has no forward dynamics)") from None
-    return np.linalg.solve(factor.T, np.linalg.solve(factor, state.tau - bias))
+                                    "moving joint has no unique dynamics)") from None
+    return np.linalg.solve(factor.T, np.linalg.solve(factor, rhs))
 
 
 def _dense_jacobian(model, selection, state, frames, blocks):
@@ -174,7 +179,7 @@ def task_space_inertia(model, selection, q, frame, part="full", damping=None, re
     if model.tree.has_mimic:
         jacobian = _dense_jacobian(model, selection, state, frames, blocks)
         mass, _ = _dense_mass_and_bias(model, selection, state)
-        compliance = jacobian @ np.linalg.solve(mass, jacobian.T)
+        compliance = jacobian @ _solve_mass(mass, jacobian.T)
         method = "dense J M^-1 J^T (mimic joints couple hinges across the tree)"
     else:
         bodies = articulated_body.gather(model.tree, state.q_hinge, state.qd_hinge,
@@ -259,8 +264,8 @@ def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=Non
                                            model._root_acceleration())
         drift = np.concatenate([block.T @ a for block, a in zip(
             blocks, _drift_accelerations(model, state, frames, velocity, drift_body))])
-        qdd_free = np.linalg.solve(mass, state.tau - bias)
-        inverse_mass_at = np.linalg.solve(mass, constraint_jacobian.T)
+        qdd_free = _solve_mass(mass, state.tau - bias)
+        inverse_mass_at = _solve_mass(mass, constraint_jacobian.T)
         compliance = constraint_jacobian @ inverse_mass_at
         nu, rank, dropped = _truncated_solve(compliance, beta - drift - constraint_jacobian @ qdd_free,
                                              rcond)
@@ -308,9 +313,9 @@ def mixed_dynamics(model, q, qd, qdd, tau, prescribed, wrenches=None):
         mass, bias = _dense_mass_and_bias(model, selection, state)
         free = ~mask
         qdd_all, tau_all = qdd.copy(), state.tau.copy()
-        qdd_all[free] = np.linalg.solve(mass[np.ix_(free, free)],
-                                        state.tau[free] - bias[free]
-                                        - mass[np.ix_(free, mask)] @ qdd[mask])
+        qdd_all[free] = _solve_mass(mass[np.ix_(free, free)],
+                                    state.tau[free] - bias[free]
+                                    - mass[np.ix_(free, mask)] @ qdd[mask])
         tau_all[mask] = mass[mask] @ qdd_all + bias[mask]
         return qdd_all, tau_all
     g = selection.hinge_map

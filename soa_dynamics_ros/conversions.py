@@ -10,8 +10,33 @@ import numpy as np
 from geometry_msgs.msg import Point, Quaternion, Vector3
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from transforms3d.quaternions import mat2quat
 
 from .errors import InvalidInputError
+
+# Bounds on one service request (docs/robustness.md, "Bounded requests"): with
+# them the largest accepted request of every service costs well under 50 ms
+# on the 2-core development machine, so no request holds the feedforward path
+# longer.  Name lists are bounded by the model itself (a joint named twice is
+# refused anyway).
+MAX_WRENCHES = 64
+MAX_CONSTRAINTS = 16
+MAX_CONSTRAINT_ROWS = 48
+MAX_TRAJECTORY_POINTS = 1000
+# On the numpy path (no compiler, or kernels still compiling) a trajectory
+# point costs ~1 ms instead of ~5 us.
+MAX_TRAJECTORY_POINTS_NUMPY_PATH = 20
+MAX_REQUEST_PAYLOADS = 8
+MAX_PAYLOADS = 64                # attached at once through ~/set_payload
+MAX_NAME_LENGTH = 256
+
+
+def bounded(what, items, limit):
+    """``items`` when there are at most ``limit`` of them, else a refusal naming the limit."""
+    if len(items) > limit:
+        raise InvalidInputError(f"{what}: {len(items)} given, at most {limit} accepted in one "
+                                "request")
+    return items
 
 
 def joint_state_arrays(message):
@@ -23,7 +48,7 @@ def joint_state_arrays(message):
 def wrenches_from_messages(link_wrenches):
     """LinkWrench[] -> {link: [f; t]} (summing repeated links)."""
     wrenches = {}
-    for item in link_wrenches:
+    for item in bounded("wrenches", link_wrenches, MAX_WRENCHES):
         force, torque = item.wrench.force, item.wrench.torque
         vector = np.array([force.x, force.y, force.z, torque.x, torque.y, torque.z])
         wrenches[item.link] = wrenches.get(item.link, 0.0) + vector
@@ -32,19 +57,24 @@ def wrenches_from_messages(link_wrenches):
 
 def constraints_from_messages(constraints):
     """Constraint[] -> [(frame, alpha 6 x m, beta m)] (alpha arrives column-major)."""
-    result = []
-    for index, constraint in enumerate(constraints):
+    result, rows = [], 0
+    for index, constraint in enumerate(bounded("constraints", constraints, MAX_CONSTRAINTS)):
         alpha = np.asarray(constraint.alpha, dtype=float)
         beta = np.asarray(constraint.beta, dtype=float)
         if alpha.size == 0 or alpha.size % 6:
             raise InvalidInputError(f"constraint {index} ({constraint.frame!r}): alpha has "
                                     f"{alpha.size} entries; it must hold 6 x m values, column-major")
+        rows += alpha.size // 6
+        if rows > MAX_CONSTRAINT_ROWS:
+            raise InvalidInputError(f"constraints: more than {MAX_CONSTRAINT_ROWS} rows (6 x m "
+                                    "alpha columns) in all, the most accepted in one request")
         result.append((constraint.frame, alpha.reshape(-1, 6).T, beta))
     return result
 
 
 def payload_from_message(payload):
     """Payload -> keyword arguments of RobotModel.attach_payload."""
+    bounded("payload name", payload.name, MAX_NAME_LENGTH)
     inertia = np.asarray(payload.inertia, dtype=float)
     if inertia.size not in (0, 9):
         raise InvalidInputError(f"payload {payload.name!r}: inertia needs 9 values (3x3 row-major) "
@@ -67,7 +97,7 @@ def vector_in_order(values, count, what):
 class FeedforwardMessages:
     """The two feedforward messages of one joint order, built once and refilled per state.
 
-    ``array``: Float64MultiArray for a ros2_control JointGroupEffortController;
+    ``array``: Float64MultiArray for a ros2_control effort ForwardCommandController;
     ``state``: JointState with the effort, the state it was computed from and
     that state's stamp.  Refilling skips rebuilding names and layout and the
     per-element checks message setters make on lists (the 1 kHz path; rclpy
@@ -104,20 +134,6 @@ def vector3(vector):
 
 
 def quaternion_from_rotation(rotation):
-    """Unit quaternion (x, y, z, w) of a rotation matrix (Shepperd's method)."""
-    trace = np.trace(rotation)
-    if trace > 0:
-        s = 2.0 * np.sqrt(trace + 1.0)
-        w, x = 0.25 * s, (rotation[2, 1] - rotation[1, 2]) / s
-        y, z = (rotation[0, 2] - rotation[2, 0]) / s, (rotation[1, 0] - rotation[0, 1]) / s
-    else:
-        i = int(np.argmax(np.diag(rotation)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + rotation[i, i] - rotation[j, j] - rotation[k, k])
-        q = np.zeros(3)
-        q[i] = 0.25 * s
-        q[j] = (rotation[j, i] + rotation[i, j]) / s
-        q[k] = (rotation[k, i] + rotation[i, k]) / s
-        w = (rotation[k, j] - rotation[j, k]) / s
-        x, y, z = q
+    """Unit quaternion message of a rotation matrix (transforms3d, which orders it w, x, y, z)."""
+    w, x, y, z = mat2quat(rotation)
     return Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))

@@ -16,6 +16,10 @@ from .model import RobotModel
 from .validation import MAX_MAGNITUDE
 
 FEEDFORWARD_MODES = ("gravity", "inverse_dynamics", "computed_torque", "off")
+# Bounds on desired states (rad or m, per s, per s^2): far beyond any real
+# motion, yet small enough that gains times errors stay finite.  Beyond them a
+# desired state is a bug upstream and is refused, not tracked.
+DESIRED_BOUNDS = {"positions": 1e3, "velocities": 1e4, "accelerations": 1e6}
 
 
 @dataclass
@@ -24,6 +28,7 @@ class StateUpdate:
     accepted: bool
     unknown: list = field(default_factory=list)   # names the model does not have
     error: str = ""
+    updated: int = 0                              # joints of the model it measured
 
 
 @dataclass
@@ -34,12 +39,20 @@ class Feedforward:
     clamped: list = field(default_factory=list)   # joints held at their effort limit
 
 
+def require_moving_joints(model):
+    """:class:`InvalidInputError` for a robot whose joints are all fixed: nothing to feed forward."""
+    if model.dof == 0:
+        raise InvalidInputError(f"robot {model.name!r} has no moving joints: there is nothing "
+                                "to measure or to feed forward")
+
+
 class LiveModel:
     """A RobotModel plus the latest measured state and the feedforward laws."""
 
     def __init__(self, model, state_timeout=0.05, command_joints=None, effort_limit_scale=1.0):
         if not isinstance(model, RobotModel):
             raise TypeError("LiveModel needs a RobotModel")
+        require_moving_joints(model)
         self.model = model
         self.state_timeout = float(state_timeout)
         self.effort_limit_scale = float(effort_limit_scale)
@@ -105,7 +118,7 @@ class LiveModel:
         self.position[columns] = new_positions
         self.velocity[columns] = new_velocities
         self.received_at[columns] = now
-        return StateUpdate(True, unknown)
+        return StateUpdate(True, unknown, updated=columns.size)
 
     def stale_joints(self, now):
         """Joints whose latest measurement is older than ``state_timeout`` (or missing)."""
@@ -152,26 +165,17 @@ class LiveModel:
     # ------------------------------------------------------------------ feedforward
     def set_desired_acceleration(self, names, accelerations):
         index = self.order_of(names)
-        values = np.asarray(accelerations, dtype=float)
-        if values.shape != index.shape or not _physical(values):
-            raise InvalidInputError("desired acceleration must be finite, one per joint named")
         desired = np.zeros(self.model.dof)
-        desired[index] = values
+        desired[index] = _desired("accelerations", accelerations, index.size)
         self.desired_acceleration = desired
 
     def set_desired_point(self, names, positions, velocities, accelerations):
         """Desired state for computed torque; velocities/accelerations may be empty (zero)."""
         index = self.order_of(names)
-        arrays = []
-        for label, values in (("positions", positions), ("velocities", velocities),
-                              ("accelerations", accelerations)):
-            values = np.asarray(values, dtype=float)
-            if label != "positions" and values.size == 0:
-                values = np.zeros(index.size)
-            if values.shape != index.shape or not _physical(values):
-                raise InvalidInputError(f"desired {label} must be finite, one per joint "
-                                        f"({index.size} expected, got {values.size})")
-            arrays.append(values)
+        arrays = [_desired("positions", positions, index.size)]
+        for label, values in (("velocities", velocities), ("accelerations", accelerations)):
+            arrays.append(np.zeros(index.size) if len(values) == 0 else
+                          _desired(label, values, index.size))
         q, qd, qdd = self.position.copy(), np.zeros(self.model.dof), np.zeros(self.model.dof)
         q[index], qd[index], qdd[index] = arrays
         self.desired_point = (q, qd, qdd)
@@ -222,6 +226,20 @@ def _length_mismatch(names, positions, velocities):
     if velocities.size and velocities.shape != (len(names),):
         return f"{velocities.size} velocities for {len(names)} names"
     return ""
+
+
+def _desired(label, values, count):
+    """A desired-state vector of ``count`` finite values within DESIRED_BOUNDS[label]."""
+    values = np.asarray(values, dtype=float)
+    bound = DESIRED_BOUNDS[label]
+    if values.shape != (count,):
+        raise InvalidInputError(f"desired {label}: {count} values expected (one per command "
+                                f"joint), got {values.size}")
+    if not np.all(np.abs(values) <= bound):   # False for NaN too
+        bad = np.flatnonzero(~(np.abs(values) <= bound)).tolist()
+        raise InvalidInputError(f"desired {label} must be finite and within +-{bound:g}; "
+                                f"index {bad} is not")
+    return values
 
 
 def _physical(values):

@@ -49,7 +49,10 @@ from .spatial import (homogeneous, inertia_parameters, motion_transform, spatial
 from .subgraph import Subgraph
 from .tree import BodyTree
 from .urdf import parse_urdf
-from .validation import as_samples, as_vector, check_link_inertias, payload_problems
+from .urdf_objects import description_from_robot
+from .xacro_expand import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
+from .validation import (as_float_array, as_samples, as_vector, check_link_inertias,
+                         payload_problems)
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 KERNEL_MODES = ("auto", "off", "c")
@@ -94,18 +97,31 @@ class RobotModel:
         self._gravity = np.array(DEFAULT_GRAVITY)
         self._joint_index = {name: i for i, name in enumerate(self.tree.joint_names)}
         self._payloads = {}
+        # Held while payloads or gravity change and while a numpy-path computation
+        # reads them, so that each answer (a whole batch included) sees one state.
+        # The compiled kernels read one packed parameter array and need no lock.
+        self._parameters_lock = threading.RLock()
         self._all_joints = constrained.select_joints(self)
         self.set_kernels(kernels)
 
     @classmethod
-    def from_urdf(cls, source, strict_inertia=False, kernels="auto"):
+    def from_urdf(cls, source, strict_inertia=False, kernels="auto", package_paths=None,
+                  xacro_timeout=DEFAULT_XACRO_TIMEOUT):
         """Build from a URDF/xacro file path or XML string.
 
         ``strict_inertia=True`` turns inertia warnings (zero mass, not positive
         definite, triangle inequality) into :class:`~soa_dynamics_ros.errors.InertiaError`.
         ``kernels``: ``"auto"``, ``"off"`` or ``"c"`` (module docstring).
+        ``package_paths``: directories searched for ROS packages named by
+        ``$(find pkg)`` and ``package://pkg/`` when the ament index lacks them.
+        ``xacro_timeout``: seconds a xacro expansion may take before it is
+        stopped with :class:`~soa_dynamics_ros.errors.URDFError`.
+        ``source`` may also be a ``urdf_parser_py.urdf.Robot`` (see
+        :mod:`soa_dynamics_ros.urdf_objects`): the same model as from its XML.
         """
-        return cls(parse_urdf(source), strict_inertia, kernels)
+        if not isinstance(source, (str, os.PathLike)):
+            return cls(description_from_robot(source), strict_inertia, kernels)
+        return cls(parse_urdf(source, package_paths, xacro_timeout), strict_inertia, kernels)
 
     # ------------------------------------------------------------------ compiled kernels
     def set_kernels(self, mode):
@@ -117,6 +133,9 @@ class RobotModel:
             mode = os.environ.get(KERNELS_ENV, "auto")
         backend = kernel_module.default_backend() if mode == "auto" else (
             None if mode == "off" else mode)
+        if self.tree.dof == 0:
+            # Nothing moves: every answer is empty and the numpy path gives its shape.
+            backend = None
         self._kernel_mode = mode
         self._kernel_set = None if backend is None else kernel_module.Kernels(
             self.tree, backend, self.name)
@@ -258,8 +277,10 @@ class RobotModel:
 
     @gravity.setter
     def gravity(self, value):
-        self._gravity = as_vector("gravity", value, 3)
-        self._pack_parameters()
+        gravity = as_vector("gravity", value, 3)
+        with self._parameters_lock:
+            self._gravity = gravity
+            self._pack_parameters()
 
     def joint_index(self, name):
         try:
@@ -278,14 +299,14 @@ class RobotModel:
         return as_vector(name, value, self.tree.dof)
 
     def _hinge_positions(self, q):
-        return self.tree.hinge_from_joint @ self._vector("q", q) + self.tree.hinge_offset
+        return self.tree.hinge_positions(self._vector("q", q))
 
     def _hinge_rates(self, name, rates):
-        return self.tree.hinge_from_joint @ self._vector(name, rates)
+        return self.tree.hinge_rates(self._vector(name, rates))
 
     def _joint_forces(self, hinge_forces):
         """Fold hinge torques onto independent joints: tau = G^T tau_hinge."""
-        return self.tree.hinge_from_joint.T @ hinge_forces
+        return self.tree.joint_forces(hinge_forces)
 
     def _root_acceleration(self):
         # Accelerating the root upwards by g is equivalent to gravity on every body.
@@ -372,25 +393,29 @@ class RobotModel:
     # The numpy reference path.
     def _reference_inverse_dynamics(self, q, qd, qdd, wrenches=None):
         q_hinge = self._hinge_positions(q)
-        hinge_torques = _newton_euler(
-            self.tree, q_hinge, self._hinge_rates("qd", qd), self._hinge_rates("qdd", qdd),
-            self._root_acceleration(), self._body_forces(q_hinge, wrenches))
+        qd_hinge, qdd_hinge = self._hinge_rates("qd", qd), self._hinge_rates("qdd", qdd)
+        with self._parameters_lock:
+            hinge_torques = _newton_euler(self.tree, q_hinge, qd_hinge, qdd_hinge,
+                                          self._root_acceleration(),
+                                          self._body_forces(q_hinge, wrenches))
         return self._joint_forces(hinge_torques)
 
     def _reference_mass_matrix(self, q):
-        g = self.tree.hinge_from_joint
-        return g.T @ _composite_body(self.tree, self._hinge_positions(q)) @ g
+        q_hinge = self._hinge_positions(q)
+        with self._parameters_lock:
+            return self.tree.joint_mass_matrix(_composite_body(self.tree, q_hinge))
 
     def _reference_forward_dynamics(self, q, qd, tau, wrenches=None):
         tau = self._vector("tau", tau)
-        if not self.tree.has_mimic:
-            q_hinge = self._hinge_positions(q)
-            hinge_torques = self.tree.hinge_from_joint @ tau
-            qdd_hinge = _articulated_body(
-                self.tree, q_hinge, self._hinge_rates("qd", qd), hinge_torques,
-                self._root_acceleration(), self._body_forces(q_hinge, wrenches))
-            return self.tree.hinge_from_joint.T @ qdd_hinge
-        return constrained.dense_forward_dynamics(self, self._all_joints, q, qd, tau, wrenches)
+        with self._parameters_lock:
+            if not self.tree.has_mimic:
+                q_hinge = self._hinge_positions(q)
+                qdd_hinge = _articulated_body(
+                    self.tree, q_hinge, self._hinge_rates("qd", qd), self.tree.hinge_rates(tau),
+                    self._root_acceleration(), self._body_forces(q_hinge, wrenches))
+                return self.tree.joint_forces(qdd_hinge)
+            return constrained.dense_forward_dynamics(self, self._all_joints, q, qd, tau,
+                                                      wrenches)
 
     # ------------------------------------------------------------------ batches (trajectories)
     def _samples(self, name, value, count=None):
@@ -409,8 +434,10 @@ class RobotModel:
             if type(result) is _NDARRAY:
                 return result
             single(*(array[result // 4] for array in arrays))
-        return np.array([single(*sample) for sample in zip(*arrays)]).reshape(
-            (count, self.tree.dof))
+        # Every row from one payload and gravity state: changes wait for the batch.
+        with self._parameters_lock:
+            return np.array([single(*sample) for sample in zip(*arrays)]).reshape(
+                (count, self.tree.dof))
 
     def inverse_dynamics_batch(self, Q, QD, QDD):
         """Inverse dynamics of N samples: arrays of shape (N, dof) in, (N, dof) out."""
@@ -484,7 +511,8 @@ class RobotModel:
     @property
     def payloads(self):
         """Attached payloads: ``{name: (link, mass, com, inertia)}``."""
-        return {name: payload[:4] for name, payload in self._payloads.items()}
+        with self._parameters_lock:
+            return {name: payload[:4] for name, payload in self._payloads.items()}
 
     def attach_payload(self, name, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
         """Rigidly attach a body to ``link`` (replacing a payload of the same name).
@@ -497,7 +525,8 @@ class RobotModel:
         frame = self._frame(link)
         mass = as_vector(f"payload {name!r} mass", [mass], 1)[0]
         com = as_vector(f"payload {name!r} com", com, 3)
-        inertia = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
+        inertia = np.zeros((3, 3)) if inertia is None else as_float_array(
+            f"payload {name!r} inertia", inertia, "3x3 matrix")
         if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
             raise InvalidInputError(f"payload {name!r} inertia must be a finite 3x3 matrix")
         problems = payload_problems(mass, inertia)
@@ -505,16 +534,19 @@ class RobotModel:
             raise InvalidInputError(f"payload {name!r}: " + "; ".join(problems))
         x = motion_transform(frame.rotation, frame.translation)
         contribution = x.T @ spatial_inertia(mass, com, inertia) @ x
-        self._payloads[name] = (link, float(mass), com, inertia, frame.body, contribution)
-        self._update_body_inertias()
+        with self._parameters_lock:
+            self._payloads[name] = (link, float(mass), com, inertia, frame.body, contribution)
+            self._update_body_inertias()
 
     def detach_payload(self, name):
-        if name not in self._payloads:
-            raise UnknownNameError("payload", name, self._payloads)
-        del self._payloads[name]
-        self._update_body_inertias()
+        with self._parameters_lock:
+            if name not in self._payloads:
+                raise UnknownNameError("payload", name, list(self._payloads))
+            del self._payloads[name]
+            self._update_body_inertias()
 
     def _update_body_inertias(self):
+        """Called with the parameters lock held."""
         # Rebuilt from the URDF values each time, so detaching restores them exactly.
         inertia = self.tree.urdf_inertia.copy()
         for *_, body, contribution in self._payloads.values():
@@ -532,10 +564,12 @@ class RobotModel:
         """Centre of mass of the whole robot (root included), root-link axes."""
         rotations, translations = body_placements(self.tree, self._hinge_positions(q))
         weighted = np.zeros(3)
-        for body, inertia in enumerate(self.tree.body_inertia):
+        body_inertia = self.tree.body_inertia
+        for body, inertia in enumerate(body_inertia):
             mass, com, _ = inertia_parameters(inertia)
             weighted += mass * (translations[body] + rotations[body] @ com)
-        return weighted / self.total_mass if self.total_mass > 0 else weighted
+        total_mass = body_inertia[:, 0, 0].sum()
+        return weighted / total_mass if total_mass > 0 else weighted
 
     # ------------------------------------------------------------------ kinematics
     def frame_pose(self, q, frame):
@@ -565,4 +599,4 @@ class RobotModel:
     def _reference_jacobian(self, q, frame):
         target = self._frame(frame)
         placements = body_placements(self.tree, self._hinge_positions(q))
-        return hinge_jacobian(self.tree, placements, target) @ self.tree.hinge_from_joint
+        return self.tree.joint_columns(hinge_jacobian(self.tree, placements, target))

@@ -7,12 +7,13 @@ time a joint state arrives (event-driven, not a timer), so the executor is
 driven by a ``spin_once`` loop (see README: executors were chosen by
 measurement, bench/bench_node_latency.py).
 """
-import math
 import os
 import sys
+import threading
 import time
 import traceback
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import rclpy
@@ -21,6 +22,7 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy)
+from rclpy.subscription import Subscription
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectoryPoint
@@ -29,61 +31,157 @@ from visualization_msgs.msg import Marker
 from . import conversions, kernels, plant
 from .errors import InvalidInputError, JointLimitWarning, SoaDynamicsError
 from .kernels.warm import BackgroundWarmup
-from .live_model import FEEDFORWARD_MODES, LiveModel
+from .live_model import LiveModel, require_moving_joints
 from .model import KERNELS_ENV, RobotModel
+from .node_parameters import (DEFAULT_EXECUTOR, DEFAULT_JOINT_STATES_DEPTH,  # noqa: F401 (API)
+                              EXECUTORS, PARAMETERS, PAYLOAD_FIELDS, validate_all)
 from .ros_process import run_node
 from .urdf import read_description_text
-from .validation import as_vector
 from .srv import (EvaluateTrajectory, ForwardDynamics, GravityTorques, HybridDynamics,
                   InverseDynamics, MassMatrix, MixedDynamics, SetPayload, TaskSpaceInertia)
 
 NODE_NAME = "soa_dynamics"
-EXECUTORS = ("events", "single_threaded")
-# Chosen by measurement (README, "Executors"): with the EventsExecutor and a
-# queue of 10 every joint state of a 60 s run at 1 kHz was answered.
-DEFAULT_EXECUTOR = "events"
-DEFAULT_JOINT_STATES_DEPTH = 10
+# Parameters a new LiveModel is built for (the model itself stays).
+LIVE_PARAMETERS = {"feedforward_mode", "command_joints", "state_timeout", "effort_limit_scale",
+                   "gravity", "computed_torque_kp", "computed_torque_kd"}
+DESCRIPTION_PARAMETERS = {"robot_description", "urdf_file"}
+# How often finished background work (a description load, a kernel warm-up)
+# is looked for: the delay before a loaded model serves.
+BACKGROUND_POLL_PERIOD = 0.05
+# At most one "feedforward withheld" line per this many seconds.
+WITHHELD_LOG_PERIOD = 2.0
 
 
 class ModelNotReady(SoaDynamicsError):
     """A request arrived before any robot description was loaded."""
 
 
-def _descriptor(text, read_only=False, dynamic_typing=False):
-    return ParameterDescriptor(description=text, read_only=read_only, dynamic_typing=dynamic_typing)
+@dataclass
+class LoadedDescription:
+    """What the loader thread made of a description (``error`` set when it failed)."""
+    source: str
+    model: RobotModel = None
+    warmup: tuple = None            # (URDF XML, frames) when the kernels must be compiled first
+    error: str = ""
+    seconds: float = 0.0
+
+
+class DescriptionLoader:
+    """Loads robot descriptions in a worker thread, so the executor thread never waits for one.
+
+    Parsing, xacro expansion and loading cached kernels take milliseconds to
+    seconds (unbounded for a hostile xacro); meanwhile the installed model
+    keeps serving.  Only the newest request counts: a request waiting when a
+    newer one arrives is dropped unstarted, and a load that finishes after a
+    newer request was made is discarded.
+    """
+
+    def __init__(self, load):
+        self._load = load                 # description -> (model, warmup); runs in the worker
+        self._condition = threading.Condition()
+        self._generation = 0
+        self._pending = None              # (generation, description, source)
+        self._finished = None             # (generation, LoadedDescription)
+        self._closed = False
+        threading.Thread(target=self._run, name="description-loader", daemon=True).start()
+
+    def request(self, description, source):
+        with self._condition:
+            self._generation += 1
+            self._pending = (self._generation, description, source)
+            self._condition.notify()
+
+    def take_finished(self):
+        """The newest request's outcome once it is ready, else None."""
+        with self._condition:
+            finished, self._finished = self._finished, None
+            if finished is None or finished[0] != self._generation:
+                return None
+            return finished[1]
+
+    def close(self):
+        # The worker is not joined: a load can run for as long as a hostile
+        # description makes it; the daemon thread ends with the process.
+        with self._condition:
+            self._closed = True
+            self._condition.notify()
+
+    def _run(self):
+        while True:
+            with self._condition:
+                while self._pending is None and not self._closed:
+                    self._condition.wait()
+                if self._closed:
+                    return
+                generation, description, source = self._pending
+                self._pending = None
+            started = time.perf_counter()
+            try:
+                model, warmup = self._load(description)
+                loaded = LoadedDescription(source, model, warmup)
+            except SoaDynamicsError as error:
+                loaded = LoadedDescription(source, error=str(error))
+            except Exception as error:  # noqa: BLE001 - any description must leave the loader alive
+                loaded = LoadedDescription(source, error=f"internal error: {type(error).__name__}: "
+                                                         f"{error}")
+            loaded.seconds = time.perf_counter() - started
+            with self._condition:
+                if generation == self._generation:
+                    self._finished = (generation, loaded)
+
+
+def _descriptor(spec):
+    # Dynamic typing: node_parameters validates types itself, so that an int
+    # given for a double is accepted and anything else gets one clear line.
+    return ParameterDescriptor(description=spec.description, read_only=spec.read_only,
+                               dynamic_typing=True)
 
 
 class EmbeddedModelNode(Node):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
-        self._declare_parameters()
+        for name, spec in PARAMETERS.items():
+            self.declare_parameter(name, spec.default, _descriptor(spec))
+        self._config = validate_all({name: self.get_parameter(name).value for name in PARAMETERS})
         self.live = None
         self._warmup = None
         self._stats = _Statistics()
-        self._was_stale = False
+        self._withheld_logged_at = -float("inf")
+        self._withholding = False
+        self._description_error = ""
         self._messages = None           # conversions.FeedforwardMessages of live.command_joints
+        self._loader = DescriptionLoader(self._load_description)
         self.feedforward_publisher = self.create_publisher(Float64MultiArray, "~/feedforward", 1)
         self.feedforward_state_publisher = self.create_publisher(JointState, "~/feedforward_state", 1)
         self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.marker_publisher = self.create_publisher(Marker, "~/task_space_inertia_marker", 1)
 
-        description = self._description_from_parameters()
+        description = self._description_from(self._config)
         if description is not None:
-            self._load_model(description, source="parameters")
+            # At start-up nothing is being served yet: load here, so that a bad
+            # description ends the process with one line (exit 1).
+            started = time.perf_counter()
+            model, warmup = self._load_description(description)
+            self._check_marker_frame(self._config["marker_frame"], model)
+            self._install(self._build_live(model, self._config), "parameters",
+                          time.perf_counter() - started)
+            self._start_warmup(model, warmup)
         else:
             self.get_logger().info("no robot_description or urdf_file parameter: waiting for "
                                    "the /robot_description topic")
-        # Transient local, as robot_state_publisher publishes it; always listened
-        # to when no parameter gave the model, so a new description reloads it.
-        self._description_subscription = None
-        if description is None:
+            # Transient local, as robot_state_publisher publishes it; listened to
+            # only when no parameter gave the model, so a new description reloads it.
             qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)
-            self._description_subscription = self.create_subscription(
-                String, "/robot_description", self._on_description, qos)
+            self.create_subscription(String, "/robot_description", self._on_description, qos)
 
-        self.create_subscription(JointState, "joint_states", self._on_joint_states,
-                                 self._joint_state_qos())
+        joint_states = self.create_subscription(JointState, "joint_states", self._on_joint_states,
+                                                self._joint_state_qos())
+        # Freshness needs each state's arrival time (MessageInfo).  rclpy 9.1.2's
+        # EventsExecutor passes (message, info) as one tuple where the other
+        # executors pass two arguments, and fails on a two-argument callback:
+        # the callback takes both forms, and is declared as wanting the info.
+        joint_states._callback_type = Subscription.CallbackType.WithMessageInfo
         self.create_subscription(Float64MultiArray, "~/desired_acceleration",
                                  self._on_desired_acceleration, 10)
         self.create_subscription(JointTrajectoryPoint, "~/desired_state", self._on_desired_state, 10)
@@ -101,117 +199,113 @@ class EmbeddedModelNode(Node):
         for name, (service_type, handler) in services.items():
             self.create_service(service_type, f"~/{name}", self._guarded(name, handler))
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        period = self.get_parameter("diagnostics_period").value
-        self.create_timer(period, self._publish_diagnostics)
-        self.create_timer(0.5, self._poll_warmup)
-        marker_rate = self.get_parameter("marker_rate").value
-        if marker_rate > 0:
-            self.create_timer(1.0 / marker_rate, self._publish_marker)
+        self.create_timer(self._config["diagnostics_period"],
+                          self._never_raises("diagnostics", self._publish_diagnostics))
+        self.create_timer(BACKGROUND_POLL_PERIOD,
+                          self._never_raises("background work", self._poll_background))
+        if self._config["marker_rate"] > 0:
+            self.create_timer(1.0 / self._config["marker_rate"],
+                              self._never_raises("inertia marker", self._publish_marker))
+
+    def _never_raises(self, what, callback):
+        """A timer callback whose failure is logged: an exception would end the node."""
+        def guarded():   # no parameter: rclpy would pass a TimerInfo to one
+            try:
+                callback()
+            except Exception as error:  # noqa: BLE001 - the node must outlive any one callback
+                self.get_logger().error(f"{what} failed: {type(error).__name__}: {error}\n"
+                                        f"{traceback.format_exc()}", throttle_duration_sec=10.0)
+        return guarded
 
     # ------------------------------------------------------------------ parameters
-    def _declare_parameters(self):
-        declare = self.declare_parameter
-        declare("robot_description", "", _descriptor("URDF or xacro XML of the robot"))
-        declare("urdf_file", "", _descriptor("path of a URDF/xacro file (if robot_description is empty)"))
-        declare("feedforward_mode", "gravity", _descriptor(" | ".join(FEEDFORWARD_MODES)))
-        declare("command_joints", [""], _descriptor(
-            "joint order of ~/feedforward (empty: all joints, model order)"))
-        declare("state_timeout", 0.05, _descriptor("joint states older than this [s] stop the feedforward"))
-        declare("effort_limit_scale", 1.0, _descriptor("feedforward is clamped to scale x URDF effort limit"))
-        declare("gravity", [0.0, 0.0, -9.81], _descriptor("gravity vector in the root link frame [m/s^2]"))
-        declare("computed_torque_kp", 0.0, _descriptor("computed-torque position gain [1/s^2]"))
-        declare("computed_torque_kd", 0.0, _descriptor("computed-torque velocity gain [1/s]"))
-        declare("payloads", [""], _descriptor(
-            "names of start-up payloads; each reads payload.<name>.link, .mass, .com, .inertia"))
-        declare("joint_states_reliability", "best_effort", _descriptor(
-            "best_effort (accepts reliable and best-effort publishers) or reliable", read_only=True))
-        declare("joint_states_depth", DEFAULT_JOINT_STATES_DEPTH, _descriptor(
-            "joint_states queue depth (1: only the newest state is answered)", read_only=True))
-        declare("diagnostics_period", 1.0, _descriptor("[s]", read_only=True))
-        declare("marker_frame", "", _descriptor("frame whose inertia ellipsoid is published (empty: none)"))
-        declare("marker_rate", 0.0, _descriptor("[Hz] of ~/task_space_inertia_marker; 0: off",
-                                                read_only=True))
-        declare("executor", DEFAULT_EXECUTOR, _descriptor(" | ".join(EXECUTORS), read_only=True))
-        declare("kernels", "auto", _descriptor(
-            "auto (compiled kernels once cached: compiled in a child process, then loaded) | off",
-            read_only=True))
-
     def _joint_state_qos(self):
-        reliability = self.get_parameter("joint_states_reliability").value
-        if reliability not in ("best_effort", "reliable"):
-            raise SoaDynamicsError(f"joint_states_reliability must be best_effort or reliable, "
-                                   f"not {reliability!r}")
-        return QoSProfile(depth=self.get_parameter("joint_states_depth").value,
-                          history=HistoryPolicy.KEEP_LAST,
-                          reliability=(ReliabilityPolicy.BEST_EFFORT if reliability == "best_effort"
+        best_effort = self._config["joint_states_reliability"] == "best_effort"
+        return QoSProfile(depth=self._config["joint_states_depth"], history=HistoryPolicy.KEEP_LAST,
+                          reliability=(ReliabilityPolicy.BEST_EFFORT if best_effort
                                        else ReliabilityPolicy.RELIABLE))
 
-    def _description_from_parameters(self, overrides=None):
-        values = {name: self.get_parameter(name).value for name in ("robot_description", "urdf_file")}
-        values.update(overrides or {})
-        if values["robot_description"].strip():
-            return values["robot_description"]
-        if values["urdf_file"].strip():
-            return values["urdf_file"]
+    @staticmethod
+    def _description_from(config):
+        for name in ("robot_description", "urdf_file"):
+            if config[name].strip():
+                return config[name]
         return None
 
+    def _check_marker_frame(self, frame, model):
+        if frame and frame not in model.frame_names:
+            raise InvalidInputError(f"parameter 'marker_frame': robot {model.name!r} has no frame "
+                                    f"{frame!r}")
+
     def _on_set_parameters(self, parameters):
-        """Validate a runtime change by applying it to a fresh LiveModel; reject it otherwise."""
-        changes = {p.name: p.value for p in parameters}
+        """Validate a runtime change completely before any of it is applied; reject it otherwise.
+
+        A new description is accepted here and loaded in the background; if it
+        fails, the error is logged and reported in /diagnostics and the
+        current model keeps serving.
+        """
+        changes = {p.name: p.value for p in parameters if p.name in PARAMETERS}
+        live = description = None
         try:
-            if "robot_description" in changes or "urdf_file" in changes:
-                description = self._description_from_parameters(
-                    {k: v for k, v in changes.items() if k in ("robot_description", "urdf_file")})
+            config = {**self._config, **validate_all(changes)}
+            if DESCRIPTION_PARAMETERS & changes.keys():
+                description = self._description_from(config)
                 if description is None:
-                    raise SoaDynamicsError("robot_description and urdf_file cannot both be empty")
-                model = RobotModel.from_urdf(description, kernels="off")
-                self._install(self._build_live(model, changes), "parameters")
-                self._start_kernels(model, description)
-            elif self.live is not None and set(changes) & {
-                    "feedforward_mode", "command_joints", "state_timeout", "effort_limit_scale",
-                    "gravity", "computed_torque_kp", "computed_torque_kd"}:
-                self._install(self._build_live(self.live.model, changes), None)
-            elif "feedforward_mode" in changes and changes["feedforward_mode"] not in FEEDFORWARD_MODES:
-                raise SoaDynamicsError(f"feedforward_mode must be one of {FEEDFORWARD_MODES}")
-        except (SoaDynamicsError, TypeError, ValueError) as error:
+                    raise InvalidInputError("robot_description and urdf_file cannot both be empty")
+            elif self.live is not None:
+                self._check_marker_frame(config["marker_frame"], self.live.model)
+                if LIVE_PARAMETERS & changes.keys():
+                    live = self._build_live(self.live.model, config)
+        except SoaDynamicsError as error:
             self.get_logger().error(f"parameter change refused: {error}")
             return SetParametersResult(successful=False, reason=str(error))
+        self._config = config
+        if description is not None:
+            self._loader.request(description, "parameters")
+        if live is not None:
+            self._install(live)
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ the model
-    def _value(self, name, changes):
-        return changes[name] if name in changes else self.get_parameter(name).value
+    def _kernels_wanted(self):
+        return (self._config["kernels"] != "off" and os.environ.get(KERNELS_ENV) != "off"
+                and kernels.compiler_available())
 
-    def _build_live(self, model, changes=None):
-        """A LiveModel configured from the parameters (with pending ``changes``)."""
-        changes = changes or {}
-        mode = self._value("feedforward_mode", changes)
-        if mode not in FEEDFORWARD_MODES:
-            raise SoaDynamicsError(f"feedforward_mode must be one of {FEEDFORWARD_MODES}, not {mode!r}")
-        # Everything is validated before the (possibly shared) model is touched.
-        gravity = as_vector("gravity", self._value("gravity", changes), 3)
-        for name in ("state_timeout", "effort_limit_scale"):
-            value = float(self._value(name, changes))
-            if not (math.isfinite(value) and value > 0):
-                raise SoaDynamicsError(f"{name} must be finite and > 0, not {value}")
-        command_joints = [name for name in self._value("command_joints", changes) if name]
-        live = LiveModel(model, self._value("state_timeout", changes), command_joints,
-                         self._value("effort_limit_scale", changes))
-        gains = (float(self._value("computed_torque_kp", changes)),
-                 float(self._value("computed_torque_kd", changes)))
-        if not all(math.isfinite(gain) and gain >= 0 for gain in gains):
-            raise SoaDynamicsError(f"computed_torque_kp and _kd must be finite and >= 0, not {gains}")
-        live.gains = gains
-        model.gravity = gravity
+    def _load_description(self, description):
+        """(model, warm-up) of a description; runs in the loader thread, so it touches no node state.
+
+        Kernels only by explicit choice: the library's own "auto" would
+        compile inside this process, holding the GIL for seconds.  Cached
+        kernels are loaded here; otherwise the warm-up (XML, frames) says what
+        a child process must compile first.
+        """
+        model = RobotModel.from_urdf(description, kernels="off")
+        require_moving_joints(model)
+        if not self._kernels_wanted():
+            return model, None
+        model.set_kernels("c")
+        frames = [f for f in [self._config["marker_frame"]] if f in model.frame_names]
+        if model.kernels_cached(frames):
+            model.prepare_kernels(frames)
+            return model, None
+        model.set_kernels("off")
+        xml = description if description.lstrip().startswith("<") else \
+            read_description_text(description)
+        return model, (xml, frames)
+
+    def _build_live(self, model, config):
+        """A LiveModel configured from ``config``; raises before the (possibly shared) model is touched."""
+        live = LiveModel(model, config["state_timeout"], config["command_joints"],
+                         config["effort_limit_scale"])
+        live.gains = (config["computed_torque_kp"], config["computed_torque_kd"])
         if self.live is None:
             self._attach_startup_payloads(model)
         else:
             # Carry over the measured state, and the payloads that still fit a new model.
             old = self.live
-            if model is old.model:
+            if model.joint_names == old.model.joint_names:
                 live.desired_acceleration, live.desired_point = (old.desired_acceleration,
                                                                  old.desired_point)
-            else:
+            if model is not old.model:
                 for name, (link, mass, com, inertia) in old.model.payloads.items():
                     if link in model.frame_names:
                         model.attach_payload(name, link, mass, com, inertia)
@@ -223,62 +317,39 @@ class EmbeddedModelNode(Node):
                     j = old.model.joint_index(name)
                     live.position[i], live.velocity[i] = old.position[j], old.velocity[j]
                     live.received_at[i] = old.received_at[j]
+        model.gravity = config["gravity"]
         return live
 
     def _attach_startup_payloads(self, model):
-        for name in [n for n in self.get_parameter("payloads").value if n]:
+        for name in self._config["payloads"]:
             prefix = f"payload.{name}."
-            for key, default in (("link", ""), ("mass", 0.0), ("com", [0.0, 0.0, 0.0]),
-                                 ("inertia", [0.0] * 9)):
+            values = {}
+            for key, spec in PAYLOAD_FIELDS.items():
                 if not self.has_parameter(prefix + key):
-                    self.declare_parameter(prefix + key, default)
-            inertia = np.asarray(self.get_parameter(prefix + "inertia").value, dtype=float)
-            if inertia.size != 9:
-                raise SoaDynamicsError(f"{prefix}inertia needs 9 values (3x3 row-major)")
-            model.attach_payload(name, self.get_parameter(prefix + "link").value,
-                                 self.get_parameter(prefix + "mass").value,
-                                 self.get_parameter(prefix + "com").value,
-                                 inertia.reshape(3, 3))
+                    self.declare_parameter(prefix + key, spec.default, _descriptor(spec))
+                values[key] = self.get_parameter(prefix + key).value
+            values = validate_all(values, PAYLOAD_FIELDS, prefix)
+            model.attach_payload(name, values["link"], values["mass"], values["com"],
+                                 np.reshape(values["inertia"], (3, 3)))
             self.get_logger().info(f"payload {name!r} attached from parameters")
 
-    def _load_model(self, description, source):
-        started = time.perf_counter()
-        # Kernels only by explicit choice below: the library's own "auto" would
-        # compile inside this process, stalling the control loop for seconds.
-        model = RobotModel.from_urdf(description, kernels="off")
-        live = self._build_live(model)
-        self._install(live, source, time.perf_counter() - started)
-        self._start_kernels(model, description)
-
-    def _start_kernels(self, model, description):
-        """Use compiled kernels: now if cached, else after a child process has compiled them."""
+    def _start_warmup(self, model, warmup):
+        """Compile this robot's kernels in a child process; the model is reloaded with them after."""
         if self._warmup is not None:
             self._warmup.stop()
             self._warmup = None
-        if (self.get_parameter("kernels").value == "off" or not kernels.compiler_available()
-                or os.environ.get(KERNELS_ENV) == "off"):
+        if warmup is None:
             return
-        model.set_kernels("c")
-        frames = [f for f in [self.get_parameter("marker_frame").value] if f in model.frame_names]
-        if model.kernels_cached(frames):
-            self._use_kernels(model, frames)
-            return
-        model.set_kernels("off")
-        xml = description if description.lstrip().startswith("<") else \
-            read_description_text(description)
+        xml, frames = warmup
         self._warmup = BackgroundWarmup(xml, frames)
-        self._warmup_target = (model, frames)
+        self._warmup_target = (model, xml)
         self.get_logger().info("compiling the kernels of this robot in a child process (seconds, "
                                "once per robot); the numpy path answers meanwhile")
 
-    def _use_kernels(self, model, frames):
-        started = time.perf_counter()
-        model.set_kernels("c")
-        model.prepare_kernels(frames)
-        self.get_logger().info(f"compiled kernels in use (loaded from the cache in "
-                               f"{time.perf_counter() - started:.2f} s)")
-
-    def _poll_warmup(self):
+    def _poll_background(self):
+        loaded = self._loader.take_finished()
+        if loaded is not None:
+            self._install_model(loaded)
         if self._warmup is None:
             return
         outcome = self._warmup.poll()
@@ -286,48 +357,81 @@ class EmbeddedModelNode(Node):
             return
         code, log = outcome
         self._warmup = None
-        model, frames = self._warmup_target
+        model, xml = self._warmup_target
         if code != 0:
             self.get_logger().error(f"kernel compilation failed (exit {code}); staying on the "
                                     f"numpy path:\n{log}")
         elif self.live is not None and self.live.model is model:
-            self._use_kernels(model, frames)
+            # Loading the now cached kernels is itself work for the loader thread.
+            self._loader.request(xml, "the kernel cache (compiled kernels in use)")
 
-    def _install(self, live, source, seconds=None):
+    def _install_model(self, loaded):
+        """Install a loaded description (executor thread), or report why it was refused."""
+        try:
+            if loaded.error:
+                raise SoaDynamicsError(loaded.error)
+            live = self._build_live(loaded.model, self._config)
+        except SoaDynamicsError as error:
+            keeping = "keeping the previous model" if self.live else "no model loaded"
+            self._description_error = f"robot description from {loaded.source} refused: {error}"
+            self.get_logger().error(f"{self._description_error} ({keeping})")
+            return
+        self._description_error = ""
+        self._install(live, loaded.source, loaded.seconds)
+        frame = self._config["marker_frame"]
+        if frame and frame not in loaded.model.frame_names:
+            self.get_logger().warning(f"marker_frame {frame!r} is not a frame of "
+                                      f"{loaded.model.name!r}: no inertia marker")
+        self._start_warmup(loaded.model, loaded.warmup)
+
+    def _install(self, live, source=None, seconds=None):
         self.live = live
         if source is not None:
             model = live.model
-            took = f" in {seconds * 1e3:.0f} ms" if seconds is not None else ""
             self.get_logger().info(
-                f"robot model {model.name!r} loaded from {source}{took}: {model.dof} joints "
-                f"({', '.join(model.joint_names)}), {len(model.frame_names)} frames, "
-                f"{model.total_mass:.2f} kg")
+                f"robot model {model.name!r} loaded from {source} in {seconds * 1e3:.0f} ms: "
+                f"{model.dof} joints ({', '.join(model.joint_names)}), {len(model.frame_names)} "
+                f"frames, {model.total_mass:.2f} kg")
 
     def _on_description(self, message):
-        try:
-            self._load_model(message.data, "/robot_description")
-        except SoaDynamicsError as error:
-            self.get_logger().error(f"/robot_description rejected, keeping the previous model: {error}")
+        self._loader.request(message.data, "/robot_description")
 
     # ------------------------------------------------------------------ feedforward
-    def _on_joint_states(self, message):
+    def _on_joint_states(self, message, info=None):
+        taken = time.monotonic()
+        if info is None:            # the EventsExecutor's form: one (message, info) tuple
+            message, info = message
         try:
-            self._handle_joint_states(message)
+            self._handle_joint_states(message, info, taken)
         except Exception as error:  # noqa: BLE001 - the control loop's callback must never die
             self._stats.rejected += 1
             self._stats.last_rejection = f"internal error: {error}"
             self.get_logger().error(f"joint_states handling failed: {error}\n"
                                     f"{traceback.format_exc()}", throttle_duration_sec=5.0)
 
-    def _handle_joint_states(self, message):
-        if self.live is None:
-            self.get_logger().warning("joint_states received but no robot model is loaded yet",
-                                      throttle_duration_sec=5.0)
+    def _handle_joint_states(self, message, info, taken):
+        """Merge a joint state and answer it, unless it waited in the queue past state_timeout.
+
+        Freshness is judged from the arrival (the middleware's reception
+        time), not from when this thread got to the message: behind a long
+        request, states queue up, and answering them late would publish
+        torques for where the arm was.
+        """
+        live = self.live
+        if live is None:
+            self._withhold("no robot model loaded")
             return
-        now = time.monotonic()
         self._stats.joint_states += 1
+        # received_timestamp is on the system clock; the delay, taken on that
+        # clock, moves the arrival onto the monotonic clock freshness uses.
+        waited = (time.time_ns() - info["received_timestamp"]) * 1e-9
+        if waited > live.state_timeout:
+            self._stats.stale_dropped += 1
+            self._withhold(f"a joint state waited {waited * 1e3:.1f} ms in the queue "
+                           f"(state_timeout {live.state_timeout} s): dropped")
+            return
         names, positions, velocities = conversions.joint_state_arrays(message)
-        update = self.live.update_state(names, positions, velocities, now)
+        update = live.update_state(names, positions, velocities, taken - max(waited, 0.0))
         if update.unknown:
             self.get_logger().warning(f"joint_states names unknown to the model are ignored: "
                                       f"{update.unknown}", throttle_duration_sec=10.0)
@@ -337,28 +441,39 @@ class EmbeddedModelNode(Node):
             self.get_logger().warning(f"joint_states message rejected: {update.error}",
                                       throttle_duration_sec=2.0)
             return
-        self._publish_feedforward(now, message.header.stamp)
+        if update.updated:   # a message about other joints only measured nothing of ours
+            self._publish_feedforward(taken, message.header.stamp)
+
+    def _withhold(self, reason):
+        """Count and (rate-limited) log a joint state that got no feedforward, and why."""
+        self._stats.withheld += 1
+        self._stats.withheld_reason = reason
+        now = time.monotonic()
+        if now - self._withheld_logged_at >= WITHHELD_LOG_PERIOD:
+            self._withheld_logged_at = now
+            self.get_logger().warning(f"feedforward withheld: {reason}")
+        self._withholding = True
 
     def _publish_feedforward(self, now, stamp):
+        mode = self._config["feedforward_mode"]
+        if mode == "off":
+            return
         if self._warmup is not None:
             # No first command from the numpy path (~1 ms per state here: at 1 kHz it
             # fell behind, and the sim saw 0.1-0.9 s gaps right after it); a sim that
             # waits for the first command holds still until the kernels are in.
-            self._stats.withheld_reason = "compiled kernels not ready yet"
+            self._withhold("compiled kernels not ready yet")
             return
         started = time.perf_counter()
-        result = self.live.feedforward(self.get_parameter("feedforward_mode").value, now)
+        result = self.live.feedforward(mode, now)
         self._stats.record_compute(time.perf_counter() - started)
         if result.effort is None:
-            self._stats.withheld_reason = result.reason
-            if not self._was_stale and "older than" in result.reason:
-                self.get_logger().warning(f"feedforward withheld: {result.reason}")
-            self._was_stale = "older than" in result.reason
+            self._withhold(result.reason)
             return
-        if self._was_stale:
-            self.get_logger().info("joint states fresh again: feedforward resumed")
-            self._was_stale = False
-        self._stats.withheld_reason = ""
+        if self._withholding:
+            self.get_logger().info("feedforward resumed")
+            self._withholding = False
+            self._withheld_logged_at = -float("inf")
         if result.clamped:
             self._stats.clamped += 1
             self._stats.clamped_joints = result.clamped
@@ -375,22 +490,23 @@ class EmbeddedModelNode(Node):
         self._stats.published += 1
 
     def _on_desired_acceleration(self, message):
-        if self.live is None:
-            return
-        try:
-            self.live.set_desired_acceleration(self.live.command_joints, message.data)
-        except SoaDynamicsError as error:
-            self.get_logger().warning(f"~/desired_acceleration rejected: {error}",
-                                      throttle_duration_sec=2.0)
+        self._set_desired("~/desired_acceleration", lambda live: live.set_desired_acceleration(
+            live.command_joints, message.data))
 
     def _on_desired_state(self, message):
-        if self.live is None:
-            return
+        self._set_desired("~/desired_state", lambda live: live.set_desired_point(
+            live.command_joints, message.positions, message.velocities, message.accelerations))
+
+    def _set_desired(self, topic, apply):
+        """Apply a desired-state message; a refused one is logged, counted, and changes nothing."""
         try:
-            self.live.set_desired_point(self.live.command_joints, message.positions,
-                                        message.velocities, message.accelerations)
+            if self.live is None:
+                raise ModelNotReady("no robot model loaded yet")
+            apply(self.live)
         except SoaDynamicsError as error:
-            self.get_logger().warning(f"~/desired_state rejected: {error}", throttle_duration_sec=2.0)
+            self._stats.rejected_commands += 1
+            self._stats.last_command_rejection = f"{topic} rejected: {error}"
+            self.get_logger().warning(self._stats.last_command_rejection, throttle_duration_sec=2.0)
 
     # ------------------------------------------------------------------ services
     def _guarded(self, name, handler):
@@ -416,7 +532,12 @@ class EmbeddedModelNode(Node):
             return response
         return callback
 
+    def _joint_names(self, what, names):
+        """A request's joint-name list, no longer than the model's (every name once at most)."""
+        return list(conversions.bounded(what, names, self.live.model.dof))
+
     def _request_state(self, state):
+        self._joint_names("state.name", state.name)
         names, positions, velocities = conversions.joint_state_arrays(state)
         q, qd = self.live.merged_state(names, positions, velocities)
         return q, qd, self.live.order_of(names)
@@ -454,7 +575,8 @@ class EmbeddedModelNode(Node):
     def _task_space_inertia(self, request, response):
         q, _, _ = self._request_state(request.state)
         model = self.live.model
-        target = model.subgraph(list(request.joints)) if len(request.joints) else model
+        joints = self._joint_names("joints", request.joints)
+        target = model.subgraph(joints) if joints else model
         info = target.task_space_inertia(q, request.frame, damping=request.damping or None,
                                          return_info=True)
         response.name = target.joint_names
@@ -482,7 +604,8 @@ class EmbeddedModelNode(Node):
         q, qd, order = self._request_state(request.state)
         qdd = self._in_model_order(request.acceleration, order, "acceleration")
         tau = self._in_model_order(request.effort, order, "effort")
-        qdd_all, tau_all = self.live.model.mixed_dynamics(q, qd, qdd, tau, list(request.prescribed))
+        prescribed = self._joint_names("prescribed", request.prescribed)
+        qdd_all, tau_all = self.live.model.mixed_dynamics(q, qd, qdd, tau, prescribed)
         response.name = self.live.model.joint_names
         response.acceleration = qdd_all.tolist()
         response.effort = tau_all.tolist()
@@ -493,6 +616,9 @@ class EmbeddedModelNode(Node):
             model.detach_payload(request.payload.name)
             self.get_logger().info(f"payload {request.payload.name!r} detached")
         else:
+            if request.payload.name not in model.payloads:
+                conversions.bounded("payloads attached", [*model.payloads, request.payload.name],
+                                    conversions.MAX_PAYLOADS)
             model.attach_payload(**conversions.payload_from_message(request.payload))
             self.get_logger().info(f"payload {request.payload.name!r} ({request.payload.mass} kg) "
                                    f"attached to {request.payload.link!r}")
@@ -502,10 +628,20 @@ class EmbeddedModelNode(Node):
         """Torques along a JointTrajectory (plant.torques); joints it omits hold their synced position."""
         model, live = self.live.model, self.live
         trajectory = request.trajectory
-        points = trajectory.points
+        compiled = model.kernels[1] is not None
+        points = conversions.bounded(
+            "trajectory points" + ("" if compiled else " (numpy path: compiled kernels not in use)"),
+            trajectory.points, conversions.MAX_TRAJECTORY_POINTS if compiled
+            else conversions.MAX_TRAJECTORY_POINTS_NUMPY_PATH)
         if not points:
             raise InvalidInputError("the trajectory has no points")
-        names = list(trajectory.joint_names)
+        names = self._joint_names("trajectory.joint_names", trajectory.joint_names)
+        payloads = [conversions.payload_from_message(payload) for payload in conversions.bounded(
+            "payloads", request.payloads, conversions.MAX_REQUEST_PAYLOADS)]
+        payload_names = [payload["name"] for payload in payloads]
+        if "" in payload_names or len(set(payload_names)) != len(payload_names):
+            raise InvalidInputError(f"request payloads need distinct, non-empty names: "
+                                    f"{payload_names}")
         count = len(names)
         for i, point in enumerate(points):
             if len(point.positions) != count:
@@ -534,11 +670,14 @@ class EmbeddedModelNode(Node):
                                                 rates("accelerations"), joint_names=full_names)
         added = []
         try:
-            for payload in request.payloads:
-                arguments = conversions.payload_from_message(payload)
-                arguments["name"] = f"evaluate_trajectory/{arguments['name'] or len(added)}"
-                model.attach_payload(**arguments)
-                added.append(arguments["name"])
+            # Attached for this evaluation only, under names no attached
+            # payload has, so that persistent payloads are never replaced.
+            for payload in payloads:
+                name = f"evaluate_trajectory/{payload['name']}"
+                while name in model.payloads:
+                    name += "'"
+                model.attach_payload(**{**payload, "name": name})
+                added.append(name)
             report = plant.torque_report(model, path, plant.path_torques(model, path))
         finally:
             for name in added:
@@ -562,23 +701,31 @@ class EmbeddedModelNode(Node):
         status = DiagnosticStatus(name=f"{self.get_fully_qualified_name()}: embedded model",
                                   hardware_id=self.live.model.name if self.live else "")
         now = time.monotonic()
-        stats, period = self._stats.take(), self.get_parameter("diagnostics_period").value
-        values = {"feedforward_mode": self.get_parameter("feedforward_mode").value}
+        stats, period = self._stats.take(), self._config["diagnostics_period"]
+        mode = self._config["feedforward_mode"]
+        values = {"feedforward_mode": mode, "description_error": self._description_error}
         if self.live is None:
-            status.level, status.message = DiagnosticStatus.ERROR, "no robot model loaded"
+            status.level = DiagnosticStatus.ERROR
+            status.message = "no robot model loaded" + (
+                f": {self._description_error}" if self._description_error else "")
         else:
             age = self.live.state_age(now)
             values.update({
                 "model": self.live.model.name, "joints": str(self.live.model.dof),
                 "joint_state_rate_hz": f"{stats.joint_states / period:.1f}",
-                "joint_state_age_s": "never received" if math.isinf(age) else f"{age:.4f}",
+                "joint_state_age_s": "never received" if age == float("inf") else f"{age:.4f}",
                 "feedforward_published": str(stats.published),
+                "feedforward_withheld": str(stats.withheld),
+                "withheld_reason": stats.withheld_reason,
+                "stale_joint_states_dropped": str(stats.stale_dropped),
                 "feedforward_compute_mean_us": f"{stats.mean_compute_us():.1f}",
                 "feedforward_compute_max_us": f"{stats.max_compute * 1e6:.1f}",
                 "clamped_messages": str(stats.clamped),
                 "clamped_joints": ", ".join(stats.clamped_joints),
                 "rejected_joint_states": str(stats.rejected),
                 "last_rejection": stats.last_rejection,
+                "rejected_commands": str(stats.rejected_commands),
+                "last_command_rejection": stats.last_command_rejection,
                 "services_answered": str(stats.services),
                 "kernels": ("compiled" if self.live.model.kernels[1] else
                             "numpy path (kernels compiling)" if self._warmup else "numpy path"),
@@ -586,23 +733,31 @@ class EmbeddedModelNode(Node):
                                       for n, p in self.live.model.payloads.items()),
             })
             stale = self.live.stale_joints(now)
-            if values["feedforward_mode"] != "off" and stale:
-                status.level = DiagnosticStatus.WARN
-                status.message = (f"feedforward stopped: no joint state for {stale[:4]}"
-                                  f"{'...' if len(stale) > 4 else ''} within {self.live.state_timeout} s")
-            elif stats.clamped:
-                status.level, status.message = DiagnosticStatus.WARN, "feedforward clamped to effort limits"
-            elif stats.rejected:
-                status.level, status.message = DiagnosticStatus.WARN, f"joint states rejected: {stats.last_rejection}"
-            else:
-                status.level, status.message = DiagnosticStatus.OK, "model live"
+            problems = []
+            if mode != "off" and stale:
+                problems.append(f"feedforward stopped: no joint state for {stale[:4]}"
+                                    f"{'...' if len(stale) > 4 else ''} within "
+                                    f"{self.live.state_timeout} s")
+            if mode != "off" and stats.withheld:
+                problems.append(f"feedforward withheld for {stats.withheld} joint state(s): "
+                                    f"{stats.withheld_reason}")
+            if stats.clamped:
+                problems.append("feedforward clamped to effort limits")
+            if stats.rejected:
+                problems.append(f"joint states rejected: {stats.last_rejection}")
+            if stats.rejected_commands:
+                problems.append(stats.last_command_rejection)
+            if self._description_error:
+                problems.append(self._description_error)
+            status.level = DiagnosticStatus.WARN if problems else DiagnosticStatus.OK
+            status.message = "; ".join(problems) or "model live"
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self.diagnostics_publisher.publish(array)
 
     def _publish_marker(self):
-        frame = self.get_parameter("marker_frame").value
+        frame = self._config["marker_frame"]
         if self.live is None or not frame or self.live.stale_joints(time.monotonic()):
             return
         try:
@@ -627,6 +782,7 @@ class EmbeddedModelNode(Node):
 
 
     def destroy_node(self):
+        self._loader.close()
         if self._warmup is not None:
             self._warmup.stop()
         return super().destroy_node()
@@ -637,9 +793,11 @@ class _Statistics:
 
     def __init__(self):
         self.joint_states = self.published = self.clamped = self.rejected = self.services = 0
+        self.withheld = self.stale_dropped = self.rejected_commands = 0
         self.compute_total = self.max_compute = self.service_time = 0.0
         self.compute_count = 0
         self.clamped_joints, self.last_rejection, self.withheld_reason = [], "", ""
+        self.last_command_rejection = ""
 
     def record_compute(self, seconds):
         self.compute_total += seconds
@@ -677,7 +835,7 @@ def _spin(node, executor, running):
 
 def main(args=None):
     return run_node(NODE_NAME, EmbeddedModelNode,
-                    lambda node: make_executor(node.get_parameter("executor").value), _spin, args)
+                    lambda node: make_executor(node._config["executor"]), _spin, args)
 
 
 if __name__ == "__main__":

@@ -156,6 +156,39 @@ class BodyTree:
             self.hinge_offset[body] = offset
         self.has_mimic = any(joint.mimic_of for joint in self.joints)
 
+    # Without mimic joints G is the identity below a zero root row (body i moves
+    # joint i - 1): these apply it by slicing, never as a product with a dense
+    # nb x dof matrix, which costs O(n^2) memory and O(n^3) time on a large tree.
+    def hinge_positions(self, q):
+        """q_hinge = G q + offset, for a validated ``q``."""
+        if self.has_mimic:
+            return self.hinge_from_joint @ q + self.hinge_offset
+        return np.concatenate(([0.0], q))
+
+    def hinge_rates(self, rates):
+        """qd_hinge = G qd (also accelerations and torques fanned out to hinges)."""
+        if self.has_mimic:
+            return self.hinge_from_joint @ rates
+        return np.concatenate(([0.0], rates))
+
+    def joint_forces(self, hinge_forces):
+        """tau = G^T tau_hinge; also folds hinge accelerations of a mimic-free tree."""
+        if self.has_mimic:
+            return self.hinge_from_joint.T @ hinge_forces
+        return hinge_forces[1:]
+
+    def joint_columns(self, hinge_matrix):
+        """A @ G for any matrix A with one column per hinge (a Jacobian)."""
+        if self.has_mimic:
+            return hinge_matrix @ self.hinge_from_joint
+        return hinge_matrix[:, 1:]
+
+    def joint_mass_matrix(self, hinge_mass):
+        """G^T M G; without mimic joints a view of ``hinge_mass`` (no copy of n x n)."""
+        if self.has_mimic:
+            return self.hinge_from_joint.T @ hinge_mass @ self.hinge_from_joint
+        return hinge_mass[1:, 1:]
+
     @staticmethod
     def _mimic_chain(description, joint):
         """Root master of ``joint`` and the affine map from it: ``q = m q_master + o``."""

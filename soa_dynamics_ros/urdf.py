@@ -9,13 +9,14 @@ Defaults follow the URDF specification, not any one parser: a missing
 from dataclasses import dataclass, field
 import math
 import os
-import sys
 import xml.parsers.expat
 
 import numpy as np
 
 from .errors import URDFError, UnsupportedJointError
 from .spatial import rotation_from_rpy
+from . import xacro_expand
+from .xacro_expand import PackageNotFoundError, find_package
 
 MOVING_JOINT_TYPES = ("revolute", "continuous", "prismatic")
 UNSUPPORTED_JOINT_TYPES = ("floating", "planar")
@@ -121,13 +122,14 @@ def parse_xml(text):
     return root_holder[0]
 
 
-def resolve_package_uri(source):
+def resolve_package_uri(source, package_paths=None):
     """A filesystem path for ``package://pkg/rel/path`` or ``file://`` URIs (others unchanged).
 
     This package's own files come from its checkout when it runs from one;
-    packages are otherwise looked up in the ament prefixes (``AMENT_PREFIX_PATH``)
-    and in this Python environment's prefix, where scripts/setup.sh installs
-    this package's share directory.
+    other packages are found by :func:`~soa_dynamics_ros.xacro_expand.find_package`:
+    the ament index (``AMENT_PREFIX_PATH``, then this Python environment's
+    prefix, where scripts/setup.sh installs this package's share directory),
+    then ``package_paths``.
     """
     if source.startswith("file://"):
         return source[len("file://"):]
@@ -140,63 +142,109 @@ def resolve_package_uri(source):
         candidate = os.path.join(checkout, relative)
         if os.path.exists(os.path.join(checkout, "package.xml")) and os.path.exists(candidate):
             return candidate
-    prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
-    prefixes.append(sys.prefix)
-    for prefix in prefixes:
-        candidate = os.path.join(prefix, "share", package, relative)
-        if os.path.exists(candidate):
-            return candidate
-    raise URDFError(f"cannot resolve {source!r}: package {package!r} is not in AMENT_PREFIX_PATH "
-                    f"or {sys.prefix}")
+    try:
+        return os.path.join(find_package(package, _search_paths(package_paths)), relative)
+    except PackageNotFoundError as error:
+        raise URDFError(f"cannot resolve {source!r}: {error}") from None
+
+
+def _search_paths(package_paths):
+    if package_paths is None:
+        return []
+    if isinstance(package_paths, (str, os.PathLike)):
+        # One path given bare would otherwise be searched character by character.
+        package_paths = [package_paths]
+    try:
+        paths = [os.path.expanduser(os.fspath(path)) for path in package_paths]
+    except TypeError:
+        raise URDFError(f"package_paths must be a list of directories, not "
+                        f"{package_paths!r}") from None
+    missing = [path for path in paths if not os.path.isdir(path)]
+    if missing:
+        raise URDFError(f"package_paths {missing} are not directories")
+    return paths
 
 
 def _is_xml_text(source):
     return source.lstrip().startswith("<")
 
 
-def _run_xacro(text=None, path=None):
+def uses_xacro(text):
+    """Whether XML ``text`` needs xacro: ``xacro:`` elements or attributes, ``${...}``
+    or ``$(...)``.
+
+    The ``xmlns:xacro`` declaration alone does not count: xacro output keeps it.
+    Malformed XML answers False, so that the parser reports the problem.
+    """
+    parser = xml.parsers.expat.ParserCreate()
+
+    class Found(Exception):
+        """Stops the parse at the first use of xacro."""
+
+    def substitutes(value):
+        return "${" in value or "$(" in value
+
+    def start(tag, attributes):
+        if tag.startswith("xacro:") or any(
+                name.startswith("xacro:") or substitutes(value) for name, value in attributes.items()):
+            raise Found
+
+    def characters(data):
+        if substitutes(data):
+            raise Found
+
+    def refuse_entity(*_args):
+        raise xml.parsers.expat.ExpatError("entity declaration")
+
+    parser.StartElementHandler = start
+    parser.CharacterDataHandler = characters
+    parser.EntityDeclHandler = refuse_entity
+    parser.SetParamEntityParsing(xml.parsers.expat.XML_PARAM_ENTITY_PARSING_NEVER)
     try:
-        import xacro
-    except ImportError:
-        raise URDFError("this description uses xacro; install the 'xacro' package "
-                        "(pip install xacro) to expand it") from None
-    import xml.dom.minidom
-    try:
-        if path is not None:
-            document = xacro.process_file(path)
-        else:
-            document = xml.dom.minidom.parseString(text)
-            xacro.process_doc(document)
-    except URDFError:
-        raise
-    except Exception as error:  # xacro raises many unrelated types
-        raise URDFError(f"xacro expansion failed: {error}") from None
-    return document.toxml()
+        parser.Parse(text, True)
+    except Found:
+        return True
+    except xml.parsers.expat.ExpatError:
+        pass
+    return False
 
 
-def read_description_text(source):
-    """Return URDF XML text from a path, an XML string or a xacro file/string."""
+def _expand_xacro(package_paths, timeout, path=None, text=None):
+    try:
+        return xacro_expand.expand(_search_paths(package_paths), timeout, path=path, text=text)
+    except (RuntimeError, ValueError) as error:
+        raise URDFError(str(error)) from None
+
+
+def read_description_text(source, package_paths=None,
+                          xacro_timeout=xacro_expand.DEFAULT_TIMEOUT):
+    """Return URDF XML text from a path, an XML string or a xacro file/string.
+
+    Only a description that uses xacro (:func:`uses_xacro`) is expanded, in a
+    child process stopped after ``xacro_timeout`` seconds
+    (:func:`~soa_dynamics_ros.xacro_expand.expand`); ``$(find pkg)`` and
+    ``package://`` look in ``package_paths`` after the ament index.
+    """
     if not isinstance(source, (str, os.PathLike)):
         raise URDFError(f"a robot description must be a path or an XML string, "
                         f"not {type(source).__name__}")
     source = os.fspath(source)
     if _is_xml_text(source):
         text = source
-        if "xmlns:xacro" in text:
-            text = _run_xacro(text=text)
+        if uses_xacro(text):
+            text = _expand_xacro(package_paths, xacro_timeout, text=text)
     else:
-        source = resolve_package_uri(source)
+        source = resolve_package_uri(source, package_paths)
         if not os.path.isfile(source):
             raise URDFError(f"robot description file {source!r} does not exist")
         if os.path.getsize(source) > MAX_DESCRIPTION_BYTES:
             raise URDFError(f"robot description file {source!r} is larger than "
                             f"{MAX_DESCRIPTION_BYTES // 2**20} MiB")
-        if source.endswith(".xacro"):
-            return _run_xacro(path=source)
         with open(source, encoding="utf-8") as handle:
             text = handle.read()
-        if "xmlns:xacro" in text:
-            text = _run_xacro(path=source)
+        if uses_xacro(text):
+            # From the file, so that relative includes and $(dirname) resolve.
+            text = _expand_xacro(package_paths, xacro_timeout, path=source)
     if len(text) > MAX_DESCRIPTION_BYTES:
         raise URDFError(f"robot description is larger than {MAX_DESCRIPTION_BYTES // 2**20} MiB")
     return text
@@ -209,8 +257,10 @@ def _numbers(element, attribute, count, default=None):
             raise URDFError(f"missing attribute '{attribute}'", element.tag, element.line)
         return np.array(default, dtype=float)
     try:
-        values = np.array([float(token) for token in raw.split()], dtype=float)
-    except ValueError:
+        # Text from XML; numbers or sequences of them from urdf_parser_py objects.
+        tokens = raw.split() if isinstance(raw, str) else np.ravel(np.asarray(raw, dtype=object))
+        values = np.array([float(token) for token in tokens], dtype=float)
+    except (TypeError, ValueError):
         raise URDFError(f"attribute {attribute}={raw!r} is not numeric",
                         element.tag, element.line) from None
     if values.size != count:
@@ -359,21 +409,34 @@ def _check_topology(name, links, joints, root_element):
     return roots[0]
 
 
-def parse_urdf(source):
-    """Parse a URDF path, XML string or xacro into a :class:`RobotDescription`."""
-    root_element = parse_xml(read_description_text(source))
+def parse_urdf(source, package_paths=None, xacro_timeout=xacro_expand.DEFAULT_TIMEOUT):
+    """Parse a URDF path, XML string or xacro into a :class:`RobotDescription`.
+
+    ``package_paths`` and ``xacro_timeout``: see :func:`read_description_text`.
+    """
+    root_element = parse_xml(read_description_text(source, package_paths, xacro_timeout))
     if root_element.tag != "robot":
         raise URDFError(f"the root element is <{root_element.tag}>, expected <robot>",
                         root_element.tag, root_element.line)
+    return description_from_element(root_element)
+
+
+def description_from_element(root_element, parse_link=_parse_link, parse_joint=_parse_joint):
+    """The :class:`RobotDescription` of a ``<robot>`` element, with every check of the reader.
+
+    ``parse_link`` / ``parse_joint`` read one element; the reader of
+    urdf_parser_py objects wraps them so that errors name the link or joint
+    (objects have no line numbers).
+    """
     name = root_element.attributes.get("name", "")
     links, joints = {}, {}
     for element in root_element.find_all("link"):
-        link = _parse_link(element)
+        link = parse_link(element)
         if link.name in links:
             raise URDFError(f"duplicate link name {link.name!r}", "link", element.line)
         links[link.name] = link
     for element in root_element.find_all("joint"):
-        joint = _parse_joint(element)
+        joint = parse_joint(element)
         if joint.name in joints:
             raise URDFError(f"duplicate joint name {joint.name!r}", "joint", element.line)
         joints[joint.name] = joint

@@ -61,12 +61,33 @@ def check_link_inertias(description, strict):
 MAX_MAGNITUDE = 1e50
 
 
+def as_float_array(name, value, expected):
+    """``value`` as a float array, or :class:`InvalidInputError` naming ``expected``.
+
+    Complex values are refused rather than cut to their real part (numpy would
+    only warn), and integers too large for a float are refused rather than
+    raising OverflowError.
+    """
+    if type(value) is np.ndarray and value.dtype == np.float64:
+        return value
+    try:
+        array = np.asarray(value)
+        if np.iscomplexobj(array):
+            raise InvalidInputError(f"{name} holds complex values; {name} must be a real "
+                                    f"{expected}")
+        return array.astype(float, copy=False)
+    except (TypeError, ValueError) as error:
+        if isinstance(error, InvalidInputError):
+            raise
+        raise InvalidInputError(f"{name} must be a numeric {expected}") from None
+    except OverflowError:
+        raise InvalidInputError(f"{name} holds a number too large for a float; {name} must be "
+                                f"a numeric {expected}") from None
+
+
 def as_vector(name, value, size):
     """A float vector of exactly ``size`` finite entries, or :class:`InvalidInputError`."""
-    try:
-        vector = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{name} must be a numeric vector of length {size}") from None
+    vector = as_float_array(name, value, f"vector of length {size}")
     if vector.shape != (size,):
         raise InvalidInputError(f"{name} must have shape ({size},), got {vector.shape}")
     if not np.all(np.isfinite(vector)):
@@ -81,10 +102,7 @@ def as_vector(name, value, size):
 def as_samples(name, value, columns, count=None):
     """A C-contiguous float array of shape (count or N, columns), finite and in range."""
     rows = "N" if count is None else count
-    try:
-        samples = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{name} must be a numeric array of shape ({rows}, {columns})") from None
+    samples = as_float_array(name, value, f"array of shape ({rows}, {columns})")
     if samples.ndim != 2 or samples.shape[1] != columns or (
             count is not None and samples.shape[0] != count):
         raise InvalidInputError(f"{name} must have shape ({rows}, {columns}), got {samples.shape}")

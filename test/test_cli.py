@@ -260,3 +260,61 @@ def test_other_bad_input(tmp_path):
     fails("nonsense", PANDA, match="invalid choice")
     fails("torques", PANDA, "--trajectory", EXAMPLE_CSV, "--plot", tmp_path / "no" / "dir.png",
           match="cannot write plot")
+
+
+@pytest.mark.parametrize("name, transform", [
+    ("CR-only line ends (classic Mac)", lambda text: text.replace("\n", "\r")),
+    ("CR LF line ends", lambda text: text.replace("\n", "\r\n")),
+    ("a UTF-8 byte-order mark", lambda text: "\ufeff" + text),
+])
+def test_trajectory_csv_line_ends_and_byte_order_mark_read_like_the_plain_file(tmp_path, name, transform):
+    """Spreadsheet exports: once a _csv.Error traceback (CR) or "no 'time' column" (BOM)."""
+    original = pathlib.Path(EXAMPLE_CSV).read_text()
+    path = tmp_path / "exported.csv"
+    path.write_bytes(transform(original).encode("utf-8"))
+    exported = run_json("torques", PANDA, "--trajectory", path)
+    plain = run_json("torques", PANDA, "--trajectory", EXAMPLE_CSV)
+    assert exported["rows"] == plain["rows"] and len(plain["rows"]) == 501
+
+
+def test_trajectory_csv_that_is_not_text_or_not_csv(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(f"{HEADER}\n{good_rows()}\n# caf\xe9\n".encode("latin-1"))
+    fails("torques", PANDA, "--trajectory", path, match="is not UTF-8 text")
+    huge_field = write(tmp_path, "huge.csv", f'{HEADER}\n"{"1" * 200000}"\n')
+    fails("torques", PANDA, "--trajectory", huge_field, match="not a readable CSV")
+
+
+def test_stiffness_beyond_the_float_range_is_refused(tmp_path):
+    """400 digits: once an OverflowError traceback from float(int)."""
+    stiff = write(tmp_path, "huge.yaml", "joints:\n  panda_joint1: 1" + "0" * 399 + "\ndefault: 1.0e4\n")
+    fails("deflection", PANDA, "--stiffness", stiff, "--q", "0,0,0,-1,0,1,0",
+          match="stiffness of 'panda_joint1' has 400 digits, beyond the range of a float")
+
+
+def test_stiffness_so_small_that_the_deflection_overflows_is_refused(tmp_path):
+    """1e-320 (subnormal): once "max |dp| = nan" with exit status 0."""
+    stiff = write(tmp_path, "tiny.yaml", "joints:\n  panda_joint2: 1.0e-320\ndefault: 1.0e4\n")
+    fails("deflection", PANDA, "--stiffness", stiff, "--trajectory", EXAMPLE_CSV,
+          match="deflection overflows the float range: stiffness too small for 'panda_joint2' (stiffness 1e-320)")
+    fails("deflection", PANDA, "--stiffness", stiff, "--q", "0,-0.5,0,-2,0,1.5,0",
+          match="stiffness too small for 'panda_joint2'")
+
+
+def test_plot_path_is_the_file_written_and_reported(tmp_path):
+    """--plot DIR once wrote DIR.png and reported DIR; a bad output path now changes nothing."""
+    out = tmp_path / "torques.csv"
+    fails("torques", PANDA, "--trajectory", EXAMPLE_CSV, "--plot", tmp_path, "--out", out,
+          match="cannot write plot")
+    assert not out.exists() and not pathlib.Path(str(tmp_path) + ".png").exists()
+    fails("torques", PANDA, "--trajectory", EXAMPLE_CSV, "--out", tmp_path, match="is a directory")
+    result = run("torques", PANDA, "--trajectory", EXAMPLE_CSV, "--plot", tmp_path / "figure")
+    assert f"plot written to {tmp_path / 'figure.png'}" in result.stdout
+    assert (tmp_path / "figure.png").stat().st_size > 10000 and not (tmp_path / "figure").exists()
+
+
+@pytest.mark.parametrize("mass", ["nan", "inf"])
+def test_payload_mass_must_be_finite(mass):
+    """Once refused under an internal payload name ('__plant_payload_0__')."""
+    fails("torques", PANDA, "--trajectory", EXAMPLE_CSV, "--payload", mass, "--payload-link",
+          "panda_hand", match=f"--payload must be a finite mass in kg, got {mass}")

@@ -5,8 +5,10 @@ are generated, compiled with the C compiler and compared with the numpy path
 on random states; the on-disk cache makes reruns fast.
 """
 import os
+import pathlib
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -268,3 +270,49 @@ def test_without_a_compiler_auto_is_the_numpy_path_and_c_says_why(tmp_path):
     assert "mode ('auto', None)" in stdout, stdout + stderr
     assert "error: compiled kernels are unavailable: the C compiler CC='no-such-cc' is not found" \
         in stdout, stdout
+
+
+def _processes_mentioning(text):
+    found = []
+    for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text in cmdline.read_bytes().decode(errors="replace"):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def _wait_until(condition, deadline=120.0):
+    end = time.monotonic() + deadline
+    while time.monotonic() < end and not condition():
+        time.sleep(0.05)
+    return condition()
+
+
+def test_a_process_killed_mid_compile_leaves_no_compiler_and_no_partial_file(tmp_path):
+    """SIGKILL (no clean-up runs) while the compiler works: the compiler dies with the
+    process, nothing partial appears under a final name, and the next build sweeps the
+    temporary files and compiles."""
+    urdf = random_tree_urdf(11, moving_joints=12)
+    script = (f"from soa_dynamics_ros.model import RobotModel\n"
+              f"RobotModel.from_urdf({urdf!r}, kernels='c').prepare_kernels()\n")
+    cache = tmp_path / "kernels"
+    victim = _run_with_cache(script, tmp_path)
+    try:
+        assert _wait_until(lambda: any(_processes_mentioning(f"{cache}/.soa_kernels_"))), (
+            "no compiler started")
+        victim.kill()
+        victim.wait(timeout=60)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+            victim.wait()
+    assert _wait_until(lambda: not _processes_mentioning(str(cache)), deadline=60), (
+        "a compiler outlived the process that started it")
+    for library in cache.glob(f"soa_kernels_*{build.EXTENSION}"):
+        build.load(library.name.removesuffix(build.EXTENSION), library)   # complete, loadable
+    survivor = _run_with_cache(script + "print('built')\n", tmp_path)
+    stdout, stderr = survivor.communicate(timeout=900)
+    assert survivor.returncode == 0 and "built" in stdout, stderr
+    assert not list(cache.glob(".*")), list(cache.glob(".*"))

@@ -176,8 +176,9 @@ def test_ros2_control_wrapper_keeps_the_physics_and_declares_effort_interfaces()
     assert root.find("gazebo/plugin/parameters").text == "/c.yaml"
     controllers = yaml.safe_load(open(shipped_urdf("../config/panda_controllers.yaml")))
     assert (controllers["controller_manager"]["ros__parameters"]["effort_controller"]["type"]
-            == "effort_controllers/JointGroupEffortController")
+            == "forward_command_controller/ForwardCommandController")
     assert controllers["effort_controller"]["ros__parameters"]["joints"] == b.joint_names
+    assert controllers["effort_controller"]["ros__parameters"]["interface_name"] == "effort"
     sim = yaml.safe_load(open(shipped_urdf("../config/panda_sim.yaml")))
     assert sim["soa_dynamics_sim"]["ros__parameters"]["initial_positions"] == initial
 

@@ -26,7 +26,7 @@ from . import build, generator
 logger = logging.getLogger("soa_dynamics_ros.kernels")
 
 BACKENDS = ("c",)
-_SOURCES = ("symbolic.py", "generator.py", "build.py", "runtime.h", "../spatial.py", "../tree.py",
+_SOURCES = ("symbolic.py", "generator.py", "build.py", "compile_guard.py", "runtime.h", "../spatial.py", "../tree.py",
             "../algorithms/kinematics.py", "../algorithms/inverse_dynamics.py",
             "../algorithms/mass_matrix.py", "../algorithms/articulated_body.py",
             "../algorithms/task_space.py")

@@ -77,31 +77,63 @@ def toolchain_id():
     return digest.hexdigest()[:8]
 
 
+def _remove_leftovers(directory):
+    """Delete temporary files of builds whose process died (killed mid-compile)."""
+    for leftover in directory.glob(".soa_kernels_*"):
+        try:
+            pid = int(leftover.name.split(".")[2])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            leftover.unlink(missing_ok=True)
+        except (ValueError, IndexError, PermissionError):
+            continue
+
+
 def build(source, name, directory):
     """Compile C ``source`` into the extension module ``name`` in ``directory``; its path.
 
     The source is kept beside the library (``name.c``) for readers.  Files are
-    written under temporary names and renamed, so a concurrent process never
-    loads half a library.
+    written under temporary names (with this process's id) in the same folder
+    and renamed, so no process ever sees half a file under a final name; a
+    build's temporary files are removed when it fails, and by the next build
+    when its process was killed.  The compiler runs under
+    :mod:`.compile_guard`, which kills it if this process dies.
     """
     directory.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(directory)
     path = directory / f"{name}{EXTENSION}"
     partial_source = directory / f".{name}.{os.getpid()}.c"
     partial_library = directory / f".{name}.{os.getpid()}{EXTENSION}"
-    partial_source.write_text(source)
     command = [compiler(), *FLAGS, f"-I{RUNTIME_DIR}", f"-I{_python_include()}",
                f"-I{np.get_include()}", str(partial_source), "-o", str(partial_library)]
     try:
-        run = subprocess.run(command, capture_output=True, text=True)
-        if run.returncode != 0:
+        partial_source.write_text(source)
+        returncode, errors = _run_guarded(command)
+        if returncode != 0:
             raise KernelBuildError(f"compiling {partial_source.name} failed "
-                                   f"({' '.join(command)}):\n{run.stderr[-4000:]}")
+                                   f"({' '.join(command)}):\n{errors[-4000:]}")
         os.replace(partial_library, path)
         os.replace(partial_source, directory / f"{name}.c")
     finally:
         for leftover in (partial_source, partial_library):
             leftover.unlink(missing_ok=True)
     return path
+
+
+def _run_guarded(command):
+    """Run ``command`` under :mod:`.compile_guard`; its exit status and standard error."""
+    # The guard reads a pipe whose write end only this process holds (children
+    # do not inherit it: close_fds): it sees end of file when this process ends.
+    guard = subprocess.Popen([sys.executable, "-I", "-S", str(RUNTIME_DIR / "compile_guard.py"),
+                              *command], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    try:
+        errors = guard.stderr.read().decode(errors="replace")
+        return guard.wait(), errors
+    finally:
+        guard.stdin.close()        # also on KeyboardInterrupt: the guard stops the compiler
+        guard.stderr.close()
+        guard.wait()
 
 
 def load(name, path):

@@ -52,6 +52,9 @@ def _positive(what, value):
     except (TypeError, ValueError):
         raise InvalidInputError(f"{what} must be a positive number (or 'inf' for rigid), "
                                 f"not {value!r}") from None
+    except OverflowError:  # an integer beyond the float range (YAML reads digits as int)
+        raise InvalidInputError(f"{what} has {len(str(abs(value)))} digits, beyond the range of "
+                                "a float (1.8e308); write 'inf' for a rigid joint") from None
     if not number > 0 or np.isnan(number):
         raise InvalidInputError(f"{what} must be positive, not {value!r}")
     return number
@@ -129,6 +132,17 @@ class Deflection:
                 "max_rotation": float(r[k]), "max_rotation_time": float(self.time[k])}
 
 
+def _check_finite(model, stiffness, joint_deflection, cartesian):
+    """A stiffness so small that load / stiffness leaves the float range is an input error."""
+    if np.isfinite(joint_deflection).all() and np.isfinite(cartesian).all():
+        return
+    overflowed = np.flatnonzero(~np.isfinite(joint_deflection).all(axis=0))
+    if overflowed.size == 0:  # finite per joint; the Jacobian product overflowed
+        overflowed = [int(np.abs(joint_deflection).max(axis=0).argmax())]
+    culprits = ", ".join(f"{model.joint_names[j]!r} (stiffness {float(stiffness[j])!r})" for j in overflowed)
+    raise InvalidInputError(f"the deflection overflows the float range: stiffness too small for {culprits}")
+
+
 def deflection_along_path(model, trajectory, stiffness, frame, wrenches=None, gravity=True,
                           progress=None):
     """:class:`Deflection` of ``frame`` under gravity (unless ``gravity=False``), inertial and applied loads."""
@@ -146,11 +160,14 @@ def deflection_along_path(model, trajectory, stiffness, frame, wrenches=None, gr
     finally:
         model.gravity = saved
     load = -torques
-    joint_deflection = load / stiffness
+    with np.errstate(over="ignore"):
+        joint_deflection = load / stiffness
     count = len(trajectory)
     cartesian = np.empty((count, 6))
     for part in chunked(count, "jacobians",
                         progress and (lambda d, t, s: progress(t + d, 2 * t, "jacobians")), 500):
-        for k in range(part.start, part.stop):
-            cartesian[k] = model.jacobian(trajectory.positions[k], frame) @ joint_deflection[k]
+        with np.errstate(over="ignore", invalid="ignore"):
+            for k in range(part.start, part.stop):
+                cartesian[k] = model.jacobian(trajectory.positions[k], frame) @ joint_deflection[k]
+    _check_finite(model, stiffness, joint_deflection, cartesian)
     return Deflection(frame, model.joint_names, trajectory.time, load, joint_deflection, cartesian)

@@ -48,33 +48,6 @@ DISTANCE_TOLERANCE = 1e-10
 STANDARD, MODIFIED = "standard", "modified"
 
 
-# ---------------------------------------------------------------------- elementary transforms
-def rot_x(angle):
-    c, s = np.cos(angle), np.sin(angle)
-    t = np.eye(4)
-    t[1:3, 1:3] = [[c, -s], [s, c]]
-    return t
-
-
-def rot_z(angle):
-    c, s = np.cos(angle), np.sin(angle)
-    t = np.eye(4)
-    t[0:2, 0:2] = [[c, -s], [s, c]]
-    return t
-
-
-def trans_x(distance):
-    t = np.eye(4)
-    t[0, 3] = distance
-    return t
-
-
-def trans_z(distance):
-    t = np.eye(4)
-    t[2, 3] = distance
-    return t
-
-
 def standard_transform(theta, d, a, alpha):
     """``Rz(theta) Tz(d) Tx(a) Rx(alpha)``, closed form."""
     ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha), np.sin(alpha)

@@ -1,5 +1,6 @@
 """Figures of plant results; matplotlib is imported here only, when a plot is asked for."""
 import math
+import os
 
 import numpy as np
 
@@ -21,7 +22,14 @@ def _grid(count):
     return math.ceil(count / columns), columns
 
 
+def plot_file_name(path):
+    """The file a plot asked for at ``path`` is written to: a name without extension gets .png."""
+    path = os.fspath(path)
+    return path if os.path.splitext(path)[1] else path + ".png"
+
+
 def _save(figure, path, plt):
+    path = plot_file_name(path)
     try:
         figure.savefig(path, dpi=110)
     except OSError as error:

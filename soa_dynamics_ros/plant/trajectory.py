@@ -175,17 +175,27 @@ def read_trajectory_csv(model, source, check_limits=True, strict=False):
     elif isinstance(source, (str, os.PathLike)) and "\n" not in str(source):
         name = str(source)
         try:
-            with open(source, newline="") as handle:
+            # utf-8-sig: spreadsheets often start a UTF-8 CSV with a byte-order mark.
+            with open(source, newline="", encoding="utf-8-sig") as handle:
                 text = handle.read()
         except OSError as error:
             raise TrajectoryError(f"cannot read trajectory {name!r}: {error.strerror}") from None
+        except UnicodeDecodeError as error:
+            raise TrajectoryError(f"trajectory {name!r} is not UTF-8 text (byte {error.start}: "
+                                  f"{error.object[error.start:error.start + 1]!r})") from None
     else:
         text = str(source)
+    text = text.removeprefix("\ufeff")
     rows = []
-    for number, row in enumerate(csv.reader(io.StringIO(text)), start=1):
-        if not row or all(not cell.strip() for cell in row) or row[0].lstrip().startswith("#"):
-            continue
-        rows.append((number, [cell.strip() for cell in row]))
+    # newline=None: \r\n and lone \r (classic Mac) end lines as \n does.
+    reader = csv.reader(io.StringIO(text, newline=None))
+    try:
+        for number, row in enumerate(reader, start=1):
+            if not row or all(not cell.strip() for cell in row) or row[0].lstrip().startswith("#"):
+                continue
+            rows.append((number, [cell.strip() for cell in row]))
+    except csv.Error as error:
+        raise TrajectoryError(f"not a readable CSV: {error}", reader.line_num) from None
     if not rows:
         raise TrajectoryError("the trajectory CSV is empty (it needs a header row and samples)")
     header_line, header = rows[0]
