@@ -145,6 +145,7 @@ class EmbeddedModelNode(Node):
         self._config = validate_all({name: self.get_parameter(name).value for name in PARAMETERS})
         self.live = None
         self._warmup = None
+        self._awaiting_kernels = False      # compiling, or loading them once compiled
         self._stats = _Statistics()
         self._withheld_logged_at = -float("inf")
         self._withholding = False
@@ -338,6 +339,7 @@ class EmbeddedModelNode(Node):
         if self._warmup is not None:
             self._warmup.stop()
             self._warmup = None
+        self._awaiting_kernels = warmup is not None
         if warmup is None:
             return
         xml, frames = warmup
@@ -359,6 +361,7 @@ class EmbeddedModelNode(Node):
         self._warmup = None
         model, xml = self._warmup_target
         if code != 0:
+            self._awaiting_kernels = False
             self.get_logger().error(f"kernel compilation failed (exit {code}); staying on the "
                                     f"numpy path:\n{log}")
         elif self.live is not None and self.live.model is model:
@@ -458,7 +461,7 @@ class EmbeddedModelNode(Node):
         mode = self._config["feedforward_mode"]
         if mode == "off":
             return
-        if self._warmup is not None:
+        if self._awaiting_kernels:
             # No first command from the numpy path (~1 ms per state here: at 1 kHz it
             # fell behind, and the sim saw 0.1-0.9 s gaps right after it); a sim that
             # waits for the first command holds still until the kernels are in.
