@@ -22,7 +22,7 @@ from .algorithms.kinematics import (body_motion, body_placements, hinge_jacobian
 from .algorithms.task_space import (classical_acceleration, compliance_gather, correction_scatter,
                                     frame_wrench_map)
 from .errors import InvalidInputError, SingularDynamicsError
-from .validation import as_vector
+from .validation import MAX_MAGNITUDE, as_float_array, as_vector
 
 TASK_SPACE_PARTS = {"full": slice(0, 6), "translational": slice(0, 3), "rotational": slice(3, 6)}
 # Directions of a compliance matrix weaker than this fraction of the strongest
@@ -214,10 +214,7 @@ def _parse_constraints(model, constraints):
         except (TypeError, ValueError):
             raise InvalidInputError(f"constraint {index} must be (frame, alpha, beta)") from None
         frame = model._frame(name)
-        try:
-            alpha = np.asarray(alpha, dtype=float)
-        except (TypeError, ValueError):
-            raise InvalidInputError(f"constraint {index} ({name}): alpha is not numeric") from None
+        alpha = as_float_array(f"constraint {index} ({name}) alpha", alpha, "6 x m array")
         if alpha.ndim == 1 and alpha.shape == (6,):
             alpha = alpha[:, None]
         if alpha.ndim != 2 or alpha.shape[0] != 6 or not 1 <= alpha.shape[1] <= 6:
@@ -225,6 +222,9 @@ def _parse_constraints(model, constraints):
                                     f"1 <= m <= 6, got shape {alpha.shape}")
         if not np.all(np.isfinite(alpha)):
             raise InvalidInputError(f"constraint {index} ({name}): alpha holds NaN or inf")
+        if np.any(np.abs(alpha) > MAX_MAGNITUDE):
+            raise InvalidInputError(f"constraint {index} ({name}): alpha holds values beyond "
+                                    f"{MAX_MAGNITUDE:g}")
         beta = as_vector(f"constraint {index} ({name}) beta", beta, alpha.shape[1])
         frames.append(frame)
         blocks.append(alpha)

@@ -1,7 +1,8 @@
 """``soa_dynamics_sim``: a MuJoCo-simulated arm that speaks what gz_ros2_control speaks.
 
-Topics, as Gazebo + gz_ros2_control with a ``JointGroupEffortController``
-named ``effort_controller`` and a joint_state_broadcaster:
+Topics, as Gazebo + gz_ros2_control with a
+``forward_command_controller/ForwardCommandController`` (``interface_name:
+effort``) named ``effort_controller`` and a joint_state_broadcaster:
 
 * publishes ``/joint_states`` (``sensor_msgs/JointState``, every step,
   stamped; ``effort`` is the effort applied during the step that led there),

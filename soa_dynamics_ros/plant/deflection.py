@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError, UnknownNameError
+from ..validation import as_float_array
 from .torques import chunked, path_torques
 
 
@@ -146,7 +147,7 @@ def _check_finite(model, stiffness, joint_deflection, cartesian):
 def deflection_along_path(model, trajectory, stiffness, frame, wrenches=None, gravity=True,
                           progress=None):
     """:class:`Deflection` of ``frame`` under gravity (unless ``gravity=False``), inertial and applied loads."""
-    stiffness = np.asarray(stiffness, dtype=float)
+    stiffness = as_float_array("stiffness", stiffness, f"vector of {model.dof} positive values")
     if stiffness.shape != (model.dof,) or not np.all(stiffness > 0):
         raise InvalidInputError(f"stiffness must be {model.dof} positive values")
     model.frame_pose(np.zeros(model.dof), frame)  # UnknownNameError early

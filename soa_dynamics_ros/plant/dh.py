@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..validation import as_float_array
 from .chain import serial_path
 
 #: Consecutive axes whose directions differ by less than this (sine of the angle) are parallel.
@@ -162,7 +163,7 @@ class DHTable:
 
     def transforms(self, q):
         """``A_1(q) ... A_n(q)`` as a list of 4x4."""
-        q = np.asarray(q, dtype=float)
+        q = as_float_array("q", q, "vector of joint positions")
         result = []
         for row in self.rows:
             s = self.coordinate(row, q)

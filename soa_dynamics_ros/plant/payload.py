@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..validation import as_float_array
 from .torques import attached_payload, effort_limits, path_torques
 
 
@@ -39,7 +40,7 @@ class PayloadCapacity:
 
 def payload_capacity(model, trajectory, link, com=(0.0, 0.0, 0.0), wrenches=None, progress=None):
     """:class:`PayloadCapacity` for a point mass at ``com`` (link frame) on ``link`` along the path."""
-    com = np.asarray(com, dtype=float)
+    com = as_float_array("com", com, "3-vector in the link frame")
     tau0 = path_torques(model, trajectory, wrenches,
                         progress and (lambda d, t, s: progress(d, 2 * t, "without payload")))
     with attached_payload(model, link, 1.0, com):

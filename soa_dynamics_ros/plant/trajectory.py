@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import JointLimitError, JointLimitWarning, TrajectoryError
+from ..validation import as_float_array
 from ..validation import as_samples
 
 #: Slack on position and velocity limits, so that a path sampled exactly at a limit passes.
@@ -63,8 +64,8 @@ def differentiate(time, values):
     neighbours (one-sided quadratic at both ends); needs N >= 3 and strictly
     increasing ``time``.
     """
-    time = np.asarray(time, dtype=float)
-    values = np.asarray(values, dtype=float)
+    time = as_float_array("time", time, "vector of sample times")
+    values = as_float_array("values", values, "array of samples")
     if len(time) < 3:
         raise TrajectoryError(f"differentiating a path needs at least 3 samples, got {len(time)}; "
                               "give velocity and acceleration columns for shorter paths")
@@ -73,8 +74,8 @@ def differentiate(time, values):
 
 def second_derivative(time, values):
     """Second derivative of the quadratic through each sample and its neighbours (ends: first/last three)."""
-    time = np.asarray(time, dtype=float)
-    values = np.asarray(values, dtype=float)
+    time = as_float_array("time", time, "vector of sample times")
+    values = as_float_array("values", values, "array of samples")
     if len(time) < 3:
         raise TrajectoryError(f"differentiating a path needs at least 3 samples, got {len(time)}; "
                               "give velocity and acceleration columns for shorter paths")
@@ -109,7 +110,7 @@ def trajectory_from_arrays(model, time, positions, velocities=None, acceleration
     every independent joint must be present.  Limits are checked as in
     :func:`check_joint_limits` unless ``check_limits=False``.
     """
-    time = np.atleast_1d(np.asarray(time, dtype=float))
+    time = np.atleast_1d(as_float_array("time", time, "vector of sample times"))
     _check_time(time)
     names = model.joint_names
     columns = joint_names if joint_names is not None else names
