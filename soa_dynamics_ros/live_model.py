@@ -6,6 +6,7 @@ returning a non-finite torque) written against plain Python types so that it
 can be used and tested without a ROS graph.  ``soa_dynamics_ros.node`` only
 moves messages in and out of it.
 """
+from collections import deque
 from dataclasses import dataclass, field
 import math
 
@@ -20,6 +21,57 @@ FEEDFORWARD_MODES = ("gravity", "inverse_dynamics", "computed_torque", "off")
 # motion, yet small enough that gains times errors stay finite.  Beyond them a
 # desired state is a bug upstream and is refused, not tracked.
 DESIRED_BOUNDS = {"positions": 1e3, "velocities": 1e4, "accelerations": 1e6}
+
+
+# Over how many seconds the smallest publish-to-reception offset of a
+# publisher is taken as its clock offset (TransportAge).
+CLOCK_OFFSET_WINDOW = 10.0
+# Publishers remembered at once (they come and go with their processes).
+MAX_TRACKED_PUBLISHERS = 64
+
+
+class TransportAge:
+    """How long a message has been under way since its publisher wrote it, on any clocks.
+
+    The middleware's reception time alone misses the time a message spent
+    before its reception was recorded: a subscriber process that was stopped
+    or starved records it only when it runs again.  The source (publish)
+    timestamp covers that, but is on the publisher's clock, which may be
+    offset from this one.  Per publisher, the offset is estimated as the
+    smallest ``received - source`` seen over the last
+    :data:`CLOCK_OFFSET_WINDOW` seconds (the fastest delivery: transport
+    delay plus clock offset); a message's age is how much longer than that
+    it took, plus how long it has waited since its reception.  Times in
+    nanoseconds, as the middleware gives them; ``now`` is on the reception
+    clock, ``monotonic`` only ages the window.
+    """
+
+    def __init__(self, window=CLOCK_OFFSET_WINDOW):
+        self._window = window
+        self._offsets = {}     # publisher -> deque of (monotonic s, offset ns), offsets increasing
+
+    def age(self, publisher, source_ns, received_ns, now_ns, monotonic):
+        """Seconds since the message was published (never negative)."""
+        if not source_ns:      # a middleware that does not stamp the source: reception only
+            return max(now_ns - received_ns, 0) * 1e-9
+        offset = received_ns - source_ns
+        offsets = self._offsets.get(publisher)
+        if offsets is None:
+            if len(self._offsets) >= MAX_TRACKED_PUBLISHERS:
+                self._forget_quietest()
+            offsets = self._offsets[publisher] = deque()
+        # A sliding-window minimum: only offsets that could still become the
+        # smallest are kept, in increasing order.
+        while offsets and offsets[-1][1] >= offset:
+            offsets.pop()
+        offsets.append((monotonic, offset))
+        while offsets[0][0] < monotonic - self._window:
+            offsets.popleft()
+        return max(offset - offsets[0][1] + now_ns - received_ns, 0) * 1e-9
+
+    def _forget_quietest(self):
+        quietest = min(self._offsets, key=lambda publisher: self._offsets[publisher][-1][0])
+        del self._offsets[quietest]
 
 
 @dataclass

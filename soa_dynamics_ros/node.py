@@ -31,7 +31,7 @@ from visualization_msgs.msg import Marker
 from . import conversions, kernels, plant
 from .errors import InvalidInputError, JointLimitWarning, SoaDynamicsError
 from .kernels.warm import BackgroundWarmup
-from .live_model import LiveModel, require_moving_joints
+from .live_model import LiveModel, TransportAge, require_moving_joints
 from .model import KERNELS_ENV, RobotModel
 from .node_parameters import (DEFAULT_EXECUTOR, DEFAULT_JOINT_STATES_DEPTH,  # noqa: F401 (API)
                               EXECUTORS, PARAMETERS, PAYLOAD_FIELDS, validate_all)
@@ -152,6 +152,7 @@ class EmbeddedModelNode(Node):
         self._description_error = ""
         self._messages = None           # conversions.FeedforwardMessages of live.command_joints
         self._loader = DescriptionLoader(self._load_description)
+        self._transport_age = TransportAge()
         self.feedforward_publisher = self.create_publisher(Float64MultiArray, "~/feedforward", 1)
         self.feedforward_state_publisher = self.create_publisher(JointState, "~/feedforward_state", 1)
         self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -279,18 +280,20 @@ class EmbeddedModelNode(Node):
         kernels are loaded here; otherwise the warm-up (XML, frames) says what
         a child process must compile first.
         """
-        model = RobotModel.from_urdf(description, kernels="off")
+        config = self._config
+        # Expanded once, here: the warm-up child and the kernel-cache reload
+        # get plain URDF and need neither package_paths nor xacro again.
+        xml = read_description_text(description, config["package_paths"], config["xacro_timeout"])
+        model = RobotModel.from_urdf(xml, kernels="off")
         require_moving_joints(model)
         if not self._kernels_wanted():
             return model, None
         model.set_kernels("c")
-        frames = [f for f in [self._config["marker_frame"]] if f in model.frame_names]
+        frames = [f for f in [config["marker_frame"]] if f in model.frame_names]
         if model.kernels_cached(frames):
             model.prepare_kernels(frames)
             return model, None
         model.set_kernels("off")
-        xml = description if description.lstrip().startswith("<") else \
-            read_description_text(description)
         return model, (xml, frames)
 
     def _build_live(self, model, config):
@@ -415,22 +418,27 @@ class EmbeddedModelNode(Node):
     def _handle_joint_states(self, message, info, taken):
         """Merge a joint state and answer it, unless it waited in the queue past state_timeout.
 
-        Freshness is judged from the arrival (the middleware's reception
-        time), not from when this thread got to the message: behind a long
-        request, states queue up, and answering them late would publish
-        torques for where the arm was.
+        Freshness is judged from publication (TransportAge: the source
+        timestamp, corrected for the publisher's clock offset), not from
+        when this thread got to the message nor from when the middleware
+        recorded its reception: behind a long request, or in a process that
+        was stopped or starved, states queue up, and answering them late
+        would publish torques for where the arm was.
         """
         live = self.live
         if live is None:
             self._withhold("no robot model loaded")
             return
         self._stats.joint_states += 1
-        # received_timestamp is on the system clock; the delay, taken on that
+        # The timestamps are on the system clock; the age, taken on that
         # clock, moves the arrival onto the monotonic clock freshness uses.
-        waited = (time.time_ns() - info["received_timestamp"]) * 1e-9
+        gid = info.get("publisher_gid")
+        waited = self._transport_age.age(bytes(gid["data"]) if gid else None,
+                                         info["source_timestamp"], info["received_timestamp"],
+                                         time.time_ns(), taken)
         if waited > live.state_timeout:
             self._stats.stale_dropped += 1
-            self._withhold(f"a joint state waited {waited * 1e3:.1f} ms in the queue "
+            self._withhold(f"a joint state arrived {waited * 1e3:.1f} ms after it was published "
                            f"(state_timeout {live.state_timeout} s): dropped")
             return
         names, positions, velocities = conversions.joint_state_arrays(message)

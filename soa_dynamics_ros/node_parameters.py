@@ -11,6 +11,7 @@ import math
 
 from .errors import InvalidInputError
 from .live_model import FEEDFORWARD_MODES
+from .xacro_expand import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
 
 EXECUTORS = ("events", "single_threaded")
 # Chosen by measurement (README, "Executors"): with the EventsExecutor and a
@@ -90,6 +91,12 @@ class Spec:
 PARAMETERS = {
     "robot_description": Spec("", "URDF or xacro XML of the robot", _text),
     "urdf_file": Spec("", "path of a URDF/xacro file (if robot_description is empty)", _text),
+    "package_paths": Spec([""], "directories searched for the packages a description names "
+                                "($(find pkg), package://pkg/) after the ament index",
+                          _names),
+    "xacro_timeout": Spec(DEFAULT_XACRO_TIMEOUT, "[s] a xacro expansion may take before the "
+                                                 "description is refused; 0.1 to 600",
+                          _number(0.1, 600.0, " s")),
     "feedforward_mode": Spec("gravity", " | ".join(FEEDFORWARD_MODES), _choice(FEEDFORWARD_MODES)),
     "command_joints": Spec([""], "joint order of ~/feedforward (empty: all joints, model order)",
                            _names),
