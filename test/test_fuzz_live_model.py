@@ -55,3 +55,20 @@ def test_time_going_backwards_is_not_fresh_data():
     stale = live.stale_joints(0.2)
     assert stale == MODEL.joint_names[5:]
     assert live.feedforward("gravity", 0.2).effort is None
+
+
+def test_transport_age_sees_delay_beyond_the_fastest_delivery_on_skewed_clocks():
+    from soa_dynamics_ros.live_model import TransportAge
+    age = TransportAge(window=10.0)
+    skew = 3_000_000_000                 # the publisher's clock 3 s behind
+    ms = 1_000_000
+    for i in range(100):                 # 0.2-0.5 ms transport
+        source = i * ms
+        received = source + skew + (200_000 if i % 2 else 500_000)
+        assert age.age("a", source, received, received, monotonic=i * 1e-3) <= 0.3e-3 + 1e-12
+    source = 200 * ms                    # delivered 80 ms late, then 5 ms in the queue
+    received = source + skew + 80 * ms
+    assert abs(age.age("a", source, received, received + 5 * ms, monotonic=0.2)
+               - (85 * ms - 200_000) * 1e-9) < 1e-9
+    # Another publisher with its own clock is judged on its own offset.
+    assert age.age("b", 0, 42 * ms, 42 * ms, monotonic=0.2) == 0.0

@@ -149,3 +149,47 @@ def test_an_endless_xacro_never_stalls_the_node(tmp_path):
             stream.stop()
         client.close()
         assert node.stop() == 0, node.log()
+
+
+def test_states_that_waited_in_a_stopped_node_are_never_answered(tmp_path):
+    """SIGSTOP holds the node's middleware threads too: its reception stamps of the states
+    published meanwhile are taken after SIGCONT, so only their publication time shows
+    that they are stale (a reception-time rule answered them)."""
+    import os
+    import signal
+    node = RosProcess("soa_dynamics_node", "-r", "__node:=stopped", "-p", "kernels:='off'",
+                      "-p", f"urdf_file:={shipped_urdf('panda.urdf')}", "-p", "state_timeout:=0.1",
+                      "-p", "diagnostics_period:=0.5", log_dir=tmp_path, name="stopped")
+    client = RosClient("freshness_test")
+    try:
+        statuses = client.collect(DiagnosticArray, "/diagnostics")
+        feedforward = client.collect(JointState, "/stopped/feedforward_state")
+        publisher = client.node.create_publisher(JointState, "/joint_states", 10)
+        wait_for(lambda: publisher.get_subscription_count() > 0, timeout=60, what="the node")
+        fresh = JointState(name=NAMES, position=POSE)
+        wait_for(lambda: publisher.publish(fresh) or feedforward, timeout=30, what="feedforward")
+        os.kill(node.pid, signal.SIGSTOP)
+        try:
+            time.sleep(0.2)
+            for second in range(1, 6):
+                stale = JointState(name=NAMES, position=POSE)
+                stale.header.stamp.sec = 7000 + second
+                publisher.publish(stale)
+                time.sleep(0.01)
+            time.sleep(0.5)          # five times state_timeout
+        finally:
+            os.kill(node.pid, signal.SIGCONT)
+        dropped = wait_for(lambda: [int(v.value) for _, a in statuses for s in a.status
+                                    for v in s.values if v.key == "stale_joint_states_dropped"
+                                    and int(v.value) > 0], timeout=10, what="stale drops counted")
+        assert sum(dropped) >= 1
+        marker = JointState(name=NAMES, position=POSE)
+        marker.header.stamp.sec = 8000
+        wait_for(lambda: publisher.publish(marker) or
+                 any(m.header.stamp.sec == 8000 for _, m in feedforward), timeout=10,
+                 what="feedforward for a fresh state after SIGCONT")
+        answered = sorted({m.header.stamp.sec for _, m in feedforward} & set(range(7001, 7006)))
+        assert not answered, f"feedforward published for stale states {answered}"
+    finally:
+        client.close()
+        assert node.stop() == 0, node.log()
