@@ -46,6 +46,10 @@ def _integer(low, high):
 
 def _choice(options):
     def check(value):
+        # ROS reads `-p kernels:=off` (and `off` in a params file) as YAML 1.1's
+        # boolean false: it can only have meant the option "off".
+        if value is False and "off" in options:
+            return "off"
         if value not in options:
             raise ValueError(f"must be one of {', '.join(options)}, not {value!r}")
         return value

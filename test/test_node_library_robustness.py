@@ -110,3 +110,10 @@ def test_every_default_is_valid_and_all_problems_are_reported_at_once():
         validate_all({"mass": "heavy", "com": [0, 0]}, PAYLOAD_FIELDS, "payload.box.")
     assert "'payload.box.mass'" in str(caught.value) and "'payload.box.com'" in str(caught.value)
     assert validate("mass", 2, PAYLOAD_FIELDS) == 2.0
+
+
+def test_off_read_by_ros_as_yaml_false_means_the_option_off():
+    # `-p kernels:=off` reaches the node as the boolean False (YAML 1.1).
+    assert validate("kernels", False) == "off"
+    with pytest.raises(InvalidInputError, match="parameter 'kernels'"):
+        validate("kernels", True)
