@@ -134,10 +134,9 @@ def test_the_arm_is_held_from_the_first_command_in_either_start_order(kernel_cac
     assert held[-1][0] - start >= HOLD - 0.01, "the test client missed the end of the hold"
     assert "no valid command" not in sim_log, logs
     # No command from the numpy path (too slow for 1 kHz in real time) while the kernels
-    # compile (in this module's first run): the first one comes from the kernels.
-    if "compiling the kernels" in node.log():
-        assert observer.published_while_compiling, "no diagnostics while the kernels compiled"
-        assert not any(observer.published_while_compiling), logs
+    # compile (in this module's first run): the first one comes from the kernels.  (A
+    # compile shorter than one diagnostics period leaves nothing to check here.)
+    assert not any(observer.published_while_compiling), logs
     assert timeouts == 0, f"{timeouts} states not answered within the lockstep timeout\n{logs}"
     # (before the node withheld its numpy-path commands: 48-266 ms in these runs)
     assert gap <= STATE_TIMEOUT, f"a {gap * 1e3:.1f} ms gap between commands at the sim\n{logs}"
