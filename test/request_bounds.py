@@ -87,7 +87,8 @@ def over_bound_requests(names, pose, frame, links):
             state=state, constraints=_constraints(links, conversions.MAX_CONSTRAINTS + 1, 1)),
          f"at most {conversions.MAX_CONSTRAINTS} accepted"),
         ("hybrid_dynamics", HybridDynamics, HybridDynamics.Request(
-            state=state, constraints=_constraints(links, 7, 6) + _constraints(links, 1, 1)),
+            state=state, constraints=_constraints(links, conversions.MAX_CONSTRAINT_ROWS // 6, 6)
+            + _constraints(links, 1, 1)),
          f"more than {conversions.MAX_CONSTRAINT_ROWS} rows"),
         ("evaluate_trajectory", EvaluateTrajectory, EvaluateTrajectory.Request(
             trajectory=_trajectory(names, pose, conversions.MAX_TRAJECTORY_POINTS + 1)),
