@@ -34,6 +34,7 @@ class FeedforwardProbe:
     def __init__(self, client, joint_names, node="/soa_dynamics"):
         self.clock = client.node.get_clock()
         self.sent, self.received, self.latencies = [], set(), []
+        self.arrivals = []   # time.monotonic() of each echo, for gaps in the stream
         client.node.create_subscription(JointState, f"{node}/feedforward_state", self._on_echo,
                                         QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self.publisher = client.node.create_publisher(JointState, "/joint_states", 10)
@@ -44,6 +45,7 @@ class FeedforwardProbe:
     def _on_echo(self, message):
         stamp = _nanoseconds(message.header.stamp)
         self.received.add(stamp)
+        self.arrivals.append(time.monotonic())
         self.latencies.append((self.clock.now().nanoseconds - stamp) * 1e-9)
 
     def publish(self):
@@ -61,14 +63,20 @@ class FeedforwardProbe:
         self.sent.clear()
         self.received.clear()
         self.latencies.clear()
+        self.arrivals.clear()
         return answered
 
-    def run(self, seconds, rate, every_second=None):
-        """Publish at ``rate`` for ``seconds`` (sleep, then spin the last 0.3 ms for accuracy)."""
+    def run(self, seconds, rate, every_second=None, stop=None):
+        """Publish at ``rate`` for ``seconds`` or until the event ``stop`` is set.
+
+        Sleeps, then spins the last 0.3 ms of each period for accuracy.
+        """
         period, start = 1.0 / rate, time.perf_counter()
         next_second = 1.0
         self.node_count.counting = True
         for i in range(int(seconds * rate)):
+            if stop is not None and stop.is_set():
+                break
             target = start + i * period
             while (remaining := target - time.perf_counter()) > 0:
                 if remaining > 3e-4:

@@ -1,4 +1,5 @@
 """The node's refusals and explanations, over real Fast DDS (issue 12, part 4)."""
+import threading
 import time
 
 import numpy as np
@@ -8,7 +9,9 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from conftest import shipped_urdf
+from request_bounds import longest_gap, maximal_requests, over_bound_requests
 from ros_harness import RosClient, RosProcess, wait_for
+from soa_dynamics_ros.demo import wait_for_compiled_kernels
 from soa_dynamics_ros.msg import Constraint, Payload
 from soa_dynamics_ros.srv import EvaluateTrajectory, GravityTorques, HybridDynamics, SetPayload
 from test_node_library_robustness import FIXED_ONLY
@@ -115,5 +118,61 @@ def test_refusals_are_explained_and_the_node_lives_on(tmp_path):
             assert not answer.success and "distinct, non-empty names" in answer.message
         assert node.alive()
     finally:
+        client.close()
+        assert node.stop() == 0, node.log()
+
+
+def test_maximal_requests_never_hold_the_feedforward_and_one_more_is_refused(tmp_path):
+    """Issue 12, part 4: each maximal request answered without a long feedforward gap.
+
+    Compiled kernels, as in production: on the numpy path the trajectory bound
+    is 20 points, and the 1000-point bound would go untested.  250 ms is far
+    above the measured gaps (bench/results/request_gaps.md) and far below the
+    seconds an unbounded request used to take, so a loaded CI machine passes
+    and a regression does not.
+    """
+    node = RosProcess("soa_dynamics_node", "--params-file", "config/panda.yaml",
+                      "-p", "marker_rate:=0.0", log_dir=tmp_path, name="gaps")
+    client = RosClient("gaps_test")
+    stop = threading.Event()
+    try:
+        feedforward = client.collect(JointState, "/soa_dynamics/feedforward_state")
+        states = client.node.create_publisher(JointState, "/joint_states", 10)
+        # Stamped at publication (the node judges freshness from it).
+        clock = client.node.get_clock()
+
+        def stream():
+            message = JointState(name=NAMES, position=POSE, velocity=[0.0] * 7)
+            while not stop.is_set():
+                message.header.stamp = clock.now().to_msg()
+                states.publish(message)
+                time.sleep(0.001)
+        streamer = threading.Thread(target=stream, daemon=True)
+        streamer.start()
+        wait_for(lambda: feedforward, timeout=60, what="a first feedforward")
+        wait_for_compiled_kernels(client.node, 180.0)
+        frame, links = "panda_hand_tcp", [f"panda_link{i}" for i in range(1, 8)]
+
+        def arrivals():
+            return [t for t, _ in list(feedforward)]
+        for service, service_type, request in maximal_requests(NAMES, POSE, frame, links):
+            handle = client.client(service_type, f"/soa_dynamics/{service}")
+            start = time.monotonic()
+            answer = client.call(handle, request, timeout=60)
+            end = time.monotonic()
+            assert answer.success, f"{service}: {answer.message}"
+            wait_for(lambda: arrivals()[-1] > end, timeout=10, what=f"feedforward after {service}")
+            gap = longest_gap(arrivals(), start, end)
+            assert gap < 0.25, f"{service} held the feedforward for {gap * 1e3:.0f} ms"
+        for service, service_type, request, words in over_bound_requests(NAMES, POSE, frame, links):
+            handle = client.client(service_type, f"/soa_dynamics/{service}")
+            answer = client.call(handle, request, timeout=60)
+            assert not answer.success and words in answer.message, (service, words, answer.message)
+            before = len(feedforward)
+            wait_for(lambda: len(feedforward) > before + 10, timeout=10,
+                     what=f"feedforward after the refused {service}")
+        assert node.alive(), node.log()
+    finally:
+        stop.set()
         client.close()
         assert node.stop() == 0, node.log()
