@@ -20,4 +20,4 @@ soak:
 
 # Closed-loop demo: MuJoCo arm + model node, 10 s; prints a report, writes build/demo/closed_loop.png.
 demo:
-	.venv/bin/python -m soa_dynamics_ros.demo
+	.venv/bin/python -m soa_dynamics_ros.sim.demo

@@ -39,7 +39,7 @@ from feedforward_probe import FeedforwardProbe  # noqa: E402
 from request_bounds import longest_gap, maximal_requests  # noqa: E402
 from ros_harness import RosClient, RosProcess  # noqa: E402
 from soa_dynamics_ros import RobotModel  # noqa: E402
-from soa_dynamics_ros.demo import wait_for_compiled_kernels  # noqa: E402
+from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels  # noqa: E402
 
 POSE = [0.1, -0.6, 0.2, -2.2, 0.1, 1.7, 0.6]
 FRAME = "panda_hand_tcp"

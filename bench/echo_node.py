@@ -11,9 +11,9 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from soa_dynamics_ros.node import (DEFAULT_EXECUTOR, DEFAULT_JOINT_STATES_DEPTH, _spin,
+from soa_dynamics_ros.ros.node import (DEFAULT_EXECUTOR, DEFAULT_JOINT_STATES_DEPTH, _spin,
                                    make_executor)
-from soa_dynamics_ros.ros_process import run_node
+from soa_dynamics_ros.ros.process import run_node
 
 
 class EchoNode(Node):

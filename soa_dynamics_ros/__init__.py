@@ -1,7 +1,7 @@
 """soa_dynamics_ros: a structure-based (spatial operator algebra) multibody model of a robot.
 
 The library layer imports numpy only; the ROS node lives in
-:mod:`soa_dynamics_ros.node` and is never imported from here.
+:mod:`soa_dynamics_ros.ros.node` and is never imported from here.
 """
 import pkgutil
 

@@ -8,7 +8,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from soa_dynamics_ros.processes import ChildProcess
+from soa_dynamics_ros.ros.processes import ChildProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 VENV_BIN = REPO / ".venv" / "bin"

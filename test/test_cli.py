@@ -19,7 +19,7 @@ DUAL = shipped_urdf("dual_arm_torso.urdf")
 EXAMPLE_CSV = str(REPO / "examples" / "panda_pick_place.csv")
 EXAMPLE_STIFFNESS = str(REPO / "examples" / "panda_stiffness.yaml")
 SCRIPT = shutil.which("soa-dynamics", path=str(pathlib.Path(sys.executable).parent))
-COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "soa_dynamics_ros.cli"]
+COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "soa_dynamics_ros.plant.cli"]
 
 
 def run(*args, expect=0):

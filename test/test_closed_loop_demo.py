@@ -1,4 +1,4 @@
-"""`make demo` (soa_dynamics_ros.demo), shortened: it runs, reports and plots."""
+"""`make demo` (soa_dynamics_ros.sim.demo), shortened: it runs, reports and plots."""
 import subprocess
 import sys
 
@@ -9,7 +9,7 @@ def test_demo_reports_and_plots(tmp_path):
     # On its compiled kernels, as `make demo` runs (the numpy path takes ~1 ms per state
     # on this machine: too slow for 1 kHz in real time); compiled once per machine.
     output = tmp_path / "loop.png"
-    result = subprocess.run([sys.executable, "-m", "soa_dynamics_ros.demo", "--output", str(output),
+    result = subprocess.run([sys.executable, "-m", "soa_dynamics_ros.sim.demo", "--output", str(output),
                              "--phase", "1.0", "--warm-up", "240"], cwd=REPO,
                             capture_output=True, text=True, timeout=400)
     report = result.stdout

@@ -9,7 +9,7 @@ import numpy as np
 from sensor_msgs.msg import JointState
 
 from ros_harness import RosClient
-from soa_dynamics_ros.demo import wait_for_compiled_kernels
+from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels
 from sim_harness import POSES, StateRecorder, reset_sim, run_for, stamp_seconds, start_node, start_sim
 
 

@@ -14,7 +14,7 @@ from conftest import REPO, assert_close, shipped_urdf
 from pinocchio_reference import PinocchioReference
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.errors import URDFError
-from soa_dynamics_ros.urdf import read_description_text, uses_xacro
+from soa_dynamics_ros.description.urdf import read_description_text, uses_xacro
 
 rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
 ZOO = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import shipped_urdf
 from soa_dynamics_ros import RobotModel
-from soa_dynamics_ros.live_model import LiveModel
+from soa_dynamics_ros.embedded.live_model import LiveModel
 
 MODEL = RobotModel.from_urdf(shipped_urdf("dual_arm_torso.urdf"))
 NAMES = MODEL.joint_names + [j.name for j in MODEL.joints if j.mimic_of] + ["stranger", ""]
@@ -58,7 +58,7 @@ def test_time_going_backwards_is_not_fresh_data():
 
 
 def test_transport_age_sees_delay_beyond_the_fastest_delivery_on_skewed_clocks():
-    from soa_dynamics_ros.live_model import TransportAge
+    from soa_dynamics_ros.embedded.live_model import TransportAge
     age = TransportAge(window=10.0)
     skew = 3_000_000_000                 # the publisher's clock 3 s behind
     ms = 1_000_000

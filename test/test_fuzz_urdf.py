@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from conftest import SHIPPED_ROBOTS, shipped_urdf
 from robot_generator import random_tree_urdf
 from soa_dynamics_ros import RobotModel, SoaDynamicsError, URDFError
-from soa_dynamics_ros.urdf import MAX_DESCRIPTION_BYTES
+from soa_dynamics_ros.description.urdf import MAX_DESCRIPTION_BYTES
 
 SOURCES = [open(shipped_urdf(name)).read() for name in SHIPPED_ROBOTS] + [
     random_tree_urdf(seed, moving_joints=6) for seed in range(3)]

@@ -23,7 +23,7 @@ import yaml
 
 from conftest import REPO
 from ros_harness import RosClient, wait_for
-from soa_dynamics_ros.processes import ChildProcess
+from soa_dynamics_ros.ros.processes import ChildProcess
 
 LAUNCH_DIR = REPO / "launch"
 LAUNCH_FILES = sorted(LAUNCH_DIR.glob("*.launch.py"))

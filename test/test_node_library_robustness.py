@@ -5,8 +5,8 @@ import pytest
 from conftest import shipped_urdf
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError
-from soa_dynamics_ros.live_model import LiveModel
-from soa_dynamics_ros.node_parameters import PARAMETERS, PAYLOAD_FIELDS, validate, validate_all
+from soa_dynamics_ros.embedded.live_model import LiveModel
+from soa_dynamics_ros.ros.parameters import PARAMETERS, PAYLOAD_FIELDS, validate, validate_all
 
 FIXED_ONLY = """<robot name="statue">
   <link name="base"/>

@@ -11,7 +11,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from conftest import shipped_urdf
 from request_bounds import longest_gap, maximal_requests, over_bound_requests
 from ros_harness import RosClient, RosProcess, wait_for
-from soa_dynamics_ros.demo import wait_for_compiled_kernels
+from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels
 from soa_dynamics_ros.msg import Constraint, Payload
 from soa_dynamics_ros.srv import EvaluateTrajectory, GravityTorques, HybridDynamics, SetPayload
 from test_node_library_robustness import FIXED_ONLY

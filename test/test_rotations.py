@@ -9,8 +9,8 @@ import pinocchio as pin
 import pytest
 import transforms3d.euler
 
-from soa_dynamics_ros.conversions import quaternion_from_rotation
-from soa_dynamics_ros.spatial import rotation_from_rpy
+from soa_dynamics_ros.ros.conversions import quaternion_from_rotation
+from soa_dynamics_ros.multibody.spatial import rotation_from_rpy
 
 
 def _random_rotations(rng, count):

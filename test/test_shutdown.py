@@ -16,7 +16,7 @@ from sensor_msgs.msg import JointState
 
 from ros_harness import RosClient, wait_for
 from sim_harness import start_node, start_sim
-from soa_dynamics_ros.ros_process import WATCHDOG_MESSAGE
+from soa_dynamics_ros.ros.process import WATCHDOG_MESSAGE
 
 EXIT_DEADLINE = 5.0     # [s] the issue's limit from the signal to the exit
 
@@ -94,7 +94,7 @@ HANGING_NODE = """
 import sys, time
 from rclpy.node import Node
 from rclpy.executors import SingleThreadedExecutor
-from soa_dynamics_ros.ros_process import run_node
+from soa_dynamics_ros.ros.process import run_node
 
 class Hanging(Node):
     def __init__(self):
@@ -117,8 +117,8 @@ sys.exit(run_node("hanging", Hanging, lambda node: SingleThreadedExecutor(), loo
 def test_a_hanging_teardown_cannot_keep_the_process_alive(tmp_path, sig):
     import subprocess
     import sys
-    from soa_dynamics_ros.processes import ChildProcess
-    from soa_dynamics_ros.ros_process import TEARDOWN_DEADLINE
+    from soa_dynamics_ros.ros.processes import ChildProcess
+    from soa_dynamics_ros.ros.process import TEARDOWN_DEADLINE
     process = ChildProcess([sys.executable, "-c", HANGING_NODE], tmp_path / "hanging.log")
     try:
         wait_for(lambda: "running" in process.log(), 60, interval=0.05, what="the node's loop")

@@ -11,7 +11,7 @@ from conftest import shipped_urdf
 from ros_harness import RosClient, RosProcess, wait_for
 from sim_harness import POSES, StateRecorder, start_sim, stamp_seconds
 from soa_dynamics_ros import RobotModel
-from soa_dynamics_ros.mujoco_plant import MujocoPlant, strip_urdf
+from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant, strip_urdf
 
 
 def plant_and_model(robot):
@@ -214,7 +214,7 @@ def test_sim_refuses_insane_parameters_and_never_publishes_a_diverged_state(clie
     from rcl_interfaces.srv import SetParameters
     from rcl_interfaces.msg import Parameter as ParameterMsg
     from sim_harness import parameter_value
-    from soa_dynamics_ros.processes import ChildProcess
+    from soa_dynamics_ros.ros.processes import ChildProcess
     import os
     from ros_harness import VENV_BIN
     names = list(POSES["panda"])

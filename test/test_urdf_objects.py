@@ -21,8 +21,8 @@ import urdf_parser_py.xml_reflection.core as urdf_parser_core
 from conftest import REPO, SHIPPED_ROBOTS, shipped_urdf
 from robot_generator import random_tree_urdf
 from soa_dynamics_ros import RobotModel, URDFError
-from soa_dynamics_ros.urdf import parse_urdf
-from soa_dynamics_ros.urdf_objects import description_from_robot
+from soa_dynamics_ros.description.urdf import parse_urdf
+from soa_dynamics_ros.description.urdf_objects import description_from_robot
 from test_urdf_loading import BROKEN, joint, robot
 
 # Plain .urdf files of the rtb-data zoo (read where pip installed them).

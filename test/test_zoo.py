@@ -19,7 +19,7 @@ from conftest import assert_close, random_states
 from pinocchio_reference import PinocchioReference
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.errors import InertiaWarning, SingularDynamicsError, URDFError
-from soa_dynamics_ros.urdf import read_description_text
+from soa_dynamics_ros.description.urdf import read_description_text
 
 rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
 ZOO = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"

@@ -1,4 +1,4 @@
-"""The O(N) recursions over a :class:`~soa_dynamics_ros.tree.BodyTree`.
+"""The O(N) recursions over a :class:`~soa_dynamics_ros.multibody.tree.BodyTree`.
 
 One algorithm per module.  Each takes the tree (constants) and hinge-space
 arrays (one entry per body, index 0 unused for the root) and returns results;

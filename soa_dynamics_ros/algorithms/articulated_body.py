@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SingularDynamicsError
-from ..spatial import dtype_of, force_cross, motion_cross
+from ..multibody.spatial import dtype_of, force_cross, motion_cross
 from .kinematics import parent_to_child_transforms
 
 

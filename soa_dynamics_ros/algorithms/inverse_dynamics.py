@@ -5,7 +5,7 @@ tau = H f, with a the Coriolis and b the gyroscopic terms.
 """
 import numpy as np
 
-from ..spatial import dtype_of, force_cross
+from ..multibody.spatial import dtype_of, force_cross
 from .kinematics import body_motion, parent_to_child_transforms
 
 

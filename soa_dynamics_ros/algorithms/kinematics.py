@@ -1,8 +1,8 @@
 """Kinematics: hinge transforms, body placements, frame poses and Jacobians."""
 import numpy as np
 
-from ..spatial import dtype_of, motion_cross, motion_transform, rotation_about_axis
-from ..tree import PRISMATIC
+from ..multibody.spatial import dtype_of, motion_cross, motion_transform, rotation_about_axis
+from ..multibody.tree import PRISMATIC
 
 
 def hinge_placement(tree, body, q):

@@ -1,7 +1,7 @@
 """Composite-body mass matrix (CRBA): a gather of composite inertias, then H^T R H."""
 import numpy as np
 
-from ..spatial import dtype_of
+from ..multibody.spatial import dtype_of
 from .kinematics import parent_to_child_transforms
 
 

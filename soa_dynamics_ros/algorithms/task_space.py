@@ -13,7 +13,7 @@ the Popov-Vereshchagin solver).  Cost O(N m) for m wrench columns.
 """
 import numpy as np
 
-from ..spatial import dtype_of, skew
+from ..multibody.spatial import dtype_of, skew
 
 
 def frame_wrench_map(rotation, offset):

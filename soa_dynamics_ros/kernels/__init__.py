@@ -21,15 +21,17 @@ import sys
 import threading
 import time
 
-from . import build, generator
+from . import build
+from . import generator
 
 logger = logging.getLogger("soa_dynamics_ros.kernels")
 
 BACKENDS = ("c",)
-_SOURCES = ("symbolic.py", "generator.py", "build.py", "compile_guard.py", "runtime.h", "../spatial.py", "../tree.py",
-            "../algorithms/kinematics.py", "../algorithms/inverse_dynamics.py",
-            "../algorithms/mass_matrix.py", "../algorithms/articulated_body.py",
-            "../algorithms/task_space.py")
+# What the kernels are derived from: this folder's tracer, generator and
+# builder, and every module of the layers they trace (the joint model, the
+# tree and the recursions).  A change to any of them gives new module names.
+_SOURCES = ("symbolic.py", "generator.py", "build.py", "compile_guard.py", "runtime.h")
+_TRACED_LAYERS = ("multibody", "algorithms")
 _lock = threading.Lock()
 _locks = {}                 # module name -> lock held while it is built or imported
 
@@ -59,8 +61,11 @@ def code_version():
     if _CODE_VERSION is None:
         digest = hashlib.sha256(build.toolchain_id().encode())
         here = pathlib.Path(__file__).resolve().parent
-        for name in _SOURCES:
-            digest.update((here / name).read_bytes())
+        sources = [here / name for name in _SOURCES]
+        for layer in _TRACED_LAYERS:
+            sources += sorted((here.parent / layer).glob("*.py"))
+        for path in sources:
+            digest.update(path.read_bytes())
         _CODE_VERSION = digest.hexdigest()[:12]
     return _CODE_VERSION
 

@@ -2,7 +2,7 @@
 
 Every kernel is produced by calling the *same* functions the numpy reference
 path calls (:mod:`soa_dynamics_ros.algorithms`) on a copy of the robot's
-:class:`~soa_dynamics_ros.tree.BodyTree` whose inertias are symbolic inputs,
+:class:`~soa_dynamics_ros.multibody.tree.BodyTree` whose inertias are symbolic inputs,
 with symbolic joint coordinates (see :mod:`.symbolic`).  The physics lives in
 one place; this module only decides what is an input and what is an output,
 then prints the recorded arithmetic as C: one extension module per kernel

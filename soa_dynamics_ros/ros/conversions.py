@@ -12,7 +12,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from transforms3d.quaternions import mat2quat
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 
 # Bounds on one service request (docs/robustness.md, "Bounded requests"): with
 # them the largest accepted request of every service costs well under 50 ms

@@ -29,9 +29,9 @@ import xml.etree.ElementTree as ET
 import mujoco
 import numpy as np
 
-from .errors import InvalidInputError, UnknownNameError
-from .model import RobotModel
-from .urdf import read_description_text
+from ..errors import InvalidInputError, UnknownNameError
+from ..model.robot_model import RobotModel
+from ..description.urdf import read_description_text
 
 DEFAULT_TIMESTEP = 0.001
 # MuJoCo's own detection of a blown-up state; it then resets mjData to qpos0.

@@ -9,9 +9,9 @@ is refused with a sentence naming the parameter and its bound.
 from dataclasses import dataclass
 import math
 
-from .errors import InvalidInputError
-from .live_model import FEEDFORWARD_MODES
-from .xacro_expand import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
+from ..errors import InvalidInputError
+from ..embedded.live_model import FEEDFORWARD_MODES
+from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
 
 EXECUTORS = ("events", "single_threaded")
 # Chosen by measurement (README, "Executors"): with the EventsExecutor and a

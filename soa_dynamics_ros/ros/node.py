@@ -2,7 +2,7 @@
 
 Thin glue: parameters, topics and services in, :class:`LiveModel` and
 :class:`RobotModel` calls, messages out (conversions in
-:mod:`soa_dynamics_ros.conversions`).  Feedforward torques are computed each
+:mod:`soa_dynamics_ros.ros.conversions`).  Feedforward torques are computed each
 time a joint state arrives (event-driven, not a timer), so the executor is
 driven by a ``spin_once`` loop (see README: executors were chosen by
 measurement, bench/bench_node_latency.py).
@@ -28,16 +28,18 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectoryPoint
 from visualization_msgs.msg import Marker
 
-from . import conversions, kernels, plant
-from .errors import InvalidInputError, JointLimitWarning, SoaDynamicsError
-from .kernels.warm import BackgroundWarmup
-from .live_model import LiveModel, TransportAge, require_moving_joints
-from .model import KERNELS_ENV, RobotModel
-from .node_parameters import (DEFAULT_EXECUTOR, DEFAULT_JOINT_STATES_DEPTH,  # noqa: F401 (API)
+from . import conversions
+from .. import kernels
+from .. import plant
+from ..errors import InvalidInputError, JointLimitWarning, SoaDynamicsError
+from ..embedded.warmup import BackgroundWarmup
+from ..embedded.live_model import LiveModel, TransportAge, require_moving_joints
+from ..model.robot_model import KERNELS_ENV, RobotModel
+from .parameters import (DEFAULT_EXECUTOR, DEFAULT_JOINT_STATES_DEPTH,  # noqa: F401 (API)
                               EXECUTORS, PARAMETERS, PAYLOAD_FIELDS, validate_all)
-from .ros_process import run_node
-from .urdf import read_description_text
-from .srv import (EvaluateTrajectory, ForwardDynamics, GravityTorques, HybridDynamics,
+from .process import run_node
+from ..description.urdf import read_description_text
+from ..srv import (EvaluateTrajectory, ForwardDynamics, GravityTorques, HybridDynamics,
                   InverseDynamics, MassMatrix, MixedDynamics, SetPayload, TaskSpaceInertia)
 
 NODE_NAME = "soa_dynamics"

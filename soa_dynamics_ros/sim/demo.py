@@ -1,6 +1,6 @@
 """The end-to-end demo: the MuJoCo arm and the model node in a closed loop, 10 s.
 
-    make demo            # = .venv/bin/python -m soa_dynamics_ros.demo
+    make demo            # = .venv/bin/python -m soa_dynamics_ros.sim.demo
 
 Starts ``soa_dynamics_node`` (``~/feedforward`` remapped to
 ``/effort_controller/commands``) and, once its kernels are compiled,
@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from soa_dynamics_ros.processes import ChildProcess
+from soa_dynamics_ros.ros.processes import ChildProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -256,7 +256,7 @@ def main(argv=None):
                                  kernels="off").joint_names
     print(f"[demo] ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} (localhost only); logs in {output.parent}")
     sim = None
-    model_node = start_process("soa_dynamics_node", "soa_dynamics_ros.node",
+    model_node = start_process("soa_dynamics_node", "soa_dynamics_ros.ros.node",
                          ["--params-file", str(config / "panda.yaml"), "-p", "marker_rate:=0.0",
                           "-p", "feedforward_mode:='off'",   # quoted: YAML reads off as false
                           "-r", "~/feedforward:=/effort_controller/commands"], output.parent, env)
@@ -275,7 +275,7 @@ def main(argv=None):
         print("[demo] starting the model node ...")
         wait_for_compiled_kernels(node, args.warm_up)
         print("[demo] starting the MuJoCo arm ...")
-        sim = start_process("soa_dynamics_sim", "soa_dynamics_ros.sim",
+        sim = start_process("soa_dynamics_sim", "soa_dynamics_ros.sim.arm",
                             ["--params-file", str(config / "panda_sim.yaml"),
                              "-p", "publish_clock:=true"], output.parent, env)
         recorder.wait_until(0.0, 90)

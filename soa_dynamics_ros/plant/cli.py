@@ -16,8 +16,8 @@ import warnings
 
 import numpy as np
 
-from .errors import SoaDynamicsError
-from .model import RobotModel
+from ..errors import SoaDynamicsError
+from ..model.robot_model import RobotModel
 
 PROG = "soa-dynamics"
 #: Paths with at least this many samples report progress on stderr.
@@ -104,7 +104,7 @@ def _load_model(args):
 
 
 def _trajectory(model, args):
-    from .plant.trajectory import read_trajectory_csv
+    from .trajectory import read_trajectory_csv
     return read_trajectory_csv(model, args.trajectory, strict=args.strict)
 
 
@@ -114,7 +114,7 @@ def _check_outputs(args):
     ``args.plot`` becomes the file the plot is written to (a name without
     extension gets .png), which is the name reported.
     """
-    from .plant.plots import plot_file_name
+    from .plots import plot_file_name
     for option, what, suffix in (("out", "--out file", ".csv"), ("plot", "plot", ".png")):
         path = getattr(args, option, None)
         if not path:
@@ -161,7 +161,7 @@ def _fmt(value, digits=6):
 
 def _frame(model, args):
     """--frame, else the stiffness file's frame, else the serial chain's tip."""
-    from .plant.chain import default_tip
+    from .chain import default_tip
     return args.frame or default_tip(model)
 
 
@@ -174,7 +174,7 @@ def _trajectory_header(trajectory):
 
 # ---------------------------------------------------------------------- subcommands
 def cmd_info(args):
-    from .plant.info import robot_info
+    from .info import robot_info
     model = _load_model(args)
     info = robot_info(model)
     if args.json:
@@ -221,7 +221,7 @@ def _payload_argument(model, args):
 
 
 def cmd_torques(args):
-    from .plant.torques import evaluate_torques
+    from .torques import evaluate_torques
     model = _load_model(args)
     trajectory = _trajectory(model, args)
     payload = _payload_argument(model, args)
@@ -232,7 +232,7 @@ def cmd_torques(args):
     if args.out:
         _write_csv(args.out, columns, rows)
     if args.plot:
-        from .plant.plots import plot_torques
+        from .plots import plot_torques
         types = {joint.name: joint.type for joint in model.joints}
         plot_torques(report, args.plot, title=f"{model.name}: joint torques along "
                      f"{trajectory.source or 'the path'}",
@@ -262,7 +262,7 @@ def cmd_torques(args):
 
 
 def cmd_payload(args):
-    from .plant.payload import payload_capacity
+    from .payload import payload_capacity
     model = _load_model(args)
     trajectory = _trajectory(model, args)
     com = _numbers(args.com, 3, "--com") if args.com else [0.0, 0.0, 0.0]
@@ -290,8 +290,8 @@ def cmd_payload(args):
 
 
 def cmd_deflection(args):
-    from .plant.deflection import deflection_along_path, load_stiffness
-    from .plant.trajectory import trajectory_from_arrays
+    from .deflection import deflection_along_path, load_stiffness
+    from .trajectory import trajectory_from_arrays
     model = _load_model(args)
     stiffness, file_frame = load_stiffness(model, args.stiffness)
     args.frame = args.frame or file_frame
@@ -312,7 +312,7 @@ def cmd_deflection(args):
     if args.out:
         _write_csv(args.out, columns, rows)
     if args.plot:
-        from .plant.plots import plot_deflection
+        from .plots import plot_deflection
         plot_deflection(result, args.plot, title=f"{model.name}: deflection of {frame}")
     summary = result.summary()
     if args.json:
@@ -347,8 +347,8 @@ def _rounded(row):
 
 
 def cmd_dh(args):
-    from .plant.chain import default_tip
-    from .plant.dh import dh_parameters
+    from .chain import default_tip
+    from .dh import dh_parameters
     model = _load_model(args)
     tip = args.tip or default_tip(model)
     conventions = ["standard", "modified"] if args.convention == "both" else [args.convention]
@@ -387,7 +387,7 @@ def cmd_dh(args):
 
 
 def cmd_criteria(args):
-    from .plant.criteria import criteria_along_path
+    from .criteria import criteria_along_path
     model = _load_model(args)
     trajectory = _trajectory(model, args)
     frame = _frame(model, args)
@@ -399,7 +399,7 @@ def cmd_criteria(args):
     if args.out:
         _write_csv(args.out, columns, rows)
     if args.plot:
-        from .plant.plots import plot_criteria
+        from .plots import plot_criteria
         plot_criteria(result, args.plot, title=f"{model.name}: criteria at {frame} ({args.part})")
     summary = result.summary()
     if args.json:

@@ -1,6 +1,6 @@
 """Fill the kernel cache for a robot in a process of its own.
 
-    python -m soa_dynamics_ros.kernels.warm [--frame LINK ...] < robot.urdf
+    python -m soa_dynamics_ros.embedded.warmup [--frame LINK ...] < robot.urdf
 
 Tracing a robot's recursions into kernels takes seconds and holds the GIL; a
 process that must keep answering (the node, at 1 kHz) runs this instead and
@@ -29,7 +29,7 @@ def main(argv=None):
     os.nice(19)
     logging.basicConfig(level=logging.INFO, format="[kernels] %(message)s")
     from .. import RobotModel
-    from . import cache_dir
+    from ..kernels import cache_dir
     model = RobotModel.from_urdf(sys.stdin.read(), kernels="c")
     directory = cache_dir()
     directory.mkdir(parents=True, exist_ok=True)

@@ -38,20 +38,21 @@ import types
 
 import numpy as np
 
-from . import algorithms, constrained
-from .algorithms.forward_dynamics import forward_dynamics as _articulated_body
-from .algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
-from .algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
-from .algorithms.mass_matrix import mass_matrix as _composite_body
-from .errors import InvalidInputError, UnknownNameError
-from .spatial import (homogeneous, inertia_parameters, motion_transform, spatial_inertia,
+from .. import algorithms
+from . import constrained
+from ..algorithms.forward_dynamics import forward_dynamics as _articulated_body
+from ..algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
+from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
+from ..algorithms.mass_matrix import mass_matrix as _composite_body
+from ..errors import InvalidInputError, UnknownNameError
+from ..multibody.spatial import (homogeneous, inertia_parameters, motion_transform, spatial_inertia,
                       wrench_in_frame)
 from .subgraph import Subgraph
-from .tree import BodyTree
-from .urdf import parse_urdf
-from .urdf_objects import description_from_robot
-from .xacro_expand import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
-from .validation import (as_float_array, as_samples, as_vector, check_link_inertias,
+from ..multibody.tree import BodyTree
+from ..description.urdf import parse_urdf
+from ..description.urdf_objects import description_from_robot
+from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
+from ..validation import (as_float_array, as_samples, as_vector, check_link_inertias,
                          payload_problems)
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
@@ -117,7 +118,7 @@ class RobotModel:
         ``xacro_timeout``: seconds a xacro expansion may take before it is
         stopped with :class:`~soa_dynamics_ros.errors.URDFError`.
         ``source`` may also be a ``urdf_parser_py.urdf.Robot`` (see
-        :mod:`soa_dynamics_ros.urdf_objects`): the same model as from its XML.
+        :mod:`soa_dynamics_ros.description.urdf_objects`): the same model as from its XML.
         """
         if not isinstance(source, (str, os.PathLike)):
             return cls(description_from_robot(source), strict_inertia, kernels)
@@ -126,7 +127,7 @@ class RobotModel:
     # ------------------------------------------------------------------ compiled kernels
     def set_kernels(self, mode):
         """Switch the kernel backend: ``"auto"``, ``"off"`` or ``"c"``."""
-        from . import kernels as kernel_module
+        from .. import kernels as kernel_module
         if mode not in KERNEL_MODES:
             raise InvalidInputError(f"kernels must be one of {KERNEL_MODES}, not {mode!r}")
         if mode == "auto" and os.environ.get(KERNELS_ENV, "auto") in KERNEL_MODES:
@@ -210,7 +211,7 @@ class RobotModel:
 
     def _pack_parameters(self):
         """Pack inertias and gravity into the kernels' ``p``; after every change of either."""
-        from .kernels import pack_parameters
+        from ..kernels import pack_parameters
         self._params = pack_parameters(self.tree, self._gravity)
 
     def _fallback(self, kernel, status, vectors, reference):
@@ -466,7 +467,7 @@ class RobotModel:
         the joints cannot move the frame in every direction of ``part`` this
         raises :class:`SingularDynamicsError` unless ``damping`` > 0 is given:
         then Lambda = (Lambda^-1 + damping I)^-1.  ``return_info=True`` returns a
-        :class:`~soa_dynamics_ros.constrained.TaskSpaceInertia` with Lambda^-1,
+        :class:`~soa_dynamics_ros.model.constrained.TaskSpaceInertia` with Lambda^-1,
         its condition number and rank.
         """
         if (self._kernel_set is not None and type(frame) is str and part == "full"
@@ -491,7 +492,7 @@ class RobotModel:
         the constraint is ``alpha^T a = beta`` on the classical acceleration
         ``a = [dv/dt; dw/dt]`` of the frame origin (gravity not included:
         ``alpha = I, beta = 0`` holds the frame still).  Returns a
-        :class:`~soa_dynamics_ros.constrained.HybridDynamics` with ``qdd``, ``nu``
+        :class:`~soa_dynamics_ros.model.constrained.HybridDynamics` with ``qdd``, ``nu``
         (constraint wrench on the robot = ``alpha @ nu``) and
         ``constraint_torques = J^T alpha nu``, so that
         ``M qdd + h = tau + constraint_torques + sum J_i^T w_i``.

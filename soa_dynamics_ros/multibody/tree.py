@@ -19,7 +19,7 @@ fold back as ``tau = G^T tau_hinge``.
 from dataclasses import dataclass
 import numpy as np
 
-from .errors import URDFError
+from ..errors import URDFError
 from .spatial import motion_transform, spatial_inertia
 
 REVOLUTE, PRISMATIC = 0, 1

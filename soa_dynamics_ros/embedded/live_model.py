@@ -3,7 +3,7 @@
 This is the logic of the node (merging partial joint states by name, freshness,
 the feedforward laws, clamping to effort limits, the guarantee of never
 returning a non-finite torque) written against plain Python types so that it
-can be used and tested without a ROS graph.  ``soa_dynamics_ros.node`` only
+can be used and tested without a ROS graph.  ``soa_dynamics_ros.ros.node`` only
 moves messages in and out of it.
 """
 from collections import deque
@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from .errors import InvalidInputError, SoaDynamicsError
-from .model import RobotModel
-from .validation import MAX_MAGNITUDE
+from ..errors import InvalidInputError, SoaDynamicsError
+from ..model.robot_model import RobotModel
+from ..validation import MAX_MAGNITUDE
 
 FEEDFORWARD_MODES = ("gravity", "inverse_dynamics", "computed_torque", "off")
 # Bounds on desired states (rad or m, per s, per s^2): far beyond any real

@@ -7,9 +7,9 @@ model configuration (it places the locked joints).
 """
 
 from . import constrained
-from .algorithms.forward_dynamics import forward_dynamics as articulated_body_dynamics
-from .algorithms.kinematics import body_placements, hinge_jacobian
-from .algorithms.mass_matrix import mass_matrix as composite_body_mass_matrix
+from ..algorithms.forward_dynamics import forward_dynamics as articulated_body_dynamics
+from ..algorithms.kinematics import body_placements, hinge_jacobian
+from ..algorithms.mass_matrix import mass_matrix as composite_body_mass_matrix
 
 
 class Subgraph:

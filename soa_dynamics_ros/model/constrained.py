@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .algorithms import articulated_body
-from .algorithms.inverse_dynamics import force_gather, inverse_dynamics
-from .algorithms.mass_matrix import mass_matrix
-from .algorithms.mixed_dynamics import mixed_dynamics as mixed_recursion
-from .algorithms.kinematics import (body_motion, body_placements, hinge_jacobian,
+from ..algorithms import articulated_body
+from ..algorithms.inverse_dynamics import force_gather, inverse_dynamics
+from ..algorithms.mass_matrix import mass_matrix
+from ..algorithms.mixed_dynamics import mixed_dynamics as mixed_recursion
+from ..algorithms.kinematics import (body_motion, body_placements, hinge_jacobian,
                                     parent_to_child_transforms)
-from .algorithms.task_space import (classical_acceleration, compliance_gather, correction_scatter,
+from ..algorithms.task_space import (classical_acceleration, compliance_gather, correction_scatter,
                                     frame_wrench_map)
-from .errors import InvalidInputError, SingularDynamicsError
-from .validation import MAX_MAGNITUDE, as_float_array, as_vector
+from ..errors import InvalidInputError, SingularDynamicsError
+from ..validation import MAX_MAGNITUDE, as_float_array, as_vector
 
 TASK_SPACE_PARTS = {"full": slice(0, 6), "translational": slice(0, 3), "rotational": slice(3, 6)}
 # Directions of a compliance matrix weaker than this fraction of the strongest

@@ -29,7 +29,7 @@ the state of step k, for the command that answers it (at most
 deterministic on a loaded machine.  After a timeout it stops waiting until a
 command arrives again, so a silent controller does not slow the sim down.
 
-The physics is :class:`soa_dynamics_ros.mujoco_plant.MujocoPlant`.
+The physics is :class:`soa_dynamics_ros.sim.mujoco_plant.MujocoPlant`.
 """
 import math
 import sys
@@ -47,10 +47,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from .errors import SoaDynamicsError
+from ..errors import SoaDynamicsError
 from .mujoco_plant import MujocoPlant, route_warnings
-from .validation import as_vector, payload_problems
-from .ros_process import run_node
+from ..validation import as_vector, payload_problems
+from ..ros.process import run_node
 
 NODE_NAME = "soa_dynamics_sim"
 COMMAND_TOPIC = "/effort_controller/commands"

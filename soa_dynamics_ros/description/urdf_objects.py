@@ -2,7 +2,7 @@
 
 ROS Python tools pass robot models around as urdf-parser-py objects
 (``URDF.from_xml_string`` on ``/robot_description``).  :func:`description_from_robot`
-turns one into the :class:`~soa_dynamics_ros.urdf.RobotDescription` the XML
+turns one into the :class:`~soa_dynamics_ros.description.urdf.RobotDescription` the XML
 reader produces from the same text, through the reader's own checks: each
 object is presented as the element it was read from, holding its numbers as
 they are (no text in between, so every quantity is the XML path's, bit for
@@ -17,7 +17,7 @@ numpy as its only dependency.
 """
 import sys
 
-from .errors import URDFError
+from ..errors import URDFError
 from .urdf import XmlElement, _parse_joint, _parse_link, description_from_element
 
 ROBOT_CLASS = "urdf_parser_py.urdf.Robot"
@@ -31,7 +31,7 @@ def is_urdf_parser_robot(source):
 
 
 def description_from_robot(robot):
-    """The :class:`~soa_dynamics_ros.urdf.RobotDescription` of a urdf_parser_py ``Robot``.
+    """The :class:`~soa_dynamics_ros.description.urdf.RobotDescription` of a urdf_parser_py ``Robot``.
 
     Raises :class:`~soa_dynamics_ros.errors.URDFError` (or a subclass) naming
     the link or joint for everything the XML reader refuses, and for pieces of

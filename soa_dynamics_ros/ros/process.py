@@ -25,7 +25,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.signals import SignalHandlerOptions
 
-from .errors import SoaDynamicsError
+from ..errors import SoaDynamicsError
 
 TEARDOWN_DEADLINE = 3.0     # [s] from the stop request to a forced exit
 # If the hang holds the GIL, the Python watchdog cannot run: faulthandler's C

@@ -1,0 +1,455 @@
+"""Reading URDF (and xacro) into a plain description of links and joints.
+
+The parser is written on the standard library's expat so that every element
+keeps its line number for error messages, entity declarations can be refused
+(no entity-expansion attacks), and the library needs nothing beyond numpy.
+Defaults follow the URDF specification, not any one parser: a missing
+``<origin>`` is the identity, a missing ``<axis>`` is ``1 0 0``.
+"""
+from dataclasses import dataclass, field
+import math
+import os
+import xml.parsers.expat
+
+import numpy as np
+
+from ..errors import URDFError, UnsupportedJointError
+from ..multibody.spatial import rotation_from_rpy
+from . import xacro as xacro_expand
+from .xacro import PackageNotFoundError, find_package
+
+MOVING_JOINT_TYPES = ("revolute", "continuous", "prismatic")
+UNSUPPORTED_JOINT_TYPES = ("floating", "planar")
+MAX_DESCRIPTION_BYTES = 64 * 1024 * 1024
+# Magnitudes no robot has; beyond them products of the parameters overflow or
+# lose all precision, so they are refused as malformed rather than computed.
+MAX_LENGTH = 1e4        # m: origins and centres of mass
+MAX_MASS = 1e9          # kg
+MAX_INERTIA = 1e12      # kg m^2
+
+
+@dataclass
+class XmlElement:
+    tag: str
+    attributes: dict
+    line: int
+    children: list = field(default_factory=list)
+
+    def find(self, tag):
+        for child in self.children:
+            if child.tag == tag:
+                return child
+        return None
+
+    def find_all(self, tag):
+        return [child for child in self.children if child.tag == tag]
+
+
+@dataclass
+class LinkDescription:
+    name: str
+    line: int
+    has_inertial: bool = False
+    mass: float = 0.0
+    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    # 3x3 inertia about the centre of mass, in the link frame's axes.
+    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+
+
+@dataclass
+class Mimic:
+    joint: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass
+class JointDescription:
+    name: str
+    type: str
+    parent: str
+    child: str
+    line: int
+    origin_rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+    origin_translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    axis: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0]))
+    lower: float = -math.inf
+    upper: float = math.inf
+    effort: float = math.inf
+    velocity: float = math.inf
+    damping: float = 0.0
+    friction: float = 0.0
+    mimic: Mimic = None
+
+
+@dataclass
+class RobotDescription:
+    name: str
+    links: dict           # name -> LinkDescription, in document order
+    joints: dict          # name -> JointDescription, in document order
+    root: str
+
+
+def parse_xml(text):
+    """Parse XML text into :class:`XmlElement` nodes, refusing DTD entities."""
+    parser = xml.parsers.expat.ParserCreate()
+    root_holder, stack = [], []
+
+    def start(tag, attributes):
+        element = XmlElement(tag, attributes, parser.CurrentLineNumber)
+        if stack:
+            stack[-1].children.append(element)
+        else:
+            root_holder.append(element)
+        stack.append(element)
+
+    def end(_tag):
+        stack.pop()
+
+    def refuse_entity(name, *_args):
+        raise URDFError(f"entity declaration {name!r} is not allowed in a robot description",
+                        line=parser.CurrentLineNumber)
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.EntityDeclHandler = refuse_entity
+    parser.SetParamEntityParsing(xml.parsers.expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    try:
+        parser.Parse(text, True)
+    except xml.parsers.expat.ExpatError as error:
+        raise URDFError(f"malformed XML: {xml.parsers.expat.errors.messages[error.code]}",
+                        line=error.lineno) from None
+    return root_holder[0]
+
+
+def resolve_package_uri(source, package_paths=None):
+    """A filesystem path for ``package://pkg/rel/path`` or ``file://`` URIs (others unchanged).
+
+    This package's own files come from its checkout when it runs from one;
+    other packages are found by :func:`~soa_dynamics_ros.description.xacro.find_package`:
+    the ament index (``AMENT_PREFIX_PATH``, then this Python environment's
+    prefix, where scripts/setup.sh installs this package's share directory),
+    then ``package_paths``.
+    """
+    if source.startswith("file://"):
+        return source[len("file://"):]
+    if not source.startswith("package://"):
+        return source
+    package, _, relative = source[len("package://"):].partition("/")
+    if package == "soa_dynamics_ros":
+        # Running from a checkout (editable install): its files are the current ones.
+        checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        candidate = os.path.join(checkout, relative)
+        if os.path.exists(os.path.join(checkout, "package.xml")) and os.path.exists(candidate):
+            return candidate
+    try:
+        return os.path.join(find_package(package, _search_paths(package_paths)), relative)
+    except PackageNotFoundError as error:
+        raise URDFError(f"cannot resolve {source!r}: {error}") from None
+
+
+def _search_paths(package_paths):
+    if package_paths is None:
+        return []
+    if isinstance(package_paths, (str, os.PathLike)):
+        # One path given bare would otherwise be searched character by character.
+        package_paths = [package_paths]
+    try:
+        paths = [os.path.expanduser(os.fspath(path)) for path in package_paths]
+    except TypeError:
+        raise URDFError(f"package_paths must be a list of directories, not "
+                        f"{package_paths!r}") from None
+    missing = [path for path in paths if not os.path.isdir(path)]
+    if missing:
+        raise URDFError(f"package_paths {missing} are not directories")
+    return paths
+
+
+def _is_xml_text(source):
+    return source.lstrip().startswith("<")
+
+
+def uses_xacro(text):
+    """Whether XML ``text`` needs xacro: ``xacro:`` elements or attributes, ``${...}``
+    or ``$(...)``.
+
+    The ``xmlns:xacro`` declaration alone does not count: xacro output keeps it.
+    Malformed XML answers False, so that the parser reports the problem.
+    """
+    parser = xml.parsers.expat.ParserCreate()
+
+    class Found(Exception):
+        """Stops the parse at the first use of xacro."""
+
+    def substitutes(value):
+        return "${" in value or "$(" in value
+
+    def start(tag, attributes):
+        if tag.startswith("xacro:") or any(
+                name.startswith("xacro:") or substitutes(value) for name, value in attributes.items()):
+            raise Found
+
+    def characters(data):
+        if substitutes(data):
+            raise Found
+
+    def refuse_entity(*_args):
+        raise xml.parsers.expat.ExpatError("entity declaration")
+
+    parser.StartElementHandler = start
+    parser.CharacterDataHandler = characters
+    parser.EntityDeclHandler = refuse_entity
+    parser.SetParamEntityParsing(xml.parsers.expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    try:
+        parser.Parse(text, True)
+    except Found:
+        return True
+    except xml.parsers.expat.ExpatError:
+        pass
+    return False
+
+
+def _expand_xacro(package_paths, timeout, path=None, text=None):
+    try:
+        return xacro_expand.expand(_search_paths(package_paths), timeout, path=path, text=text)
+    except (RuntimeError, ValueError) as error:
+        raise URDFError(str(error)) from None
+
+
+def read_description_text(source, package_paths=None,
+                          xacro_timeout=xacro_expand.DEFAULT_TIMEOUT):
+    """Return URDF XML text from a path, an XML string or a xacro file/string.
+
+    Only a description that uses xacro (:func:`uses_xacro`) is expanded, in a
+    child process stopped after ``xacro_timeout`` seconds
+    (:func:`~soa_dynamics_ros.description.xacro.expand`); ``$(find pkg)`` and
+    ``package://`` look in ``package_paths`` after the ament index.
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        raise URDFError(f"a robot description must be a path or an XML string, "
+                        f"not {type(source).__name__}")
+    source = os.fspath(source)
+    if _is_xml_text(source):
+        text = source
+        if uses_xacro(text):
+            text = _expand_xacro(package_paths, xacro_timeout, text=text)
+    else:
+        source = resolve_package_uri(source, package_paths)
+        if not os.path.isfile(source):
+            raise URDFError(f"robot description file {source!r} does not exist")
+        if os.path.getsize(source) > MAX_DESCRIPTION_BYTES:
+            raise URDFError(f"robot description file {source!r} is larger than "
+                            f"{MAX_DESCRIPTION_BYTES // 2**20} MiB")
+        with open(source, encoding="utf-8") as handle:
+            text = handle.read()
+        if uses_xacro(text):
+            # From the file, so that relative includes and $(dirname) resolve.
+            text = _expand_xacro(package_paths, xacro_timeout, path=source)
+    if len(text) > MAX_DESCRIPTION_BYTES:
+        raise URDFError(f"robot description is larger than {MAX_DESCRIPTION_BYTES // 2**20} MiB")
+    return text
+
+
+def _numbers(element, attribute, count, default=None):
+    raw = element.attributes.get(attribute)
+    if raw is None:
+        if default is None:
+            raise URDFError(f"missing attribute '{attribute}'", element.tag, element.line)
+        return np.array(default, dtype=float)
+    try:
+        # Text from XML; numbers or sequences of them from urdf_parser_py objects.
+        tokens = raw.split() if isinstance(raw, str) else np.ravel(np.asarray(raw, dtype=object))
+        values = np.array([float(token) for token in tokens], dtype=float)
+    except (TypeError, ValueError):
+        raise URDFError(f"attribute {attribute}={raw!r} is not numeric",
+                        element.tag, element.line) from None
+    if values.size != count:
+        raise URDFError(f"attribute {attribute}={raw!r} needs {count} numbers",
+                        element.tag, element.line)
+    if not np.all(np.isfinite(values)):
+        raise URDFError(f"attribute {attribute}={raw!r} is not finite", element.tag, element.line)
+    return values
+
+
+def _number(element, attribute, default=None):
+    return float(_numbers(element, attribute, 1, None if default is None else [default])[0])
+
+
+def _bounded(values, bound, element, attribute):
+    if np.any(np.abs(values) > bound):
+        raise URDFError(f"attribute {attribute} = {values.tolist()} is beyond {bound:g}: not a "
+                        "physical robot", element.tag, element.line)
+    return values
+
+
+def _origin(parent):
+    origin = parent.find("origin")
+    if origin is None:
+        return np.eye(3), np.zeros(3)
+    xyz = _bounded(_numbers(origin, "xyz", 3, [0.0, 0.0, 0.0]), MAX_LENGTH, origin, "xyz")
+    rpy = _numbers(origin, "rpy", 3, [0.0, 0.0, 0.0])
+    return rotation_from_rpy(*rpy), xyz
+
+
+def _required_name(element, what):
+    name = element.attributes.get("name")
+    if not name:
+        raise URDFError(f"{what} without a name", element.tag, element.line)
+    return name
+
+
+def _parse_link(element):
+    link = LinkDescription(_required_name(element, "link"), element.line)
+    inertial = element.find("inertial")
+    if inertial is None:
+        return link
+    mass_element = inertial.find("mass")
+    inertia_element = inertial.find("inertia")
+    if mass_element is None or inertia_element is None:
+        raise URDFError(f"link {link.name!r}: <inertial> needs <mass> and <inertia>",
+                        "inertial", inertial.line)
+    rotation, com = _origin(inertial)
+    moments = {key: _bounded(np.array(_number(inertia_element, key)), MAX_INERTIA, inertia_element,
+                             key).item()
+               for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+    inertia = np.array([
+        [moments["ixx"], moments["ixy"], moments["ixz"]],
+        [moments["ixy"], moments["iyy"], moments["iyz"]],
+        [moments["ixz"], moments["iyz"], moments["izz"]],
+    ])
+    link.has_inertial = True
+    link.mass = _bounded(np.array(_number(mass_element, "value")), MAX_MASS, mass_element,
+                         "value").item()
+    link.com = com
+    link.inertia = rotation @ inertia @ rotation.T
+    return link
+
+
+def _parse_joint(element):
+    name = _required_name(element, "joint")
+    joint_type = element.attributes.get("type")
+    if joint_type in UNSUPPORTED_JOINT_TYPES:
+        raise UnsupportedJointError(
+            f"joint {name!r} is of type {joint_type!r}; only fixed-base trees of revolute, "
+            "continuous, prismatic and fixed joints are supported", "joint", element.line)
+    if joint_type not in MOVING_JOINT_TYPES + ("fixed",):
+        raise URDFError(f"joint {name!r} has unknown type {joint_type!r}", "joint", element.line)
+    links = {}
+    for role in ("parent", "child"):
+        tag = element.find(role)
+        if tag is None or not tag.attributes.get("link"):
+            raise URDFError(f"joint {name!r} has no <{role} link=...>", "joint", element.line)
+        links[role] = tag.attributes["link"]
+    joint = JointDescription(name, joint_type, links["parent"], links["child"], element.line)
+    joint.origin_rotation, joint.origin_translation = _origin(element)
+    axis_element = element.find("axis")
+    if axis_element is not None and joint_type != "fixed":
+        axis = _numbers(axis_element, "xyz", 3, [1.0, 0.0, 0.0])
+        norm = np.linalg.norm(axis)
+        if norm < 1e-12:
+            raise URDFError(f"joint {name!r} has a zero axis", "axis", axis_element.line)
+        joint.axis = axis / norm
+    limit = element.find("limit")
+    if limit is not None and joint_type != "fixed":
+        joint.effort = _number(limit, "effort", math.inf)
+        joint.velocity = _number(limit, "velocity", math.inf)
+        if joint_type != "continuous":
+            joint.lower = _number(limit, "lower", 0.0)
+            joint.upper = _number(limit, "upper", 0.0)
+            if joint.lower > joint.upper:
+                raise URDFError(f"joint {name!r}: lower limit {joint.lower} exceeds upper "
+                                f"limit {joint.upper}", "limit", limit.line)
+        if joint.effort < 0 or joint.velocity < 0:
+            raise URDFError(f"joint {name!r}: negative effort or velocity limit", "limit", limit.line)
+    elif joint_type in ("revolute", "prismatic"):
+        raise URDFError(f"{joint_type} joint {name!r} has no <limit> (the URDF specification "
+                        "requires one)", "joint", element.line)
+    dynamics = element.find("dynamics")
+    if dynamics is not None:
+        joint.damping = _number(dynamics, "damping", 0.0)
+        joint.friction = _number(dynamics, "friction", 0.0)
+    mimic = element.find("mimic")
+    if mimic is not None:
+        master = mimic.attributes.get("joint")
+        if not master:
+            raise URDFError(f"joint {name!r}: <mimic> without joint=...", "mimic", mimic.line)
+        joint.mimic = Mimic(master, _number(mimic, "multiplier", 1.0), _number(mimic, "offset", 0.0))
+    return joint
+
+
+def _check_topology(name, links, joints, root_element):
+    child_of = {}
+    for joint in joints.values():
+        for role, link in (("parent", joint.parent), ("child", joint.child)):
+            if link not in links:
+                raise URDFError(f"joint {joint.name!r} names {role} link {link!r}, which is "
+                                "not defined", "joint", joint.line)
+        if joint.child in child_of:
+            raise URDFError(f"link {joint.child!r} is the child of two joints "
+                            f"({child_of[joint.child]!r} and {joint.name!r}); URDF must be a tree",
+                            "joint", joint.line)
+        child_of[joint.child] = joint.name
+    roots = [link for link in links if link not in child_of]
+    if len(roots) != 1:
+        detail = "none (the joints form a cycle)" if not roots else ", ".join(map(repr, roots))
+        raise URDFError(f"robot {name!r} must have exactly one root link; found {detail}",
+                        "robot", root_element.line)
+    reached, frontier = {roots[0]}, [roots[0]]
+    children = {}
+    for joint in joints.values():
+        children.setdefault(joint.parent, []).append(joint.child)
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            reached.add(child)
+            frontier.append(child)
+    unreached = [link for link in links if link not in reached]
+    if unreached:
+        raise URDFError(f"links {unreached!r} are not connected to the root {roots[0]!r} "
+                        "(the joints form a cycle)", "robot", root_element.line)
+    return roots[0]
+
+
+def parse_urdf(source, package_paths=None, xacro_timeout=xacro_expand.DEFAULT_TIMEOUT):
+    """Parse a URDF path, XML string or xacro into a :class:`RobotDescription`.
+
+    ``package_paths`` and ``xacro_timeout``: see :func:`read_description_text`.
+    """
+    root_element = parse_xml(read_description_text(source, package_paths, xacro_timeout))
+    if root_element.tag != "robot":
+        raise URDFError(f"the root element is <{root_element.tag}>, expected <robot>",
+                        root_element.tag, root_element.line)
+    return description_from_element(root_element)
+
+
+def description_from_element(root_element, parse_link=_parse_link, parse_joint=_parse_joint):
+    """The :class:`RobotDescription` of a ``<robot>`` element, with every check of the reader.
+
+    ``parse_link`` / ``parse_joint`` read one element; the reader of
+    urdf_parser_py objects wraps them so that errors name the link or joint
+    (objects have no line numbers).
+    """
+    name = root_element.attributes.get("name", "")
+    links, joints = {}, {}
+    for element in root_element.find_all("link"):
+        link = parse_link(element)
+        if link.name in links:
+            raise URDFError(f"duplicate link name {link.name!r}", "link", element.line)
+        links[link.name] = link
+    for element in root_element.find_all("joint"):
+        joint = parse_joint(element)
+        if joint.name in joints:
+            raise URDFError(f"duplicate joint name {joint.name!r}", "joint", element.line)
+        joints[joint.name] = joint
+    if not links:
+        raise URDFError(f"robot {name!r} has no links", "robot", root_element.line)
+    root = _check_topology(name, links, joints, root_element)
+    for joint in joints.values():
+        if joint.mimic is not None:
+            master = joints.get(joint.mimic.joint)
+            if master is None:
+                raise URDFError(f"joint {joint.name!r} mimics unknown joint "
+                                f"{joint.mimic.joint!r}", "mimic", joint.line)
+            if master.type == "fixed" or joint.type == "fixed":
+                raise URDFError(f"mimic between {joint.name!r} and {master.name!r}: fixed joints "
+                                "cannot mimic or be mimicked", "mimic", joint.line)
+    return RobotDescription(name, links, joints, root)
