@@ -14,11 +14,8 @@ validation included).  Ratios < 1 mean faster than Pinocchio.
 Writes bench/results/dynamics.md and .json (dynamics-quick.* with --quick).
 """
 import argparse
-import datetime
-import json
 import os
 import pathlib
-import platform
 import subprocess
 import sys
 import tempfile
@@ -32,6 +29,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "test"))
 
 from soa_dynamics_ros.model import RobotModel  # noqa: E402
+from results_file import run_header, write_results  # noqa: E402
 
 TARGETS = {  # issue 6: ratio to Pinocchio (ours / theirs), single call on the 7-DOF arm
     "gravity": 0.5, "inverse dynamics": 0.5, "bias": 0.5, "mass matrix": 1.0,
@@ -282,10 +280,7 @@ def _fmt_row(row):
 
 
 def table(rows, loads, args):
-    machine = f"{platform.node() or 'unknown'} ({platform.machine()}, {os.cpu_count()} cores, " \
-              f"Python {platform.python_version()}, {platform.processor() or platform.system()})"
-    lines = [f"# Dynamics benchmark{' (quick smoke)' if args.quick else ''}", "",
-             f"Date: {datetime.datetime.now().isoformat(timespec='minutes')}  ", f"Machine: {machine}",
+    lines = [f"# {run_header('Dynamics benchmark' + (' (quick smoke)' if args.quick else ''))}",
              "", "Times in microseconds per call (batch rows: per sample). Ratios are ours / "
              "Pinocchio (< 1: faster). *API* = RobotModel method with validation; *kernel* = the "
              "compiled kernel called directly. Pinocchio's task-space inertia is its fastest route "
@@ -331,15 +326,8 @@ def main(argv=None):
     text = table(rows, loads, args)
     print()
     print(text)
-    out = pathlib.Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = "dynamics-quick" if args.quick else "dynamics"
-    (out / f"{stem}.md").write_text(text)
-    (out / f"{stem}.json").write_text(json.dumps({"rows": rows, "loads": loads,
-                                                  "machine": platform.platform(),
-                                                  "date": datetime.datetime.now().isoformat()},
-                                                 indent=1))
-    print(f"wrote {out / stem}.md and .json")
+    write_results(args.output, "dynamics-quick" if args.quick else "dynamics", text,
+                  {"header": text.splitlines()[0][2:], "rows": rows, "loads": loads})
 
 
 if __name__ == "__main__":

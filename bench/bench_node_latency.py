@@ -24,10 +24,8 @@ shows.  Prints a table and writes bench/results/node_latency.{md,json}.  Not a
 test: nothing here asserts a time.
 """
 import argparse
-import json
 import os
 import pathlib
-import platform
 import sys
 import tempfile
 import time
@@ -43,6 +41,7 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 80))
 from feedforward_probe import NodeCount  # noqa: E402
 from latency_probe import ProbeError, build_probe, run_probe  # noqa: E402
 from ros_harness import RosClient, RosProcess  # noqa: E402
+from results_file import run_header, write_results  # noqa: E402
 from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels  # noqa: E402
 from soa_dynamics_ros.ros.node import DEFAULT_JOINT_STATES_DEPTH  # noqa: E402
 from soa_dynamics_ros.ros.processes import ChildProcess  # noqa: E402
@@ -145,8 +144,7 @@ def main():
                 print(f"[bench] {executor}: the same with an echo node (no model)", flush=True)
                 results.append(measure_echo(executor, args.robot, args.seconds, args.rate, log_dir,
                                             node_args))
-    header = (f"node latency, {args.robot}, {time.strftime('%Y-%m-%d')}, "
-              f"{platform.node()} ({os.cpu_count()} cores, Python {platform.python_version()})")
+    header = run_header(f"node latency, {args.robot}")
     lines = [f"# {header}", "",
              "| executor | joint_states depth | published | rate [Hz] | missed | latency median [ms] "
              "| p99 [ms] | max [ms] | service median [ms] | service p99 [ms] |",
@@ -160,12 +158,8 @@ def main():
                      f"{r['latency_ms']['max']:.3f} | {services} |")
     table = "\n".join(lines)
     print(table)
-    out = pathlib.Path(args.output) / "node_latency"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text(table + "\n")
-    out.with_suffix(".json").write_text(json.dumps(
-        {"header": header, "joint_states_depth": depth, "results": results}, indent=2))
-    print(f"[bench] written to {out.with_suffix('.md')} and .json")
+    write_results(args.output, "node_latency", table,
+                  {"header": header, "joint_states_depth": depth, "results": results})
 
 
 if __name__ == "__main__":

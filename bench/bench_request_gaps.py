@@ -18,10 +18,8 @@ Writes bench/results/request_gaps.{md,json}.  Not a test: nothing here
 asserts a time.
 """
 import argparse
-import json
 import os
 import pathlib
-import platform
 import sys
 import tempfile
 import threading
@@ -37,6 +35,7 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(20 + os.getpid() % 70))
 
 from feedforward_probe import FeedforwardProbe  # noqa: E402
 from request_bounds import longest_gap, maximal_requests  # noqa: E402
+from results_file import run_header, write_results  # noqa: E402
 from ros_harness import RosClient, RosProcess  # noqa: E402
 from soa_dynamics_ros import RobotModel  # noqa: E402
 from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels  # noqa: E402
@@ -111,9 +110,8 @@ def main():
                         "longest_gap_ms": max(longest_gap(arrivals, c[0], c[1]) for c in calls) * 1e3,
                         "round_trip_ms": {"median": float(np.median(trips)), "max": float(trips.max())},
                         "failures": len(failures), "failure_messages": failures[:1]})
-    header = (f"request gaps, panda, {time.strftime('%Y-%m-%d')}, {platform.node()} "
-              f"({os.cpu_count()} cores, Python {platform.python_version()}), joint states at "
-              f"{args.rate:g} Hz, compiled kernels, node exit code {code}")
+    header = (run_header("request gaps, panda") + f", joint states at {args.rate:g} Hz, "
+              f"compiled kernels, node exit code {code}")
     lines = [f"# {header}", "",
              "| service (largest accepted request) | requests | failed | longest feedforward gap [ms] "
              "| round trip median [ms] | round trip max [ms] |",
@@ -125,11 +123,7 @@ def main():
                      f"{r['longest_gap_ms']:.1f} | {trips} |")
     table = "\n".join(lines)
     print(table)
-    out = pathlib.Path(args.output) / "request_gaps"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text(table + "\n")
-    out.with_suffix(".json").write_text(json.dumps({"header": header, "results": results}, indent=2))
-    print(f"[gaps] written to {out.with_suffix('.md')} and .json")
+    write_results(args.output, "request_gaps", table, {"header": header, "results": results})
     failed = any(r["failures"] for r in results)
     return 0 if code == 0 and not failed else 1
 

@@ -13,11 +13,9 @@ writes bench/results/soak.{md,json}.  Not a test (bounded in count and time,
 local DDS only); `--quick` runs 15 s for CI.
 """
 import argparse
-import json
 import multiprocessing
 import os
 import pathlib
-import platform
 import sys
 import tempfile
 import time
@@ -29,6 +27,8 @@ sys.path.insert(0, str(REPO / "test"))
 sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", str(20 + os.getpid() % 70))
+
+from results_file import run_header, write_results  # noqa: E402
 
 
 def rss_kib(pid):
@@ -153,14 +153,10 @@ def main():
         "rss_kib_start": int(rss[0, 1]), "rss_kib_end": int(rss[-1, 1]),
         "rss_growth_kib_per_minute": growth, "node_alive_at_end": alive, "node_exit_code": code,
     }
-    header = (f"soak, {args.robot}, {time.strftime('%Y-%m-%d')}, {platform.node()} "
-              f"({os.cpu_count()} cores)")
+    header = run_header(f"soak, {args.robot}")
     table = "\n".join([f"# {header}", ""] + [f"- {key}: {value}" for key, value in result.items()])
     print(table)
-    out = pathlib.Path(args.output) / "soak"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text(table + "\n")
-    out.with_suffix(".json").write_text(json.dumps({"header": header, "result": result}, indent=2))
+    write_results(args.output, "soak", table, {"header": header, "result": result})
     return 0 if alive and code == 0 else 1
 
 
