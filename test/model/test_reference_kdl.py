@@ -1,6 +1,6 @@
 """Serial chains against Orocos KDL, a second oracle independent of Pinocchio.
 
-KDL's chain is built from the URDF text by test/kdl_reference.py (xml.etree,
+KDL's chain is built from the URDF text by test/oracles/kdl_chain.py (xml.etree,
 not this project's parser).  Compared, over 100 random states per chain:
 ChainIdSolver_RNE (gravity, segment wrenches), ChainDynParam (mass matrix,
 Coriolis, gravity), ChainJntToJacSolver and ChainFkSolverPos_recursive at
