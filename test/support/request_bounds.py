@@ -9,7 +9,7 @@ from geometry_msgs.msg import Vector3, Wrench
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from soa_dynamics_ros import conversions
+from soa_dynamics_ros.ros import conversions
 from soa_dynamics_ros.msg import Constraint, LinkWrench, Payload
 from soa_dynamics_ros.srv import (EvaluateTrajectory, ForwardDynamics, HybridDynamics,
                                   InverseDynamics, MixedDynamics, SetPayload, TaskSpaceInertia)
