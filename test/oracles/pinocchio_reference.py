@@ -49,10 +49,22 @@ class PinocchioReference:
                 config[idx_q] = angle
         return config
 
-    def _external_forces(self, config, wrenches):
+    def _zero_forces(self):
         forces = pin.StdVec_Force()
         for _ in range(self.model.njoints):
             forces.append(pin.Force.Zero())
+        return forces
+
+    def joint_forces(self, wrenches):
+        """Pinocchio's external forces from ``{joint name: [f; t]}``, each wrench acting on
+        the body that joint moves, in the joint's frame about its origin."""
+        forces = self._zero_forces()
+        for name, wrench in wrenches.items():
+            forces[self.model.getJointId(name)] = pin.Force(np.asarray(wrench, dtype=float))
+        return forces
+
+    def _external_forces(self, config, wrenches):
+        forces = self._zero_forces()
         if not wrenches:
             return forces
         pin.forwardKinematics(self.model, self.data, config)
