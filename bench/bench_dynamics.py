@@ -43,7 +43,7 @@ def per_call(function, repeat, number):
 
 
 def robots(quick):
-    from robot_generator import random_tree_urdf
+    from support.robot_generator import random_tree_urdf
     if quick:
         return [("double_pendulum", (REPO / "urdf" / "double_pendulum.urdf").read_text())]
     tree = random_tree_urdf(3030, moving_joints=32, mimic_fraction=0.0, fixed_fraction=0.1)
@@ -62,7 +62,7 @@ def leaf_frame(model):
 def pinocchio_side(xml, model):
     try:
         import pinocchio as pin
-        from pinocchio_reference import PinocchioReference
+        from oracles.pinocchio_reference import PinocchioReference
     except ImportError:
         return None
     ref = PinocchioReference(xml, model.joint_names)
@@ -72,7 +72,7 @@ def pinocchio_side(xml, model):
 def kdl_side(xml, model, frame):
     """PyKDL on serial chains only (root link to ``frame``, every joint on the path)."""
     try:
-        from kdl_reference import KdlChain
+        from oracles.kdl_reference import KdlChain
         chain = KdlChain(xml, model.tree.root_link, frame)
     except Exception:
         return None

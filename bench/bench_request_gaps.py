@@ -8,7 +8,7 @@ compiled kernels (waited for, as in production).  This script publishes joint
 states at ``--rate`` from one thread and timestamps every
 ``~/feedforward_state`` echo on arrival; meanwhile, from a second rclpy
 context in this process, it sends the largest request each service accepts
-(test/request_bounds.py: 16 constraints / 48 rows and 64 wrenches, 1000
+(test/support/request_bounds.py: 16 constraints / 48 rows and 64 wrenches, 1000
 trajectory points with 8 request payloads, ...) ``--repeats`` times each, one
 at a time.  Per service it reports the longest gap between consecutive
 feedforward messages overlapping one of its requests, and the round trips.
@@ -34,9 +34,9 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", str(20 + os.getpid() % 70))
 
 from feedforward_probe import FeedforwardProbe  # noqa: E402
-from request_bounds import longest_gap, maximal_requests  # noqa: E402
 from results_file import run_header, write_results  # noqa: E402
-from ros_harness import RosClient, RosProcess  # noqa: E402
+from support.request_bounds import longest_gap, maximal_requests  # noqa: E402
+from support.ros_harness import RosClient, RosProcess  # noqa: E402
 from soa_dynamics_ros import RobotModel  # noqa: E402
 from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels  # noqa: E402
 

@@ -43,7 +43,7 @@ def rss_kib(pid):
 
 def service_client(index, rate, seconds, queue):
     """One client process: a round-robin of services at ``rate`` calls/s."""
-    from ros_harness import RosClient
+    from support.ros_harness import RosClient
     from sensor_msgs.msg import JointState
     from soa_dynamics_ros.msg import Constraint
     from soa_dynamics_ros.srv import (GravityTorques, HybridDynamics, InverseDynamics, MassMatrix,
@@ -102,7 +102,7 @@ def main():
     os.environ["SOAK_FRAME"] = args.frame or frames.get(args.robot, "")
 
     from feedforward_probe import FeedforwardProbe
-    from ros_harness import RosClient, RosProcess
+    from support.ros_harness import RosClient, RosProcess
     from soa_dynamics_ros import RobotModel
 
     model = RobotModel.from_urdf(str(REPO / "urdf" / f"{args.robot}.urdf"))

@@ -102,7 +102,7 @@ def build_probe():
 
 
 def probe_environment(env=None):
-    """The ROS environment of scripts/test.sh and the node processes (test/ros_harness.py).
+    """The ROS environment of scripts/test.sh and the node processes (test/support/ros_harness.py).
 
     The node is started with a copy of this process's environment, so the probe
     takes the same ROS_DOMAIN_ID; localhost discovery and AMENT_PREFIX_PATH

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command:   bash scripts/test.sh [pytest args...]   (or: make test)
-# e.g. bash scripts/test.sh test/test_node.py -x runs one file.
+# e.g. bash scripts/test.sh test/ros/test_node.py -x runs one file.
 # Runs the suite with the venv made by scripts/setup.sh, isolated from other
 # ROS 2 processes on the machine (localhost discovery, a domain id per run).
 # Exits with pytest's exit code (5 = no tests collected).

@@ -1,0 +1,106 @@
+"""The recursions called directly, in hinge space, with Pinocchio beside them.
+
+``HingeSpace`` is the one place where this folder calls library internals (the body
+tree and the algorithm functions), so that a change of their signatures is adapted
+here alone.  Hinge vectors here leave out the root's unused entry: one entry per
+moving URDF joint, mimic joints included as independent hinges (the mimic map is
+the tree's business, tested in test/multibody).  The Pinocchio side is built from the
+same URDF with its <mimic> tags removed, so it has the same independent joints.
+"""
+import re
+
+import numpy as np
+import pytest
+
+from oracles.pinocchio_reference import PinocchioReference
+from support.robot_generator import random_tree_urdf
+from support.robots import SHIPPED_ROBOTS, shipped_urdf
+from soa_dynamics_ros.algorithms.forward_dynamics import forward_dynamics
+from soa_dynamics_ros.algorithms.inverse_dynamics import inverse_dynamics
+from soa_dynamics_ros.algorithms.kinematics import (body_motion, body_placements, frame_placement,
+                                                    hinge_jacobian, parent_to_child_transforms)
+from soa_dynamics_ros.algorithms.mass_matrix import mass_matrix
+from soa_dynamics_ros.algorithms.mixed_dynamics import mixed_dynamics
+from soa_dynamics_ros.description.urdf import parse_urdf
+from soa_dynamics_ros.multibody.spatial import homogeneous
+from soa_dynamics_ros.multibody.tree import BodyTree
+
+GRAVITY = (0.0, 0.0, -9.81)
+
+
+class HingeSpace:
+    """The algorithm functions on one robot's tree; vectors have one entry per hinge."""
+
+    def __init__(self, urdf_xml):
+        self.tree = BodyTree(parse_urdf(urdf_xml))
+        self.joint_names = [joint.name for joint in self.tree.joints]  # body 1, 2, ... order
+        self.dof = self.tree.nb - 1   # as a model's, so support.numerics.random_states fits
+
+    @staticmethod
+    def _hinge(values):
+        return np.concatenate(([0.0], values))
+
+    @staticmethod
+    def _root_acceleration(gravity):
+        # Accelerating the root upwards by g is gravity acting on every body.
+        return np.concatenate((-np.asarray(gravity, dtype=float), np.zeros(3)))
+
+    def _body_forces(self, forces):
+        """Per-hinge wrenches (n x 6, body axes about the body origin) with the root's row."""
+        return None if forces is None else np.vstack((np.zeros(6), forces))
+
+    def inverse_dynamics(self, q, qd, qdd, body_forces=None, gravity=GRAVITY):
+        return inverse_dynamics(self.tree, self._hinge(q), self._hinge(qd), self._hinge(qdd),
+                                self._root_acceleration(gravity), self._body_forces(body_forces))[1:]
+
+    def mass_matrix(self, q):
+        return mass_matrix(self.tree, self._hinge(q))[1:, 1:]
+
+    def forward_dynamics(self, q, qd, tau, body_forces=None, gravity=GRAVITY):
+        return forward_dynamics(self.tree, self._hinge(q), self._hinge(qd), self._hinge(tau),
+                                self._root_acceleration(gravity),
+                                self._body_forces(body_forces))[1:]
+
+    def mixed_dynamics(self, q, qd, qdd, tau, prescribed):
+        qdd, tau = mixed_dynamics(self.tree, self._hinge(q), self._hinge(qd), self._hinge(qdd),
+                                  self._hinge(tau), np.concatenate(([False], prescribed)),
+                                  self._root_acceleration(GRAVITY))
+        return qdd[1:], tau[1:]
+
+    def frame_pose(self, q, link):
+        placements = body_placements(self.tree, self._hinge(q))
+        return homogeneous(*frame_placement(self.tree, placements, self.tree.frames[link]))
+
+    def frame_jacobian(self, q, link):
+        placements = body_placements(self.tree, self._hinge(q))
+        return hinge_jacobian(self.tree, placements, self.tree.frames[link])[:, 1:]
+
+    def body_velocities(self, q, qd):
+        """Spatial velocity of every moving body, body axes ([v; w] at the body origin)."""
+        transforms = parent_to_child_transforms(self.tree, self._hinge(q))
+        velocity, _ = body_motion(self.tree, transforms, self._hinge(qd), np.zeros(self.tree.nb),
+                                  np.zeros(6))
+        return velocity[1:]
+
+    def body_inertias(self):
+        """Spatial inertia of every moving body about its origin (fixed links merged)."""
+        return self.tree.body_inertia[1:]
+
+
+def without_mimic(urdf_xml):
+    return re.sub(r"<mimic\b[^>]*/>", "", urdf_xml)
+
+
+SOURCES = ([pytest.param(shipped_urdf(name), id=name) for name in SHIPPED_ROBOTS]
+           + [pytest.param(random_tree_urdf(seed, moving_joints=10), id=f"random{seed}")
+              for seed in range(400, 406)])
+
+
+@pytest.fixture(scope="module", params=SOURCES)
+def robot(request):
+    """``(HingeSpace, PinocchioReference)`` of one shipped or generated robot."""
+    source = request.param
+    xml = open(source).read() if source.endswith(".urdf") else source
+    hinges = HingeSpace(xml)
+    return hinges, PinocchioReference(without_mimic(xml), hinges.joint_names)
+

@@ -1,0 +1,72 @@
+"""The one place where this folder's tracer tests call library internals (the body tree,
+the generator's tracing, parameter packing, the compiled kernels), so that a change of
+their signatures is adapted here alone."""
+import math
+
+import numpy as np
+import pytest
+
+from soa_dynamics_ros.description.urdf import parse_urdf
+from soa_dynamics_ros.kernels import Kernels, generator
+from soa_dynamics_ros.kernels.symbolic import ADD, COS, DIV, INPUT, MUL, NEG, SIN, SUB, Sym
+from soa_dynamics_ros.multibody.tree import BodyTree
+
+GRAVITY = (0.0, 0.0, -9.81)
+_OPERATIONS = {ADD: lambda a, b: a + b, SUB: lambda a, b: a - b, MUL: lambda a, b: a * b,
+               DIV: lambda a, b: a / b, NEG: lambda a, _: -a,
+               SIN: lambda a, _: math.sin(a), COS: lambda a, _: math.cos(a)}
+
+
+def evaluate(trace, outputs, inputs):
+    """Values of traced ``outputs`` (Syms or constants) for ``inputs`` ({array name: values}),
+    interpreting the recorded operations one by one: an evaluator independent of the C
+    printer and of numpy."""
+    values = []
+    for op, a, b in trace.ops:
+        if op == INPUT:
+            values.append(float(inputs[a][b]))
+            continue
+        operand = lambda x: values[x] if isinstance(x, int) else x  # noqa: E731
+        values.append(_OPERATIONS[op](operand(a), None if b is None else operand(b)))
+    flat = [values[x.i] if isinstance(x, Sym) else float(x) for x in np.ravel(outputs)]
+    return np.reshape(flat, np.shape(outputs))
+
+
+class TracedRobot:
+    """One robot's tree, its traced kernels (joint space, mimic map folded in) and their
+    compiled versions."""
+
+    def __init__(self, urdf_xml):
+        self.tree = BodyTree(parse_urdf(urdf_xml))
+        self.joint_names = self.tree.joint_names
+        self.dof = self.tree.dof
+        self._compiled = None
+
+    def parameters(self, gravity=GRAVITY):
+        return generator.pack_parameters(self.tree, gravity)
+
+    def traced_inverse_dynamics(self):
+        """``(trace, outputs)``: the inverse dynamics traced with inputs q, qd, qdd, p."""
+        tracing, _, torque = generator.trace_inverse_dynamics(self.tree)
+        return tracing.trace, torque
+
+    def traced_mass_matrix(self):
+        tracing, _, mass = generator.trace_mass_matrix(self.tree)
+        return tracing.trace, mass
+
+    def compiled(self, kernel):
+        if self._compiled is None:
+            self._compiled = Kernels(self.tree)
+        return self._compiled.get(kernel)
+
+
+@pytest.fixture(scope="session")
+def traced_robot():
+    """``traced_robot(urdf_xml)``: a :class:`TracedRobot`."""
+    return TracedRobot
+
+
+@pytest.fixture(scope="session")
+def evaluate_trace():
+    """:func:`evaluate`: ``evaluate_trace(trace, outputs, inputs)``."""
+    return evaluate

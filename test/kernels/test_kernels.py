@@ -1,0 +1,319 @@
+"""Compiled kernels against the numpy reference path (issue 6).
+
+Every shipped robot and random trees (mimic, prismatic and continuous joints)
+are generated, compiled with the C compiler and compared with the numpy path
+on random states; the on-disk cache makes reruns fast.
+"""
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from support.numerics import assert_close
+from support.robot_generator import random_tree_urdf
+from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
+from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError
+from soa_dynamics_ros.kernels import Kernels, build
+from soa_dynamics_ros.model import RobotModel
+
+TOL = 1e-12
+RANDOM_TREES = [  # (seed, moving joints, mimic fraction)
+    (11, 8, 0.0), (12, 10, 0.3), (13, 6, 0.5), (14, 12, 0.15)]
+
+
+def _sources():
+    return ([("shipped", shipped_urdf(name)) for name in SHIPPED_ROBOTS]
+            + [(f"random{seed}", random_tree_urdf(seed, moving_joints=n, mimic_fraction=mimic,
+                                                   prismatic_fraction=0.25,
+                                                   continuous_fraction=0.25))
+               for seed, n, mimic in RANDOM_TREES])
+
+
+SOURCES = _sources()
+IDS = [os.path.basename(name) if kind == "shipped" else kind for kind, name in SOURCES]
+
+
+def _pair(source):
+    return (RobotModel.from_urdf(source, kernels="c"), RobotModel.from_urdf(source, kernels="off"))
+
+
+def _leaf_frames(model, count=2):
+    tree = model.tree
+    has_child = set(tree.parent)
+    leaves = [name for name, frame in tree.frames.items() if frame.body not in has_child]
+    return leaves[-count:]
+
+
+def _check_against_reference(fast, slow, rng, samples=4, frames=()):
+    n = fast.dof
+    for _ in range(samples):
+        q, qd, qdd = rng.uniform(-2, 2, (3, n))
+        tau = slow.inverse_dynamics(q, qd, qdd)
+        assert_close(fast.gravity_torques(q), slow.gravity_torques(q), "gravity", TOL)
+        assert_close(fast.bias_torques(q, qd), slow.bias_torques(q, qd), "bias", TOL)
+        assert_close(fast.inverse_dynamics(q, qd, qdd), tau, "inverse dynamics", TOL)
+        assert_close(fast.mass_matrix(q), slow.mass_matrix(q), "mass matrix", TOL)
+        assert_close(fast.forward_dynamics(q, qd, tau), slow.forward_dynamics(q, qd, tau),
+                     "forward dynamics", 1e-10 if fast.tree.has_mimic else TOL)
+        for frame in frames:
+            assert_close(fast.jacobian(q, frame), slow.jacobian(q, frame), f"J {frame}", TOL)
+            try:
+                expected = slow.task_space_inertia(q, frame, return_info=True)
+            except SingularDynamicsError:
+                with pytest.raises(SingularDynamicsError):
+                    fast.task_space_inertia(q, frame)
+                continue
+            # Lambda = (J M^-1 J^T)^-1 amplifies round-off by the condition number.
+            assert_close(fast.task_space_inertia(q, frame), expected.inertia, f"Lambda {frame}",
+                         TOL * max(1.0, expected.condition_number))
+
+
+@pytest.mark.parametrize("kind,source", SOURCES, ids=IDS)
+def test_generated_code_matches_reference(kind, source, rng):
+    fast, slow = _pair(source)
+    _check_against_reference(fast, slow, rng, frames=_leaf_frames(fast))
+    # The generated code was used, not the numpy fallback.
+    assert fast._ready.get("inverse_dynamics") is not None
+
+
+@pytest.mark.parametrize("kind,source", SOURCES, ids=IDS)
+def test_batches_match_single_calls(kind, source, rng):
+    fast, slow = _pair(source)
+    n = fast.dof
+    Q, QD, QDD = rng.uniform(-2, 2, (3, 5, n))
+    TAU = slow.inverse_dynamics_batch(Q, QD, QDD)
+    assert_close(fast.inverse_dynamics_batch(Q, QD, QDD), TAU, "ID batch", TOL)
+    assert_close(fast.gravity_torques_batch(Q), slow.gravity_torques_batch(Q), "g batch", TOL)
+    assert_close(fast.forward_dynamics_batch(Q, QD, TAU), slow.forward_dynamics_batch(Q, QD, TAU),
+                 "FD batch", 1e-10)
+    assert fast.inverse_dynamics_batch(np.zeros((0, n)), np.zeros((0, n)),
+                                       np.zeros((0, n))).shape == (0, n)
+
+
+def test_payload_and_gravity_are_inputs_not_constants(rng):
+    fast, slow = _pair(shipped_urdf("panda.urdf"))
+    q, qd, qdd = rng.uniform(-2, 2, (3, fast.dof))
+    fast.inverse_dynamics(q, qd, qdd), fast.forward_dynamics(q, qd, qdd), fast.gravity_torques(q)
+    modules = dict(fast._kernel_set._modules)
+    for model in (fast, slow):
+        model.attach_payload("box", "panda_hand", 2.5, (0.0, 0.01, 0.1), np.diag([0.01, 0.02, 0.03]))
+        model.gravity = [0.5, -1.0, -9.7]
+    assert_close(fast.inverse_dynamics(q, qd, qdd), slow.inverse_dynamics(q, qd, qdd), "payload", TOL)
+    assert_close(fast.forward_dynamics(q, qd, qdd), slow.forward_dynamics(q, qd, qdd), "FD", TOL)
+    for model in (fast, slow):
+        model.detach_payload("box")
+    assert_close(fast.gravity_torques(q), slow.gravity_torques(q), "detached", TOL)
+    assert fast._kernel_set._modules == modules   # no new code
+
+
+def test_validation_and_errors_in_front_of_kernels():
+    fast = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="c")
+    n = fast.dof
+    q = np.zeros(n)
+    bad = q.copy()
+    bad[3] = np.nan
+    with pytest.raises(InvalidInputError, match="index"):
+        fast.inverse_dynamics(bad, q, q)
+    with pytest.raises(InvalidInputError, match="shape"):
+        fast.gravity_torques(np.zeros(n + 1))
+    with pytest.raises(InvalidInputError):
+        fast.forward_dynamics(q, q, 1.0)
+    with pytest.raises(InvalidInputError, match="sample"):
+        fast.inverse_dynamics_batch(np.zeros((3, n)), np.zeros((3, n)), np.full((3, n), np.inf))
+    # Lists are accepted as on the numpy path.
+    assert_close(fast.gravity_torques([0.0] * n), fast.gravity_torques(q), "list input", 0.0)
+
+
+MASSLESS = """<robot name="massless">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <link name="l1"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
+</robot>"""
+
+
+def test_singular_hinge_raises_like_the_reference():
+    fast = RobotModel.from_urdf(MASSLESS, kernels="c")
+    with pytest.raises(SingularDynamicsError):
+        fast.forward_dynamics([0.0], [0.0], [1.0])
+    with pytest.raises(SingularDynamicsError):
+        fast.forward_dynamics_batch(np.zeros((2, 1)), np.zeros((2, 1)), np.ones((2, 1)))
+
+
+def test_kernel_switch():
+    model = RobotModel.from_urdf(shipped_urdf("double_pendulum.urdf"), kernels="off")
+    assert model.kernels == ("off", None)
+    model.set_kernels("c")
+    assert model.kernels == ("c", "c")
+    with pytest.raises(InvalidInputError):
+        model.set_kernels("fortran")
+
+
+def test_compiled_kernels_survive_a_new_process():
+    """A second process loads the compiled kernels instead of compiling them."""
+    script = (
+        "import logging, sys\n"
+        "logging.basicConfig(level=logging.INFO, stream=sys.stdout, format='%(message)s')\n"
+        "from soa_dynamics_ros.model import RobotModel\n"
+        f"m = RobotModel.from_urdf({shipped_urdf('double_pendulum.urdf')!r}, kernels='c')\n"
+        "m.prepare_kernels()\n"
+        "print('answer', m.gravity_torques([0.1, 0.2]))\n")
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           cwd=REPO, timeout=600) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+        assert "answer" in run.stdout
+    assert "compiled in" not in runs[1].stdout, runs[1].stdout
+    assert "loaded from cache" in runs[1].stdout
+
+
+def test_arrays_the_kernels_decline_still_get_the_reference_answer(rng):
+    """Lists, integer, float32, strided and non-contiguous inputs are converted, not refused."""
+    fast, slow = _pair(shipped_urdf("panda.urdf"))
+    n = fast.dof
+    q, qd, qdd = rng.uniform(-2, 2, (3, n))
+    strided = np.zeros(2 * n)
+    strided[::2] = q
+    for variant in (list(q), q.astype(np.float32), strided[::2], q.astype(">f8")):
+        assert_close(fast.inverse_dynamics(variant, qd, qdd),
+                     slow.inverse_dynamics(variant, qd, qdd), "declined input", TOL)
+    assert fast._ready.get("inverse_dynamics") is not None
+    integers = np.arange(n)
+    assert_close(fast.gravity_torques(integers), slow.gravity_torques(integers), "ints", TOL)
+    frame = "panda_hand_tcp"
+    assert_close(fast.jacobian(list(q), frame), slow.jacobian(q, frame), "J list", TOL)
+    assert_close(fast.task_space_inertia(strided[::2], frame), slow.task_space_inertia(q, frame),
+                 "Lambda strided", 1e-9)
+    assert fast._ready.get(("jacobian", frame)) is not None
+    with pytest.raises(InvalidInputError):
+        fast.jacobian(np.full(n, np.nan), frame)
+    Q = np.asfortranarray(rng.uniform(-2, 2, (4, n)))
+    assert_close(fast.gravity_torques_batch(Q), slow.gravity_torques_batch(Q), "F-order", TOL)
+    with pytest.raises(InvalidInputError, match="q"):
+        fast.bias_torques(None, qd)
+    with pytest.raises(InvalidInputError):
+        fast.bias_torques(q, None)
+    with pytest.raises(InvalidInputError):
+        fast.mass_matrix(np.full(n, 1e51))
+
+
+def test_kernel_called_wrongly_is_a_type_error_not_a_crash():
+    fast = RobotModel.from_urdf(shipped_urdf("double_pendulum.urdf"), kernels="c")
+    fast.prepare_kernels()
+    kernel = fast._ready["gravity_torques"]
+    with pytest.raises(TypeError, match="2 arguments"):
+        kernel(np.zeros(2))
+    assert kernel(np.zeros(3), fast._params) == 1          # wrong length: status, no answer
+    assert kernel(np.zeros(2), np.zeros(3)) == 1           # wrong parameter vector
+
+
+def _run_with_cache(script, cache, **environment):
+    env = dict(os.environ, SOA_DYNAMICS_CACHE=str(cache), **environment)
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+
+
+def test_concurrent_first_compiles_share_one_cache(tmp_path):
+    """Two processes compiling the same robot at once both load a whole library."""
+    script = (
+        "from soa_dynamics_ros.model import RobotModel\n"
+        f"m = RobotModel.from_urdf({shipped_urdf('double_pendulum.urdf')!r}, kernels='c')\n"
+        "m.prepare_kernels()\n"
+        "print(m.gravity_torques([0.1, 0.2]).tolist())\n")
+    processes = [_run_with_cache(script, tmp_path) for _ in range(2)]
+    outputs = [process.communicate(timeout=600) for process in processes]
+    expected = RobotModel.from_urdf(shipped_urdf("double_pendulum.urdf"),
+                                    kernels="off").gravity_torques([0.1, 0.2])
+    for process, (stdout, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stderr
+        assert_close(np.array(eval(stdout)), expected, "concurrent compile", TOL)
+    libraries = list((tmp_path / "kernels").glob(f"*{build.EXTENSION}"))
+    assert len(libraries) == len(Kernels.MODEL_KERNELS)          # one per kernel, none twice
+    assert not list((tmp_path / "kernels").glob(".*"))           # no partial file left
+
+
+def test_a_failing_compiler_is_reported_and_auto_keeps_answering(tmp_path):
+    script = (
+        "import logging, sys\n"
+        "logging.basicConfig(level=logging.INFO, stream=sys.stdout, format='%(message)s')\n"
+        "from soa_dynamics_ros.model import RobotModel\n"
+        "from soa_dynamics_ros.kernels.build import KernelBuildError\n"
+        f"m = RobotModel.from_urdf({shipped_urdf('double_pendulum.urdf')!r}, kernels='c')\n"
+        "try:\n"
+        "    m.prepare_kernels()\n"
+        "except KernelBuildError as error:\n"
+        "    print('build error:', str(error).splitlines()[0])\n"
+        f"m = RobotModel.from_urdf({shipped_urdf('double_pendulum.urdf')!r})\n"
+        "for _ in range(3000):\n"
+        "    tau = m.gravity_torques([0.1, 0.2])\n"
+        "import time; time.sleep(2)\n"
+        "print('answer', m.gravity_torques([0.1, 0.2]), m._ready.get('gravity_torques'))\n")
+    stdout, stderr = _run_with_cache(script, tmp_path, CC="false").communicate(timeout=600)
+    assert "build error: compiling" in stdout, stdout + stderr
+    assert "failed to build; using numpy" in stdout + stderr
+    assert "answer" in stdout and stdout.rstrip().endswith("None")
+
+
+def test_without_a_compiler_auto_is_the_numpy_path_and_c_says_why(tmp_path):
+    script = (
+        "from soa_dynamics_ros.model import RobotModel\n"
+        f"m = RobotModel.from_urdf({shipped_urdf('double_pendulum.urdf')!r})\n"
+        "print('mode', m.kernels)\n"
+        "try:\n"
+        f"    RobotModel.from_urdf({shipped_urdf('double_pendulum.urdf')!r}, kernels='c')\n"
+        "except ImportError as error:\n"
+        "    print('error:', error)\n")
+    stdout, stderr = _run_with_cache(script, tmp_path, CC="no-such-cc").communicate(timeout=600)
+    assert "mode ('auto', None)" in stdout, stdout + stderr
+    assert "error: compiled kernels are unavailable: the C compiler CC='no-such-cc' is not found" \
+        in stdout, stdout
+
+
+def _processes_mentioning(text):
+    found = []
+    for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text in cmdline.read_bytes().decode(errors="replace"):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def _wait_until(condition, deadline=120.0):
+    end = time.monotonic() + deadline
+    while time.monotonic() < end and not condition():
+        time.sleep(0.05)
+    return condition()
+
+
+def test_a_process_killed_mid_compile_leaves_no_compiler_and_no_partial_file(tmp_path):
+    """SIGKILL (no clean-up runs) while the compiler works: the compiler dies with the
+    process, nothing partial appears under a final name, and the next build sweeps the
+    temporary files and compiles."""
+    urdf = random_tree_urdf(11, moving_joints=12)
+    script = (f"from soa_dynamics_ros.model import RobotModel\n"
+              f"RobotModel.from_urdf({urdf!r}, kernels='c').prepare_kernels()\n")
+    cache = tmp_path / "kernels"
+    victim = _run_with_cache(script, tmp_path)
+    try:
+        assert _wait_until(lambda: any(_processes_mentioning(f"{cache}/.soa_kernels_"))), (
+            "no compiler started")
+        victim.kill()
+        victim.wait(timeout=60)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+            victim.wait()
+    assert _wait_until(lambda: not _processes_mentioning(str(cache)), deadline=60), (
+        "a compiler outlived the process that started it")
+    for library in cache.glob(f"soa_kernels_*{build.EXTENSION}"):
+        build.load(library.name.removesuffix(build.EXTENSION), library)   # complete, loadable
+    survivor = _run_with_cache(script + "print('built')\n", tmp_path)
+    stdout, stderr = survivor.communicate(timeout=900)
+    assert survivor.returncode == 0 and "built" in stdout, stderr
+    assert not list(cache.glob(".*")), list(cache.glob(".*"))

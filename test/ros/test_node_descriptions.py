@@ -1,0 +1,196 @@
+"""Descriptions the node reads: package_paths, xacro_timeout, and a xacro that never ends
+(issue 12, parts 1 and 4), over real Fast DDS with the node in its own process."""
+import pathlib
+import threading
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from oracles.pinocchio_reference import PinocchioReference
+from support.numerics import assert_close
+from support.robots import shipped_urdf
+from support.ros_harness import RosClient, RosProcess, wait_for
+from soa_dynamics_ros.srv import GravityTorques
+
+POSE = [0.1, -0.6, 0.2, -2.2, 0.1, 1.7, 0.6]
+NAMES = [f"panda_joint{i}" for i in range(1, 8)]
+TOOL_MASS = 1.75
+# A fixed tool on the flange, so that the expansion visibly changed the robot.
+TOOL = """  <joint name="tool_joint" type="fixed"><parent link="panda_link8"/><child link="tool"/>
+    <origin xyz="0 0 0.05" rpy="0 0 0"/></joint>
+  <link name="tool"><inertial><origin xyz="0.01 0 0.04" rpy="0 0 0"/><mass value="{mass}"/>
+    <inertia ixx="0.002" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.001"/></inertial></link>
+"""
+# A property used in the robot: xacro evaluates 9**9**9 (hours of big-integer work).
+ENDLESS = """<robot name="endless" xmlns:xacro="http://www.ros.org/wiki/xacro">
+  <xacro:property name="big" value="${9**9**9}"/>
+  <link name="base"/>
+  <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="${big}" velocity="1"/></joint>
+  <link name="arm"><inertial><mass value="1"/>
+    <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+</robot>
+"""
+
+
+def panda_with_tool(mass_text):
+    text = pathlib.Path(shipped_urdf("panda.urdf")).read_text()
+    return text.replace("</robot>", TOOL.format(mass=mass_text) + "</robot>")
+
+
+def gravity_request():
+    return GravityTorques.Request(state=JointState(name=NAMES, position=POSE))
+
+
+def test_package_paths_resolve_find_for_the_node(tmp_path):
+    # A package only package_paths knows, holding the robot body; the top file includes it.
+    package = tmp_path / "packages" / "nested" / "tool_robot_description"
+    (package / "urdf").mkdir(parents=True)
+    (package / "urdf" / "body.xacro").write_text(panda_with_tool("${tool_mass}"))
+    top = tmp_path / "robot.urdf.xacro"
+    top.write_text(f"""<robot name="panda" xmlns:xacro="http://www.ros.org/wiki/xacro">
+  <xacro:property name="tool_mass" value="{TOOL_MASS}"/>
+  <xacro:include filename="$(find tool_robot_description)/urdf/body.xacro"/>
+</robot>""")
+    common = ("-p", f"urdf_file:={top}", "-p", "kernels:='off'", "-p", "xacro_timeout:=30")
+
+    alone = RosProcess("soa_dynamics_node", *common, log_dir=tmp_path, name="without_paths")
+    alone.process.wait(60)
+    assert alone.stop() == 1 and "tool_robot_description" in alone.log(), alone.log()
+
+    node = RosProcess("soa_dynamics_node", *common, "-r", "__node:=with_paths",
+                      "-p", f"package_paths:=['{tmp_path / 'packages'}']",
+                      log_dir=tmp_path, name="with_paths")
+    client = RosClient("package_paths_test")
+    try:
+        gravity = client.client(GravityTorques, "/with_paths/gravity_torques", timeout=60)
+        answer = client.call(gravity, gravity_request())
+        assert answer.success, answer.message
+        reference = PinocchioReference(panda_with_tool(str(TOOL_MASS)), list(answer.name))
+        q, zero = np.array(POSE)[[NAMES.index(n) for n in answer.name]], np.zeros(7)
+        expected = reference.inverse_dynamics(q, zero, zero)
+        assert_close(answer.effort, expected, "gravity of the expanded description")
+        without_tool = PinocchioReference(open(shipped_urdf("panda.urdf")).read(), list(answer.name))
+        assert np.abs(expected - without_tool.inverse_dynamics(q, zero, zero)).max() > 0.1
+    finally:
+        client.close()
+        assert node.stop() == 0, node.log()
+
+
+class JointStateStream:
+    """Joint states published from a thread at up to ~500 Hz until stopped."""
+
+    def __init__(self, client, pose=POSE):
+        self._publisher = client.node.create_publisher(JointState, "/joint_states", 10)
+        self._message = JointState(name=NAMES, position=[float(p) for p in pose])
+        self._running = True
+        wait_for(lambda: self._publisher.get_subscription_count() > 0, timeout=30,
+                 what="the node's joint_states subscription")
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while self._running:
+            self._publisher.publish(self._message)
+            time.sleep(0.002)
+
+    def stop(self):
+        self._running = False
+        self._thread.join(5)
+
+
+def longest_gap(arrivals, start, end):
+    times = [t for t, _ in arrivals if start <= t <= end]
+    assert len(times) > 10, f"only {len(times)} feedforward messages between the marks"
+    return max(np.diff([start, *times, end]))
+
+
+def test_an_endless_xacro_never_stalls_the_node(tmp_path):
+    node = RosProcess("soa_dynamics_node", "-r", "__node:=endless", "-p", "kernels:='off'",
+                      "-p", "xacro_timeout:=3.0", log_dir=tmp_path, name="endless")
+    client = RosClient("endless_xacro_test")
+    stream = None
+    try:
+        description = client.latched_publisher(String, "/robot_description")
+        statuses = client.collect(DiagnosticArray, "/diagnostics")
+        feedforward = client.collect(JointState, "/endless/feedforward_state")
+        gravity = client.client(GravityTorques, "/endless/gravity_torques", timeout=60)
+        panda = open(shipped_urdf("panda.urdf")).read()
+        description.publish(String(data=panda))
+        before = wait_for(lambda: (a := client.call(gravity, gravity_request())).success and a,
+                          timeout=30, what="the Panda loaded")
+        stream = JointStateStream(client)
+        wait_for(lambda: len(feedforward) > 20, timeout=30, what="feedforward flowing")
+
+        published = time.monotonic()
+        description.publish(String(data=ENDLESS))
+        # While xacro computes in its child, services answer (before the deadline).
+        time.sleep(0.5)
+        during = client.call(gravity, gravity_request(), timeout=2.0)
+        assert during.success and list(during.effort) == list(before.effort)
+        assert "did not finish" not in node.log()
+        error = wait_for(lambda: [s for _, a in statuses for s in a.status
+                                  if "did not finish within 3" in s.message], timeout=30,
+                         what="the xacro deadline in /diagnostics")
+        reported = time.monotonic()
+        assert reported - published >= 2.5
+        # Feedforward kept flowing throughout; the old behaviour (expansion in
+        # the executor thread) paused it for the whole 3 s deadline.
+        gap = longest_gap(feedforward, published, reported)
+        assert gap < 0.5, f"feedforward paused {gap:.3f} s while the description expanded"
+        assert "refused" in error[-1].message and "xacro" in node.log()
+        after = client.call(gravity, gravity_request())
+        assert after.success and list(after.effort) == list(before.effort)
+        assert node.alive()
+    finally:
+        if stream is not None:
+            stream.stop()
+        client.close()
+        assert node.stop() == 0, node.log()
+
+
+def test_states_that_waited_in_a_stopped_node_are_never_answered(tmp_path):
+    """SIGSTOP holds the node's middleware threads too: its reception stamps of the states
+    published meanwhile are taken after SIGCONT, so only their publication time shows
+    that they are stale (a reception-time rule answered them)."""
+    import os
+    import signal
+    node = RosProcess("soa_dynamics_node", "-r", "__node:=stopped", "-p", "kernels:='off'",
+                      "-p", f"urdf_file:={shipped_urdf('panda.urdf')}", "-p", "state_timeout:=0.1",
+                      "-p", "diagnostics_period:=0.5", log_dir=tmp_path, name="stopped")
+    client = RosClient("freshness_test")
+    try:
+        statuses = client.collect(DiagnosticArray, "/diagnostics")
+        feedforward = client.collect(JointState, "/stopped/feedforward_state")
+        publisher = client.node.create_publisher(JointState, "/joint_states", 10)
+        wait_for(lambda: publisher.get_subscription_count() > 0, timeout=60, what="the node")
+        fresh = JointState(name=NAMES, position=POSE)
+        wait_for(lambda: publisher.publish(fresh) or feedforward, timeout=30, what="feedforward")
+        os.kill(node.pid, signal.SIGSTOP)
+        try:
+            time.sleep(0.2)
+            for second in range(1, 6):
+                stale = JointState(name=NAMES, position=POSE)
+                stale.header.stamp.sec = 7000 + second
+                publisher.publish(stale)
+                time.sleep(0.01)
+            time.sleep(0.5)          # five times state_timeout
+        finally:
+            os.kill(node.pid, signal.SIGCONT)
+        dropped = wait_for(lambda: [int(v.value) for _, a in statuses for s in a.status
+                                    for v in s.values if v.key == "stale_joint_states_dropped"
+                                    and int(v.value) > 0], timeout=10, what="stale drops counted")
+        assert sum(dropped) >= 1
+        marker = JointState(name=NAMES, position=POSE)
+        marker.header.stamp.sec = 8000
+        wait_for(lambda: publisher.publish(marker) or
+                 any(m.header.stamp.sec == 8000 for _, m in feedforward), timeout=10,
+                 what="feedforward for a fresh state after SIGCONT")
+        answered = sorted({m.header.stamp.sec for _, m in feedforward} & set(range(7001, 7006)))
+        assert not answered, f"feedforward published for stale states {answered}"
+    finally:
+        client.close()
+        assert node.stop() == 0, node.log()

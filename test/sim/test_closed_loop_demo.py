@@ -1,0 +1,24 @@
+"""`make demo` (soa_dynamics_ros.sim.demo), shortened: it runs, reports and plots."""
+import subprocess
+import sys
+
+from support.robots import REPO
+
+
+def test_demo_reports_and_plots(tmp_path):
+    # On its compiled kernels, as `make demo` runs (the numpy path takes ~1 ms per state
+    # on this machine: too slow for 1 kHz in real time); compiled once per machine.
+    output = tmp_path / "loop.png"
+    result = subprocess.run([sys.executable, "-m", "soa_dynamics_ros.sim.demo", "--output", str(output),
+                             "--phase", "1.0", "--warm-up", "240"], cwd=REPO,
+                            capture_output=True, text=True, timeout=400)
+    report = result.stdout
+    print(report[-3000:])
+    assert result.returncode == 0, report[-3000:] + result.stderr[-3000:]
+    for expected in ("drift WITH gravity feedforward", "drift WITHOUT feedforward",
+                     "feedforward latency", "~/gravity_torques", "~/inverse_dynamics",
+                     "~/forward_dynamics", "~/mass_matrix", "~/task_space_inertia",
+                     "~/hybrid_dynamics", "~/mixed_dynamics", "~/set_payload",
+                     "~/evaluate_trajectory"):
+        assert expected in report
+    assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,89 @@
+"""Real processes and real DDS for node tests: start executables, talk to them with rclpy."""
+import os
+import pathlib
+import threading
+import time
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from soa_dynamics_ros.ros.processes import ChildProcess
+from support.robots import REPO
+
+VENV_BIN = REPO / ".venv" / "bin"
+
+
+class RosProcess(ChildProcess):
+    """One of the package's executables in its own process, stopped gracefully by PID."""
+
+    def __init__(self, executable, *ros_args, log_dir, name=None):
+        self.name = name or executable
+        command = [str(VENV_BIN / executable)]
+        if ros_args:
+            command += ["--ros-args", *ros_args]
+        super().__init__(command, pathlib.Path(log_dir) / f"{self.name}.log", os.environ.copy(), REPO)
+
+
+class RosClient:
+    """A test-side rclpy node spinning in a background thread."""
+
+    def __init__(self, name="test_client"):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self):
+        while self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.05)
+            except Exception:  # noqa: BLE001 - shutdown races end the loop
+                if not self.context.ok():
+                    return
+                raise
+
+    def close(self):
+        self.executor.shutdown()
+        rclpy.try_shutdown(context=self.context)
+        self._thread.join(timeout=5)
+        self.node.destroy_node()
+
+    def client(self, service_type, name, timeout=20.0):
+        client = self.node.create_client(service_type, name)
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f"service {name} did not appear within {timeout} s")
+        return client
+
+    def call(self, client, request, timeout=10.0):
+        future = client.call_async(request)
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(timeout):
+            raise TimeoutError(f"no answer from {client.srv_name} within {timeout} s")
+        return future.result()
+
+    def collect(self, message_type, topic, qos=10):
+        """Subscribe and gather messages into a list (with arrival times)."""
+        messages = []
+        self.node.create_subscription(message_type, topic,
+                                      lambda m: messages.append((time.monotonic(), m)), qos)
+        return messages
+
+    def latched_publisher(self, message_type, topic):
+        qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+        return self.node.create_publisher(message_type, topic, qos)
+
+
+def wait_for(predicate, timeout=10.0, interval=0.01, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")

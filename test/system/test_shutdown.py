@@ -1,0 +1,137 @@
+"""Shutdown: SIGINT or SIGTERM while joint states stream at 1 kHz ends the sim and the node
+cleanly (status 0, within 5 s, no FATAL line, no traceback), whichever is stopped first.
+
+Before the fix rclpy's own handler shut the context down under a running
+callback: "[FATAL] Exception in 'subscriptions' callback" at the feedforward
+publish, the sim's `take_message` RuntimeError at teardown, and once a node
+hung in destroy_node ignoring further signals.
+"""
+import signal
+import threading
+import time
+
+import pytest
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+
+from support.ros_harness import RosClient, wait_for
+from support.sim_harness import start_node, start_sim
+from soa_dynamics_ros.ros.process import WATCHDOG_MESSAGE
+
+EXIT_DEADLINE = 5.0     # [s] the issue's limit from the signal to the exit
+
+
+@pytest.fixture
+def arrivals():
+    """Arrival times of joint states and of the node's answers.
+
+    A client per test: one client kept over several sim processes stopped
+    receiving /joint_states from the third one on (its answers kept coming).
+    """
+    ros = RosClient("shutdown_test")
+    seen = {"states": [], "answers": []}
+    # Best effort, as the node listens.
+    ros.node.create_subscription(JointState, "/joint_states",
+                                 lambda m: seen["states"].append(time.monotonic()),
+                                 qos_profile_sensor_data)
+    ros.node.create_subscription(JointState, "/soa_dynamics/feedforward_state",
+                                 lambda m: seen["answers"].append(time.monotonic()), 10)
+    yield seen
+    ros.close()
+
+
+def _exit_after(process, sig):
+    """(exit status, seconds from the signal to the exit); None status if still alive."""
+    sent = time.monotonic()
+    process.process.send_signal(sig)
+    try:
+        process.process.wait(EXIT_DEADLINE + 5.0)
+    except Exception:  # noqa: BLE001 - reported below as a process that did not exit
+        return None, time.monotonic() - sent
+    return process.process.returncode, time.monotonic() - sent
+
+
+@pytest.mark.parametrize("order", ["together", "node first", "sim first"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_both_processes_exit_cleanly_on_a_signal_while_streaming(arrivals, tmp_path, sig, order):
+    states, answers = arrivals["states"], arrivals["answers"]
+    sim = start_sim("panda", tmp_path, "-p", "wait_for_command:=false")
+    node = start_node("panda", tmp_path)
+    results = {}
+    try:
+        wait_for(lambda: len(answers) > 200, 90, interval=0.05, what="feedforward answers")
+        count = len(states)
+        # (the node answers only joint states, so they stream; this client may see them late)
+        wait_for(lambda: len(states) > count + 100, 30, interval=0.05,
+                 what=f"joint states at the test client ({len(answers)} answers seen)")
+        first, second = {"together": (sim, node), "node first": (node, sim),
+                         "sim first": (sim, node)}[order]
+        if order == "together":
+            threads = [threading.Thread(target=lambda p=p: results.__setitem__(p.name, _exit_after(p, sig)))
+                       for p in (first, second)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        else:
+            results[first.name] = _exit_after(first, sig)
+            results[second.name] = _exit_after(second, sig)
+    finally:
+        codes = sim.stop(), node.stop()     # no-ops when they have exited
+    logs = {p.name: p.log() for p in (sim, node)}
+    for name, (code, seconds) in results.items():
+        assert code == 0 and seconds < EXIT_DEADLINE, (
+            f"{name}: exit status {code} after {seconds:.2f} s\n{logs[name][-3000:]}")
+    for name, log in logs.items():
+        for bad in ("FATAL", "Traceback", "terminate called", WATCHDOG_MESSAGE.split("{")[0]):
+            assert bad not in log, f"{name}: {bad!r} in the log\n{log[-3000:]}"
+    assert codes == (0, 0)
+    print(f"{order}, {signal.Signals(sig).name}: " + ", ".join(
+        f"{name} exit {code} in {seconds:.2f} s" for name, (code, seconds) in results.items()))
+
+
+HANGING_NODE = """
+import sys, time
+from rclpy.node import Node
+from rclpy.executors import SingleThreadedExecutor
+from soa_dynamics_ros.ros.process import run_node
+
+class Hanging(Node):
+    def __init__(self):
+        super().__init__("hanging")
+
+    def destroy_node(self):
+        print("tearing down", flush=True)
+        time.sleep(60)          # a teardown that never finishes
+
+def loop(node, executor, running):
+    print("running", flush=True)
+    while running():
+        executor.spin_once(timeout_sec=0.1)
+
+sys.exit(run_node("hanging", Hanging, lambda node: SingleThreadedExecutor(), loop))
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_hanging_teardown_cannot_keep_the_process_alive(tmp_path, sig):
+    import subprocess
+    import sys
+    from soa_dynamics_ros.ros.processes import ChildProcess
+    from soa_dynamics_ros.ros.process import TEARDOWN_DEADLINE
+    process = ChildProcess([sys.executable, "-c", HANGING_NODE], tmp_path / "hanging.log")
+    try:
+        wait_for(lambda: "running" in process.log(), 60, interval=0.05, what="the node's loop")
+        sent = time.monotonic()
+        process.process.send_signal(sig)
+        wait_for(lambda: "tearing down" in process.log(), 5, interval=0.01, what="the teardown")
+        process.process.send_signal(sig)        # ignored: the watchdog is already counting
+        process.process.wait(EXIT_DEADLINE + 5.0)
+        seconds = time.monotonic() - sent
+    except subprocess.TimeoutExpired:
+        seconds = None
+    finally:
+        code = process.stop()
+    log = process.log()
+    assert seconds is not None and TEARDOWN_DEADLINE <= seconds < EXIT_DEADLINE, (seconds, log)
+    assert code == 0 and WATCHDOG_MESSAGE.format(TEARDOWN_DEADLINE) in log, log

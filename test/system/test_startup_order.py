@@ -1,0 +1,143 @@
+"""Start-up in either order, on an arm this project did not write, with the defaults a user
+gets from two terminals: the simulated arm is held from the first command on.
+
+The robot is the Trossen ViperX 300s from the `rtb-data` package (as pip installed it,
+never copied here): six arm joints, a gripper motor and mimic fingers, 8 coordinates.
+(The package's KUKA LBR iiwa 14 URDF has no <inertial> at all: no gravity to hold.)
+The kernel cache starts empty, so in the first run the node meets the robot for the first
+time and compiles its kernels in a child process, as a user's node would; it sends no
+command until they are in (the numpy path is too slow for 1 kHz), and the sim waits.
+The sim runs with its defaults (time stands still until the first command), paced in
+real time, plus lockstep: on this shared 2-core machine (load average 8-11 while four
+engineers ran builds and tests) neither process can be sure of the CPU every
+millisecond, and a free-running sim then drops an arm whatever the node does (measured
+2026-11-23: 0.2-1.2 s gaps, the node's kernels off included).  Lockstep makes the
+physics independent of that while every stall of the node still shows: a state not
+answered within lockstep_timeout (0.5 s) or a command older than command_timeout fails
+the test.  Requirements (issue 12): no wall-time gap between two commands at the sim
+(``command_gap_max_ms`` in its /diagnostics) longer than the node's state_timeout after
+the first command, and joint drift < 1e-3 rad over the 5 s of simulated time after it.
+"""
+import os
+import pathlib
+
+import numpy as np
+import pytest
+import rtbdata
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+
+from support.ros_harness import RosClient, RosProcess, wait_for
+from support.sim_harness import stamp_seconds
+
+URDF = pathlib.Path(rtbdata.__file__).parent / "xacro" / "trossen_descriptions" / "urdf" / "vx300s.urdf.xacro"
+POSE = dict(waist=0.3, shoulder=-0.4, elbow=0.5, forearm_roll=0.2, wrist_angle=0.6,
+            wrist_rotate=0.1, gripper=0.0, left_finger=0.03)
+STATE_TIMEOUT = 0.05        # [s] the node's default
+HOLD = 5.0                  # [simulated s] after the first command
+DRIFT_LIMIT = 1e-3          # [rad] (and m for the fingers)
+
+
+class Observer:
+    """Joint states (sim time, positions) and the sim's longest command gap per period."""
+
+    def __init__(self, client):
+        self.states, self.gaps = [], []
+        self.published_while_compiling = []     # the node's, per diagnostics period
+        client.node.create_subscription(JointState, "/joint_states", self._on_state,
+                                        qos_profile_sensor_data)
+        client.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
+        self._index = None
+
+    def _on_state(self, message):
+        if self._index is None:
+            self._index = [list(message.name).index(n) for n in POSE]
+        self.states.append((stamp_seconds(message.header.stamp),
+                            np.asarray(message.position)[self._index]))
+
+    def _on_diagnostics(self, message):
+        for status in message.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if "compiling" in values.get("kernels", ""):
+                self.published_while_compiling.append(int(values["feedforward_published"]))
+            if "command_gap_max_ms" in values:
+                self.gaps.append((float(values["command_gap_max_ms"]) / 1e3,
+                                  int(values["lockstep_timeouts"])))
+
+    def latest_time(self):
+        return self.states[-1][0] if self.states else None
+
+
+def _start_sim(log_dir):
+    return RosProcess("soa_dynamics_sim", "-p", f"urdf_file:={URDF}",
+                      "-p", f"initial_positions:={list(POSE.values())}",
+                      "-p", "publish_clock:=true", "-p", "lockstep:=true",
+                      log_dir=log_dir, name="sim")
+
+
+def _start_node(log_dir):
+    return RosProcess("soa_dynamics_node", "-p", f"urdf_file:={URDF}",
+                      "-p", "feedforward_mode:=gravity",
+                      "-r", "~/feedforward:=/effort_controller/commands",
+                      log_dir=log_dir, name="node")
+
+
+@pytest.fixture(scope="module")
+def kernel_cache(tmp_path_factory):
+    """Empty at the first run: the node meets the robot for the first time."""
+    return tmp_path_factory.mktemp("kernel_cache")
+
+
+@pytest.mark.parametrize("run", [1, 2])
+@pytest.mark.parametrize("order", ["sim first", "node first"])
+def test_the_arm_is_held_from_the_first_command_in_either_start_order(kernel_cache, tmp_path,
+                                                                        monkeypatch, order, run):
+    monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(kernel_cache))
+    client = RosClient(f"startup_{run}")
+    observer = Observer(client)
+    sim = node = None
+    try:
+        if order == "sim first":
+            sim = _start_sim(tmp_path)
+            wait_for(lambda: observer.states, 60, interval=0.05, what="the sim's joint states")
+            node = _start_node(tmp_path)
+        else:
+            node = _start_node(tmp_path)
+            wait_for(lambda: "loaded from parameters" in node.log(), 60, interval=0.05,
+                     what="the node's model")
+            sim = _start_sim(tmp_path)
+        # (the first run compiles the robot's kernels first: tens of seconds on a loaded machine)
+        wait_for(lambda: "first command at t=" in sim.log(), 300, interval=0.05,
+                 what="the first command at the sim")
+        start = float(sim.log().split("first command at t=")[1].split()[0])
+        # Two diagnostics periods past the hold, so that every gap in it is reported.
+        wait_for(lambda: (observer.latest_time() or 0.0) >= start + HOLD, 10 + 6 * HOLD,
+                 interval=0.05, what=f"{HOLD} s of simulation after the first command")
+        gaps_until = len(observer.gaps) + 2
+        wait_for(lambda: len(observer.gaps) >= gaps_until, 30, interval=0.05,
+                 what="the sim's diagnostics")
+        sim_log = sim.log()     # up to here: stopping the node first ends the commands
+    finally:
+        client.close()
+        codes = [p.stop() for p in (node, sim) if p is not None]
+    logs = "\n".join(p.log()[-3000:] for p in (sim, node) if p is not None)
+    assert codes == [0, 0], logs
+    q0 = np.array(list(POSE.values()))
+    held = [(t, q) for t, q in observer.states if start <= t <= start + HOLD]
+    drift = np.max([np.abs(q - q0) for _, q in held], axis=0)
+    gap = max(g for g, _ in observer.gaps)
+    timeouts = observer.gaps[-1][1]
+    print(f"{order} #{run}: first command at t={start:.3f} s; drift over {HOLD} s "
+          f"{drift.max():.2e} ({len(held)} states seen); longest command gap at the sim "
+          f"{gap * 1e3:.1f} ms; lockstep timeouts: {timeouts}")
+    assert held[-1][0] - start >= HOLD - 0.01, "the test client missed the end of the hold"
+    assert "no valid command" not in sim_log, logs
+    # No command from the numpy path (too slow for 1 kHz in real time) while the kernels
+    # compile (in this module's first run): the first one comes from the kernels.  (A
+    # compile shorter than one diagnostics period leaves nothing to check here.)
+    assert not any(observer.published_while_compiling), logs
+    assert timeouts == 0, f"{timeouts} states not answered within the lockstep timeout\n{logs}"
+    # (before the node withheld its numpy-path commands: 48-266 ms in these runs)
+    assert gap <= STATE_TIMEOUT, f"a {gap * 1e3:.1f} ms gap between commands at the sim\n{logs}"
+    assert drift.max() < DRIFT_LIMIT, dict(zip(POSE, drift))
