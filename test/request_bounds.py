@@ -2,14 +2,14 @@
 
 Shared by test/test_node_robustness.py and bench/bench_request_gaps.py, so
 that the test and the benchmark send the same requests.  The sizes come from
-soa_dynamics_ros/conversions.py (compiled kernels assumed for trajectories).
+soa_dynamics_ros/ros/conversions.py (compiled kernels assumed for trajectories).
 """
 import numpy as np
 from geometry_msgs.msg import Vector3, Wrench
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from soa_dynamics_ros import conversions
+from soa_dynamics_ros.ros import conversions
 from soa_dynamics_ros.msg import Constraint, LinkWrench, Payload
 from soa_dynamics_ros.srv import (EvaluateTrajectory, ForwardDynamics, HybridDynamics,
                                   InverseDynamics, MixedDynamics, SetPayload, TaskSpaceInertia)
