@@ -50,6 +50,12 @@ def joint_state_arrays(message):
         np.asarray(message.velocity, dtype=float)
 
 
+def publication_times(info):
+    """(publisher id or None, source stamp [ns], reception stamp [ns]) of an rclpy MessageInfo."""
+    gid = info.get("publisher_gid")
+    return (bytes(gid["data"]) if gid else None), info["source_timestamp"], info["received_timestamp"]
+
+
 def wrenches_from_messages(link_wrenches):
     """LinkWrench[] -> {link: [f; t]} (summing repeated links)."""
     wrenches = {}

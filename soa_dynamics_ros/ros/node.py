@@ -157,10 +157,8 @@ class EmbeddedModelNode(Node):
         self.stats.joint_states += 1
         # The timestamps are on the system clock; the age, taken on that
         # clock, moves the arrival onto the monotonic clock freshness uses.
-        gid = info.get("publisher_gid")
-        waited = self._transport_age.age(bytes(gid["data"]) if gid else None,
-                                         info["source_timestamp"], info["received_timestamp"],
-                                         time.time_ns(), taken)
+        waited = self._transport_age.age(*conversions.publication_times(info), time.time_ns(),
+                                         taken)
         if waited > live.state_timeout:
             self.stats.stale_dropped += 1
             self._withhold(f"a joint state arrived {waited * 1e3:.1f} ms after it was published "
