@@ -11,9 +11,8 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from soa_dynamics_ros.ros.node import (DEFAULT_EXECUTOR, DEFAULT_JOINT_STATES_DEPTH, _spin,
-                                   make_executor)
-from soa_dynamics_ros.ros.process import run_node
+from soa_dynamics_ros.ros.parameters import DEFAULT_EXECUTOR, DEFAULT_JOINT_STATES_DEPTH
+from soa_dynamics_ros.ros.process import make_executor, run_node, spin_until_stopped
 
 
 class EchoNode(Node):
@@ -30,4 +29,5 @@ class EchoNode(Node):
 
 if __name__ == "__main__":
     sys.exit(run_node("echo", EchoNode,
-                      lambda node: make_executor(node.get_parameter("executor").value), _spin))
+                      lambda node: make_executor(node.get_parameter("executor").value),
+                      spin_until_stopped))

@@ -59,6 +59,17 @@ class InertiaWarning(UserWarning):
     """Suspicious inertial parameters accepted because validation is not strict."""
 
 
+class StaleStateError(SoaDynamicsError):
+    """The measured state is too old to compute from (a joint's latest state past its timeout).
+
+    ``joints`` names the stale joints.
+    """
+
+    def __init__(self, message, joints=()):
+        self.joints = list(joints)
+        super().__init__(message)
+
+
 class SingularDynamicsError(SoaDynamicsError, ArithmeticError):
     """A solve that has no unique answer (e.g. a massless body on a moving joint)."""
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..errors import InvalidInputError, SoaDynamicsError
+from ..errors import InvalidInputError, SoaDynamicsError, StaleStateError
 from ..model.robot_model import RobotModel
 from ..validation import MAX_MAGNITUDE
 
@@ -89,6 +89,16 @@ class Feedforward:
     effort: np.ndarray = None       # ordered as the LiveModel's command_joints
     reason: str = ""                # why there is no effort
     clamped: list = field(default_factory=list)   # joints held at their effort limit
+    error: SoaDynamicsError = None  # the error behind ``reason``, when one is (StaleStateError, ...)
+    seconds: float = None           # how long the law took, when it was evaluated
+
+
+@dataclass
+class InertiaEllipsoid:
+    """The translational inertia ellipsoid x^T Lambda x = 1 of a frame, in the root link frame."""
+    center: np.ndarray              # the frame's origin
+    rotation: np.ndarray            # proper rotation whose columns are the principal axes
+    diameters: np.ndarray           # along those axes: 2 / sqrt(eigenvalue)
 
 
 def require_moving_joints(model):
@@ -128,6 +138,22 @@ class LiveModel:
         self.command_index = np.array([self.model.joint_index(name) for name in names], dtype=int)
         self.command_joints = names
         self.effort_limits = self.model.effort_limits[self.command_index] * self.effort_limit_scale
+
+    def take_over(self, previous):
+        """Carry the measured and desired state of ``previous`` (a LiveModel of an earlier model) over.
+
+        Measurements carry over per joint name; desired states only when the
+        joints are the same, since they are whole vectors in model order.
+        """
+        if self.model.joint_names == previous.model.joint_names:
+            self.desired_acceleration = previous.desired_acceleration
+            self.desired_point = previous.desired_point
+        previous_index = {name: j for j, name in enumerate(previous.model.joint_names)}
+        for i, name in enumerate(self.model.joint_names):
+            if name in previous_index:
+                j = previous_index[name]
+                self.position[i], self.velocity[i] = previous.position[j], previous.velocity[j]
+                self.received_at[i] = previous.received_at[j]
 
     # ------------------------------------------------------------------ measured state
     def _layout(self, names):
@@ -176,6 +202,13 @@ class LiveModel:
         """Joints whose latest measurement is older than ``state_timeout`` (or missing)."""
         old = (now - self.received_at) > self.state_timeout
         return [name for name, is_old in zip(self.model.joint_names, old) if is_old]
+
+    def require_fresh(self, now):
+        """:class:`StaleStateError` naming the joints whose measurement is older than ``state_timeout``."""
+        if now - self.received_at.min() > self.state_timeout:
+            stale = self.stale_joints(now)
+            raise StaleStateError(f"joint states older than {self.state_timeout} s for {stale}",
+                                  stale)
 
     def state_age(self, now):
         """Age of the oldest joint measurement [s] (inf before every joint was seen)."""
@@ -236,13 +269,14 @@ class LiveModel:
         """The feedforward effort for the latest state, or the reason there is none."""
         if mode == "off":
             return Feedforward(reason="feedforward_mode is off")
-        if now - self.received_at.min() > self.state_timeout:
-            return Feedforward(reason=f"joint states older than {self.state_timeout} s for "
-                                      f"{self.stale_joints(now)}")
+        try:
+            self.require_fresh(now)
+        except StaleStateError as error:
+            return Feedforward(reason=str(error), error=error)
         try:
             effort = self._law(mode)[self.command_index]
         except SoaDynamicsError as error:   # e.g. gains so large that the law leaves any range
-            return Feedforward(reason=f"feedforward not computable: {error}")
+            return Feedforward(reason=f"feedforward not computable: {error}", error=error)
         if not np.all(np.isfinite(effort)):
             return Feedforward(reason="the computed effort is not finite")
         limits = self.effort_limits
@@ -251,6 +285,21 @@ class LiveModel:
             return Feedforward(effort)
         clamped = [self.command_joints[i] for i in np.flatnonzero(over)]
         return Feedforward(np.clip(effort, -limits, limits), clamped=clamped)
+
+    def inertia_ellipsoid(self, frame, now, damping=1e-6):
+        """The translational inertia ellipsoid of ``frame`` at the measured state.
+
+        :class:`StaleStateError` when the state is stale: an ellipsoid for
+        where the arm was would mislead.
+        """
+        self.require_fresh(now)
+        inertia = self.model.task_space_inertia(self.position, frame, part="translational",
+                                                damping=damping)
+        pose = self.model.frame_pose(self.position, frame)
+        values, vectors = np.linalg.eigh(inertia)
+        if np.linalg.det(vectors) < 0:    # eigh may return a reflection
+            vectors[:, 0] *= -1
+        return InertiaEllipsoid(pose[:3, 3], vectors, 2.0 / np.sqrt(values))
 
     def _law(self, mode):
         """Joint efforts (model order) of a feedforward mode at the measured state."""

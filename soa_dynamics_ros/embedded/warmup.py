@@ -30,10 +30,11 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="[kernels] %(message)s")
     from .. import RobotModel
     from ..kernels import cache_dir
+    from ..kernels.generator import structure_key
     model = RobotModel.from_urdf(sys.stdin.read(), kernels="c")
     directory = cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / f".warm-{model._kernel_set.key}.lock", "w") as lock:
+    with open(directory / f".warm-{structure_key(model.tree)}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         seconds = model.prepare_kernels(frames=args.frame)
     logging.info("%d kernels ready for %s in %.1f s", len(seconds), model.name, sum(seconds.values()))

@@ -1,3 +1,4 @@
-"""The ROS 2 layer: the node (glue only), its parameters, message conversions
-and process life.  The only folder of the library that imports rclpy.
+"""The ROS 2 layer: the node (glue only), its parameters, services and
+diagnostics, message conversions and process life.  The only folder of the
+library that imports rclpy (with the simulated arm and demo in sim/).
 """

@@ -1,16 +1,21 @@
 """Conversions between ROS messages and the numpy world of the model library.
 
-The only module (with the node) that knows message types; everything else in
-the package sees arrays, dicts and names.
+The only module that builds or unpacks message types (the service handlers
+fill their responses' fields); everything else in the package sees arrays,
+dicts and names.
 """
 import array
 
 import numpy as np
-
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, Quaternion, Vector3
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from transforms3d.quaternions import mat2quat
+from visualization_msgs.msg import Marker
 
 from ..errors import InvalidInputError
 
@@ -43,6 +48,12 @@ def joint_state_arrays(message):
     """(names, positions, velocities) of a JointState; velocities may be empty."""
     return list(message.name), np.asarray(message.position, dtype=float), \
         np.asarray(message.velocity, dtype=float)
+
+
+def publication_times(info):
+    """(publisher id or None, source stamp [ns], reception stamp [ns]) of an rclpy MessageInfo."""
+    gid = info.get("publisher_gid")
+    return (bytes(gid["data"]) if gid else None), info["source_timestamp"], info["received_timestamp"]
 
 
 def wrenches_from_messages(link_wrenches):
@@ -82,6 +93,26 @@ def payload_from_message(payload):
     return dict(name=payload.name, link=payload.link, mass=payload.mass,
                 com=[payload.com.x, payload.com.y, payload.com.z],
                 inertia=inertia.reshape(3, 3) if inertia.size else None)
+
+
+def trajectory_arrays(points, count):
+    """JointTrajectoryPoint[] of ``count`` joints -> (time_from_start, positions, velocities, accelerations).
+
+    Velocities and accelerations are None unless every point gives them.
+    """
+    for i, point in enumerate(points):
+        if len(point.positions) != count:
+            raise InvalidInputError(f"point {i} has {len(point.positions)} positions for "
+                                    f"{count} joint names")
+    time_from_start = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+                                for p in points])
+
+    def rates(field_name):
+        values = [getattr(p, field_name) for p in points]
+        return np.array(values, dtype=float).reshape(len(points), count) \
+            if all(len(v) == count for v in values) else None
+    positions = np.array([p.positions for p in points], dtype=float).reshape(len(points), count)
+    return time_from_start, positions, rates("velocities"), rates("accelerations")
 
 
 def vector_in_order(values, count, what):
@@ -137,3 +168,64 @@ def quaternion_from_rotation(rotation):
     """Unit quaternion message of a rotation matrix (transforms3d, which orders it w, x, y, z)."""
     w, x, y, z = mat2quat(rotation)
     return Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))
+
+
+def time_from_seconds(seconds):
+    """builtin_interfaces/Time of a time in seconds."""
+    # Round once, in integer nanoseconds (rounding the fraction alone can carry into a lost second).
+    sec, nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def clock(time_message):
+    return Clock(clock=time_message)
+
+
+class JointStates:
+    """One JointState message for a fixed name list, refilled per publication."""
+
+    def __init__(self, joint_names):
+        self.message = JointState(name=list(joint_names))
+
+    def fill(self, stamp, position, velocity, effort):
+        self.message.header.stamp = stamp
+        self.message.position = _doubles(position)
+        self.message.velocity = _doubles(velocity)
+        self.message.effort = _doubles(effort)
+        return self.message
+
+
+def parameter_descriptor(description, read_only=False, dynamic_typing=False):
+    return ParameterDescriptor(description=description, read_only=read_only,
+                               dynamic_typing=dynamic_typing)
+
+
+def parameters_result(refusal=""):
+    """The answer to a parameter change: accepted, or refused for ``refusal``."""
+    return SetParametersResult(successful=not refusal, reason=refusal)
+
+
+DIAGNOSTIC_LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN,
+                     "error": DiagnosticStatus.ERROR}
+
+
+def diagnostics(name, hardware_id, level, message, values, stamp):
+    """A DiagnosticArray of one status; ``level`` is "ok", "warn" or "error"; values as text."""
+    status = DiagnosticStatus(name=name, hardware_id=hardware_id, level=DIAGNOSTIC_LEVELS[level],
+                              message=message)
+    status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+    array_message = DiagnosticArray(status=[status])
+    array_message.header.stamp = stamp
+    return array_message
+
+
+def inertia_marker(ellipsoid, frame_id, stamp):
+    """A sphere Marker scaled and turned into an embedded.live_model.InertiaEllipsoid."""
+    marker = Marker(type=Marker.SPHERE, action=Marker.ADD, ns="task_space_inertia", id=0)
+    marker.header.frame_id = frame_id
+    marker.header.stamp = stamp
+    marker.pose.position = point(ellipsoid.center)
+    marker.pose.orientation = quaternion_from_rotation(ellipsoid.rotation)
+    marker.scale = vector3(ellipsoid.diameters)
+    marker.color.r, marker.color.g, marker.color.b, marker.color.a = 0.2, 0.6, 1.0, 0.5
+    return marker

@@ -9,6 +9,8 @@ is refused with a sentence naming the parameter and its bound.
 from dataclasses import dataclass
 import math
 
+import numpy as np
+
 from ..errors import InvalidInputError
 from ..embedded.live_model import FEEDFORWARD_MODES
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
@@ -161,3 +163,9 @@ def validate_all(values, specs=PARAMETERS, prefix=""):
     if problems:
         raise InvalidInputError("; ".join(problems))
     return valid
+
+
+def startup_payload(name, values):
+    """``attach_payload`` keywords of start-up payload ``name`` from its PAYLOAD_FIELDS values."""
+    values = validate_all(values, PAYLOAD_FIELDS, f"payload.{name}.")
+    return dict(values, name=name, inertia=np.reshape(values["inertia"], (3, 3)))

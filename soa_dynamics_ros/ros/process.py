@@ -22,10 +22,11 @@ import sys
 import threading
 
 import rclpy
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from ..errors import SoaDynamicsError
+from .parameters import EXECUTORS
 
 TEARDOWN_DEADLINE = 3.0     # [s] from the stop request to a forced exit
 # If the hang holds the GIL, the Python watchdog cannot run: faulthandler's C
@@ -71,7 +72,25 @@ class _Lifetime:
         faulthandler.cancel_dump_traceback_later()
 
 
-def run_node(name, make_node, make_executor, loop, args=None):
+def make_executor(kind):
+    """An executor of one of :data:`~soa_dynamics_ros.ros.parameters.EXECUTORS`."""
+    if kind == "events":
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor()
+    if kind == "single_threaded":
+        return SingleThreadedExecutor()
+    raise SoaDynamicsError(f"executor must be one of {EXECUTORS}, not {kind!r}")
+
+
+def spin_until_stopped(node, executor, running):
+    """The loop of an event-driven node: callbacks until ``running()`` turns False."""
+    # A spin_once loop, not spin(): the EventsExecutor's spin() busy-loops and
+    # misses messages from other processes (see README, "Executors").
+    while running():
+        executor.spin_once(timeout_sec=0.1)
+
+
+def run_node(name, make_node, executor_for, loop, args=None):
     """Build the node and its executor, run ``loop(node, executor, running)``; the exit status.
 
     ``running()`` turns False once SIGINT or SIGTERM has arrived: the loop
@@ -84,7 +103,7 @@ def run_node(name, make_node, make_executor, loop, args=None):
     node = executor = None
     try:
         node = make_node()
-        executor = make_executor(node)
+        executor = executor_for(node)
         executor.add_node(node)
         # Out of the collector's reach go the ~40,000 objects start-up made
         # (modules, the model, rclpy): a full collection scanning them paused

@@ -36,21 +36,20 @@ import sys
 import time
 
 import numpy as np
-from builtin_interfaces.msg import Time as TimeMsg
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from ..errors import SoaDynamicsError
 from .mujoco_plant import MujocoPlant, route_warnings
-from ..validation import as_vector, payload_problems
+from ..errors import SoaDynamicsError
+from ..ros import conversions
 from ..ros.process import run_node
+from ..validation import as_vector, payload_problems
 
 NODE_NAME = "soa_dynamics_sim"
 COMMAND_TOPIC = "/effort_controller/commands"
@@ -66,13 +65,7 @@ MUJOCO_WARNING_PERIOD = 2.0         # [s] at most one MuJoCo warning line this o
 
 def _descriptor(text, read_only=False, number=False):
     # number=True: integers are accepted too (`real_time_factor:=0` on a command line)
-    return ParameterDescriptor(description=text, read_only=read_only, dynamic_typing=number)
-
-
-def _stamp(seconds):
-    # Round once, in integer nanoseconds (rounding the fraction alone can carry into a lost second).
-    sec, nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
-    return TimeMsg(sec=sec, nanosec=nanosec)
+    return conversions.parameter_descriptor(text, read_only, dynamic_typing=number)
 
 
 class SimNode(Node):
@@ -148,7 +141,7 @@ class SimNode(Node):
         self.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._state_message = JointState(name=list(self.plant.state_names))
+        self._state_message = conversions.JointStates(self.plant.state_names)
         self._diag_period = value("diagnostics_period")
         self._diag_wall = time.monotonic()
         self._diag_sim = self.plant.time
@@ -229,10 +222,10 @@ class SimNode(Node):
                                        f"{value('wrench_link')!r}")
         except (SoaDynamicsError, ValueError, TypeError) as error:
             self.get_logger().error(f"parameter change refused: {error}")
-            return SetParametersResult(successful=False, reason=str(error))
+            return conversions.parameters_result(refusal=str(error))
         if "lockstep" in changes:
             self.commander_present = True
-        return SetParametersResult(successful=True)
+        return conversions.parameters_result()
 
     def _on_mujoco_warning(self, text):
         # Called from inside mj_step: MuJoCo repeats a warning every step of a
@@ -303,18 +296,16 @@ class SimNode(Node):
         return np.zeros(self.n)
 
     def publish_state(self):
-        plant, message = self.plant, self._state_message
+        plant = self.plant
         if self.publish_clock:
-            stamp = _stamp(plant.time)
-            self.clock_publisher.publish(Clock(clock=stamp))
+            stamp = conversions.time_from_seconds(plant.time)
+            self.clock_publisher.publish(conversions.clock(stamp))
         else:
             stamp = self.get_clock().now().to_msg()
-        message.header.stamp = stamp
-        message.position = plant.state_positions()[1].tolist()
-        message.velocity = plant.state_velocities()[1].tolist()
         effort = np.zeros(len(plant.state_names))
         effort[plant.joint_state_index] = self.applied
-        message.effort = effort.tolist()
+        message = self._state_message.fill(stamp, plant.state_positions()[1],
+                                           plant.state_velocities()[1], effort)
         self.answered = False
         self.state_published_at = time.monotonic()
         self.state_publisher.publish(message)
@@ -354,14 +345,11 @@ class SimNode(Node):
             "command_gap_max_ms": f"{stats['command_gap_max'] * 1e3:.1f}",
         }
         stats["command_gap_max"] = 0.0
-        status = DiagnosticStatus(name=f"{self.get_fully_qualified_name()}: MuJoCo arm",
-                                  hardware_id=self.plant.reference.name,
-                                  level=DiagnosticStatus.WARN if stats["timed_out"] else DiagnosticStatus.OK,
-                                  message="zero effort: no fresh command" if stats["timed_out"] else "running")
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        array = DiagnosticArray(status=[status])
-        array.header.stamp = self.get_clock().now().to_msg()
-        self.diagnostics_publisher.publish(array)
+        self.diagnostics_publisher.publish(conversions.diagnostics(
+            f"{self.get_fully_qualified_name()}: MuJoCo arm", self.plant.reference.name,
+            "warn" if stats["timed_out"] else "ok",
+            "zero effort: no fresh command" if stats["timed_out"] else "running", values,
+            self.get_clock().now().to_msg()))
 
     def run(self, executor, running):
         """The loop: publish state k, wait (lockstep / pacing) while taking commands, step.

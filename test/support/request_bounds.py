@@ -2,7 +2,7 @@
 
 Shared by test/test_node_robustness.py and bench/bench_request_gaps.py, so
 that the test and the benchmark send the same requests.  The sizes come from
-soa_dynamics_ros/conversions.py (compiled kernels assumed for trajectories).
+soa_dynamics_ros/ros/conversions.py (compiled kernels assumed for trajectories).
 """
 import numpy as np
 from geometry_msgs.msg import Vector3, Wrench

@@ -1,0 +1,257 @@
+"""The LiveModel a node serves, across description reloads and kernel warm-ups; ROS-free.
+
+The host owns what outlives one LiveModel: the description loader, the
+kernel warm-up child, the state and payloads carried into a reloaded model,
+and whether feedforward must wait for compiled kernels.  Its settings are a
+dict of the node's validated parameters (:mod:`soa_dynamics_ros.ros.parameters`
+names and checks them); it reports through a logger with ``info``,
+``warning`` and ``error`` methods (an rclpy or a ``logging`` logger).
+"""
+import os
+import time
+
+from .. import kernels
+from ..description.urdf import read_description_text
+from ..errors import InvalidInputError, SoaDynamicsError
+from ..model.robot_model import KERNELS_ENV, RobotModel
+from .description_loader import DescriptionLoader
+from .live_model import Feedforward, LiveModel, require_moving_joints
+from .warmup import BackgroundWarmup
+
+# Settings a new LiveModel is built for (the model itself stays).
+LIVE_SETTINGS = {"feedforward_mode", "command_joints", "state_timeout", "effort_limit_scale",
+                 "gravity", "computed_torque_kp", "computed_torque_kd"}
+DESCRIPTION_SETTINGS = {"robot_description", "urdf_file"}
+# At most one "feedforward withheld" line per this many seconds.
+WITHHELD_LOG_PERIOD = 2.0
+
+
+def description_from(config):
+    """The robot description the settings give (XML text or a file path), or None."""
+    for name in ("robot_description", "urdf_file"):
+        if config[name].strip():
+            return config[name]
+    return None
+
+
+def check_marker_frame(frame, model):
+    if frame and frame not in model.frame_names:
+        raise InvalidInputError(f"parameter 'marker_frame': robot {model.name!r} has no frame "
+                                f"{frame!r}")
+
+
+class ModelHost:
+    """Serves one LiveModel at a time; call :meth:`poll` periodically from the serving thread.
+
+    ``startup_payloads()`` gives the payloads attached to the first model,
+    as ``attach_payload`` keyword dicts; it is called once that model is built.
+    """
+
+    def __init__(self, config, logger, startup_payloads=list):
+        self.config = config
+        self.live = None
+        self.description_error = ""        # why the newest description was refused
+        self.awaiting_kernels = False      # compiling, or loading them once compiled
+        self._logger = logger
+        self._startup_payloads = startup_payloads
+        self._warmup = None
+        self._warmup_target = None         # (model, URDF XML) the running warm-up is for
+        self._withholding = False
+        self._withheld_logged_at = -float("inf")
+        self._loader = DescriptionLoader(self.load)
+
+    # ------------------------------------------------------------------ loading
+    def _kernels_wanted(self):
+        return (self.config["kernels"] != "off" and os.environ.get(KERNELS_ENV) != "off"
+                and kernels.compiler_available())
+
+    def load(self, description):
+        """(model, warm-up) of a description; runs in the loader thread, so it changes nothing here.
+
+        Kernels only by explicit choice: the library's own "auto" would
+        compile inside this process, holding the GIL for seconds.  Cached
+        kernels are loaded here; otherwise the warm-up (XML, frames) says what
+        a child process must compile first.
+        """
+        config = self.config
+        # Expanded once, here: the warm-up child and the kernel-cache reload
+        # get plain URDF and need neither package_paths nor xacro again.
+        xml = read_description_text(description, config["package_paths"], config["xacro_timeout"])
+        model = RobotModel.from_urdf(xml, kernels="off")
+        require_moving_joints(model)
+        if not self._kernels_wanted():
+            return model, None
+        model.set_kernels("c")
+        frames = [f for f in [config["marker_frame"]] if f in model.frame_names]
+        if model.kernels_cached(frames):
+            model.prepare_kernels(frames)
+            return model, None
+        model.set_kernels("off")
+        return model, (xml, frames)
+
+    def load_now(self, description, source):
+        """Load and install a description in this thread; SoaDynamicsError if it cannot serve.
+
+        For start-up, when nothing is served yet and a bad description
+        should end the process.
+        """
+        started = time.perf_counter()
+        model, warmup = self.load(description)
+        check_marker_frame(self.config["marker_frame"], model)
+        self._install(self.build_live(model, self.config), source, time.perf_counter() - started)
+        self._start_warmup(model, warmup)
+
+    def request(self, description, source):
+        """Load a description in the background; the current model serves until it is ready."""
+        self._loader.request(description, source)
+
+    def reconfigure(self, config, changed):
+        """Serve with new settings (``changed``: the names that changed); checked completely first.
+
+        A new description is only requested here (see :meth:`request`); any
+        other refused setting raises SoaDynamicsError with nothing changed.
+        """
+        live = description = None
+        if DESCRIPTION_SETTINGS & changed:
+            description = description_from(config)
+            if description is None:
+                raise InvalidInputError("robot_description and urdf_file cannot both be empty")
+        elif self.live is not None:
+            check_marker_frame(config["marker_frame"], self.live.model)
+            if LIVE_SETTINGS & changed:
+                live = self.build_live(self.live.model, config)
+        self.config = config
+        if description is not None:
+            self.request(description, "parameters")
+        if live is not None:
+            self._install(live)
+
+    def build_live(self, model, config):
+        """A LiveModel configured from ``config``; raises before the (possibly shared) model is touched."""
+        live = LiveModel(model, config["state_timeout"], config["command_joints"],
+                         config["effort_limit_scale"])
+        live.gains = (config["computed_torque_kp"], config["computed_torque_kd"])
+        if self.live is None:
+            for payload in self._startup_payloads():
+                model.attach_payload(**payload)
+                self._logger.info(f"payload {payload['name']!r} attached from parameters")
+        else:
+            old = self.live
+            if model is not old.model:
+                # The payloads that still fit the new model go with it.
+                for name, (link, mass, com, inertia) in old.model.payloads.items():
+                    if link in model.frame_names:
+                        model.attach_payload(name, link, mass, com, inertia)
+                    else:
+                        self._logger.warning(f"payload {name!r} dropped: the new model has no "
+                                             f"link {link!r}")
+            live.take_over(old)
+        model.gravity = config["gravity"]
+        return live
+
+    def _install(self, live, source=None, seconds=None):
+        self.live = live
+        if source is not None:
+            model = live.model
+            self._logger.info(
+                f"robot model {model.name!r} loaded from {source} in {seconds * 1e3:.0f} ms: "
+                f"{model.dof} joints ({', '.join(model.joint_names)}), {len(model.frame_names)} "
+                f"frames, {model.total_mass:.2f} kg")
+
+    def _install_loaded(self, loaded):
+        """Install a loaded description, or report why it was refused."""
+        try:
+            if loaded.error:
+                raise SoaDynamicsError(loaded.error)
+            live = self.build_live(loaded.model, self.config)
+        except SoaDynamicsError as error:
+            keeping = "keeping the previous model" if self.live else "no model loaded"
+            self.description_error = f"robot description from {loaded.source} refused: {error}"
+            self._logger.error(f"{self.description_error} ({keeping})")
+            return
+        self.description_error = ""
+        self._install(live, loaded.source, loaded.seconds)
+        frame = self.config["marker_frame"]
+        if frame and frame not in loaded.model.frame_names:
+            self._logger.warning(f"marker_frame {frame!r} is not a frame of "
+                                 f"{loaded.model.name!r}: no inertia marker")
+        self._start_warmup(loaded.model, loaded.warmup)
+
+    # ------------------------------------------------------------------ kernel warm-up
+    def _start_warmup(self, model, warmup):
+        """Compile this robot's kernels in a child process; the model is reloaded with them after."""
+        if self._warmup is not None:
+            self._warmup.stop()
+            self._warmup = None
+        self.awaiting_kernels = warmup is not None
+        if warmup is None:
+            return
+        xml, frames = warmup
+        self._warmup = BackgroundWarmup(xml, frames)
+        self._warmup_target = (model, xml)
+        self._logger.info("compiling the kernels of this robot in a child process (seconds, "
+                          "once per robot); the numpy path answers meanwhile")
+
+    def poll(self):
+        """Install a finished description load; after a finished warm-up, reload with the kernels."""
+        loaded = self._loader.take_finished()
+        if loaded is not None:
+            self._install_loaded(loaded)
+        if self._warmup is None:
+            return
+        outcome = self._warmup.poll()
+        if outcome is None:
+            return
+        code, log = outcome
+        self._warmup = None
+        model, xml = self._warmup_target
+        if code != 0:
+            self.awaiting_kernels = False
+            self._logger.error(f"kernel compilation failed (exit {code}); staying on the "
+                               f"numpy path:\n{log}")
+        elif self.live is not None and self.live.model is model:
+            # Loading the now cached kernels is itself work for the loader thread.
+            self.request(xml, "the kernel cache (compiled kernels in use)")
+
+    def kernels_status(self):
+        if self.live is not None and self.live.model.kernels[1]:
+            return "compiled"
+        return "numpy path (kernels compiling)" if self._warmup else "numpy path"
+
+    # ------------------------------------------------------------------ feedforward
+    def feedforward(self, now):
+        """The feedforward for the latest state (a model is live); None when feedforward_mode is off.
+
+        Compiled kernels still on their way withhold it: the
+        numpy path (~1 ms per state here) fell behind at 1 kHz, and the sim
+        saw 0.1-0.9 s gaps right after its first command; a sim that waits for
+        the first command holds still until the kernels are in.
+        """
+        mode = self.config["feedforward_mode"]
+        if mode == "off":
+            return None
+        if self.awaiting_kernels:
+            return Feedforward(reason="compiled kernels not ready yet")
+        started = time.perf_counter()
+        result = self.live.feedforward(mode, now)
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def withhold(self, reason, now):
+        """Log (at most once per WITHHELD_LOG_PERIOD) that a state got no feedforward, and why."""
+        if now - self._withheld_logged_at >= WITHHELD_LOG_PERIOD:
+            self._withheld_logged_at = now
+            self._logger.warning(f"feedforward withheld: {reason}")
+        self._withholding = True
+
+    def resume(self):
+        """Log once that feedforward flows again after being withheld."""
+        if self._withholding:
+            self._logger.info("feedforward resumed")
+            self._withholding = False
+            self._withheld_logged_at = -float("inf")
+
+    def close(self):
+        self._loader.close()
+        if self._warmup is not None:
+            self._warmup.stop()

@@ -1,0 +1,226 @@
+"""The node's nine services: each request unpacked (conversions), answered by the live model.
+
+Every service answers: ``success=false`` with a message naming the problem
+for any bad request, and a model error never escapes into the executor.  A
+new service is a handler method here plus its line in :data:`SERVICES`.
+"""
+import time
+import traceback
+import warnings
+
+import numpy as np
+
+from . import conversions
+from .. import plant
+from ..errors import InvalidInputError, JointLimitWarning, SoaDynamicsError
+from ..srv import (EvaluateTrajectory, ForwardDynamics, GravityTorques, HybridDynamics,
+                   InverseDynamics, MassMatrix, MixedDynamics, SetPayload, TaskSpaceInertia)
+
+# Service name -> type; each is answered by the ModelServices method of the same name.
+SERVICES = {
+    "gravity_torques": GravityTorques,
+    "inverse_dynamics": InverseDynamics,
+    "forward_dynamics": ForwardDynamics,
+    "mass_matrix": MassMatrix,
+    "task_space_inertia": TaskSpaceInertia,
+    "hybrid_dynamics": HybridDynamics,
+    "mixed_dynamics": MixedDynamics,
+    "set_payload": SetPayload,
+    "evaluate_trajectory": EvaluateTrajectory,
+}
+
+
+class ModelNotReady(SoaDynamicsError):
+    """A request arrived before any robot description was loaded."""
+
+
+class ModelServices:
+    """The service handlers of a node serving ``host.live`` (an embedded.ModelHost)."""
+
+    def __init__(self, host, statistics, logger):
+        self.host = host
+        self.statistics = statistics        # diagnostics.Statistics: services answered
+        self.logger = logger
+
+    def create(self, node):
+        for name, service_type in SERVICES.items():
+            node.create_service(service_type, f"~/{name}", self._guarded(name, getattr(self, name)))
+
+    def _guarded(self, name, handler):
+        def callback(request, response):
+            started = time.perf_counter()
+            try:
+                if self.host.live is None:
+                    raise ModelNotReady("no robot model loaded yet (robot_description, urdf_file "
+                                        "or the /robot_description topic)")
+                handler(request, response)
+                response.success = True
+            except SoaDynamicsError as error:
+                response.success = False
+                response.message = str(error)
+            except Exception as error:  # noqa: BLE001 - a service must answer, not crash the node
+                self.logger.error(f"~/{name} failed unexpectedly: {error}\n"
+                                  f"{traceback.format_exc()}")
+                response.success = False
+                response.message = f"internal error: {type(error).__name__}: {error}"
+            self.statistics.services += 1
+            self.statistics.service_time += time.perf_counter() - started
+            return response
+        return callback
+
+    # ------------------------------------------------------------------ request unpacking
+    @property
+    def live(self):
+        return self.host.live
+
+    def _joint_names(self, what, names):
+        """A request's joint-name list, no longer than the model's (every name once at most)."""
+        return list(conversions.bounded(what, names, self.live.model.dof))
+
+    def _request_state(self, state):
+        self._joint_names("state.name", state.name)
+        names, positions, velocities = conversions.joint_state_arrays(state)
+        q, qd = self.live.merged_state(names, positions, velocities)
+        return q, qd, self.live.order_of(names)
+
+    def _in_model_order(self, values, order, what):
+        """A request vector given in state.name order, as a full model-order vector."""
+        full = np.zeros(self.live.model.dof)
+        full[order] = conversions.vector_in_order(values, len(order), what)
+        return full
+
+    # ------------------------------------------------------------------ handlers
+    def gravity_torques(self, request, response):
+        q, _, _ = self._request_state(request.state)
+        response.name = self.live.model.joint_names
+        response.effort = self.live.model.gravity_torques(q).tolist()
+
+    def inverse_dynamics(self, request, response):
+        q, qd, order = self._request_state(request.state)
+        qdd = self._in_model_order(request.acceleration, order, "acceleration")
+        wrenches = conversions.wrenches_from_messages(request.wrenches)
+        response.name = self.live.model.joint_names
+        response.effort = self.live.model.inverse_dynamics(q, qd, qdd, wrenches).tolist()
+
+    def forward_dynamics(self, request, response):
+        q, qd, order = self._request_state(request.state)
+        tau = self._in_model_order(request.effort, order, "effort")
+        wrenches = conversions.wrenches_from_messages(request.wrenches)
+        response.name = self.live.model.joint_names
+        response.acceleration = self.live.model.forward_dynamics(q, qd, tau, wrenches).tolist()
+
+    def mass_matrix(self, request, response):
+        q, _, _ = self._request_state(request.state)
+        response.name = self.live.model.joint_names
+        response.mass_matrix = self.live.model.mass_matrix(q).ravel().tolist()
+
+    def task_space_inertia(self, request, response):
+        q, _, _ = self._request_state(request.state)
+        model = self.live.model
+        joints = self._joint_names("joints", request.joints)
+        target = model.subgraph(joints) if joints else model
+        info = target.task_space_inertia(q, request.frame, damping=request.damping or None,
+                                         return_info=True)
+        response.name = target.joint_names
+        response.inertia = info.inertia.ravel()
+        response.inertia_inverse = info.inertia_inverse.ravel()
+        response.condition_number = info.condition_number
+        response.rank = info.rank
+
+    def hybrid_dynamics(self, request, response):
+        q, qd, order = self._request_state(request.state)
+        tau = self._in_model_order(request.feedforward_torque, order, "feedforward_torque")
+        result = self.live.model.hybrid_dynamics(
+            q, qd, conversions.constraints_from_messages(request.constraints), tau,
+            conversions.wrenches_from_messages(request.wrenches))
+        response.name = result.joint_names
+        response.acceleration = result.qdd.tolist()
+        response.constraint_torque = result.constraint_torques.tolist()
+        response.constraint_force_magnitude = result.nu.tolist()
+        response.rank = result.rank
+        if result.dropped_directions.shape[1]:
+            response.message = (f"{result.dropped_directions.shape[1]} redundant or singular "
+                                "constraint direction(s) dropped")
+
+    def mixed_dynamics(self, request, response):
+        q, qd, order = self._request_state(request.state)
+        qdd = self._in_model_order(request.acceleration, order, "acceleration")
+        tau = self._in_model_order(request.effort, order, "effort")
+        prescribed = self._joint_names("prescribed", request.prescribed)
+        qdd_all, tau_all = self.live.model.mixed_dynamics(q, qd, qdd, tau, prescribed)
+        response.name = self.live.model.joint_names
+        response.acceleration = qdd_all.tolist()
+        response.effort = tau_all.tolist()
+
+    def set_payload(self, request, response):
+        model = self.live.model
+        if request.detach:
+            model.detach_payload(request.payload.name)
+            self.logger.info(f"payload {request.payload.name!r} detached")
+        else:
+            if request.payload.name not in model.payloads:
+                conversions.bounded("payloads attached", [*model.payloads, request.payload.name],
+                                    conversions.MAX_PAYLOADS)
+            model.attach_payload(**conversions.payload_from_message(request.payload))
+            self.logger.info(f"payload {request.payload.name!r} ({request.payload.mass} kg) "
+                             f"attached to {request.payload.link!r}")
+        response.payloads = list(model.payloads)
+
+    def evaluate_trajectory(self, request, response):
+        """Torques along a JointTrajectory (plant.torques); joints it omits hold their synced position."""
+        model, live = self.live.model, self.live
+        trajectory = request.trajectory
+        compiled = model.kernels[1] is not None
+        points = conversions.bounded(
+            "trajectory points" + ("" if compiled else " (numpy path: compiled kernels not in use)"),
+            trajectory.points, conversions.MAX_TRAJECTORY_POINTS if compiled
+            else conversions.MAX_TRAJECTORY_POINTS_NUMPY_PATH)
+        if not points:
+            raise InvalidInputError("the trajectory has no points")
+        names = self._joint_names("trajectory.joint_names", trajectory.joint_names)
+        payloads = [conversions.payload_from_message(payload) for payload in conversions.bounded(
+            "payloads", request.payloads, conversions.MAX_REQUEST_PAYLOADS)]
+        payload_names = [payload["name"] for payload in payloads]
+        if "" in payload_names or len(set(payload_names)) != len(payload_names):
+            raise InvalidInputError(f"request payloads need distinct, non-empty names: "
+                                    f"{payload_names}")
+        time_from_start, given, velocities, accelerations = conversions.trajectory_arrays(
+            points, len(names))
+        held = [name for name in model.joint_names if name not in names]
+        if held:
+            q, _ = live.merged_state([], [], [])
+            given = np.hstack([given, np.tile(q[live.order_of(held)], (len(points), 1))])
+        # Held joints stand still: zero rates where rates are given.
+        velocities, accelerations = (None if rates is None else np.hstack(
+            [rates, np.zeros((len(points), len(held)))]) for rates in (velocities, accelerations))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", JointLimitWarning)
+            path = plant.trajectory_from_arrays(model, time_from_start, given, velocities,
+                                                accelerations, joint_names=names + held)
+        added = []
+        try:
+            # Attached for this evaluation only, under names no attached
+            # payload has, so that persistent payloads are never replaced.
+            for payload in payloads:
+                name = f"evaluate_trajectory/{payload['name']}"
+                while name in model.payloads:
+                    name += "'"
+                model.attach_payload(**{**payload, "name": name})
+                added.append(name)
+            report = plant.torque_report(model, path, plant.path_torques(model, path))
+        finally:
+            for name in added:
+                model.detach_payload(name)
+        response.name = report.joint_names
+        response.points = len(path)
+        response.effort = report.torques.ravel().tolist()
+        response.peak_effort = report.peak.tolist()
+        response.limit_ratio = report.ratio.tolist()
+        response.within_limits = not report.violated
+        first = report.first_violation
+        response.first_violation_time = float(first[0]) if first else -1.0
+        notes = [f"{name!r} not in the trajectory: held at its synced position" for name in held[:3]]
+        notes += [str(w.message) for w in caught]
+        if first:
+            notes.insert(0, f"{first[1]!r} exceeds its effort limit at t={first[0]:g} s")
+        response.message = "; ".join(notes)

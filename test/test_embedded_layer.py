@@ -1,0 +1,270 @@
+"""The embedded layer without ROS: description loading, reloads, withholding, staleness, the ellipsoid.
+
+Everything here runs without rclpy (the first test checks the layer never
+imports it); the node tests cover the same behaviour through the graph.
+"""
+import ast
+import pathlib
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import REPO, shipped_urdf
+from pinocchio_reference import PinocchioReference
+from soa_dynamics_ros import RobotModel
+from soa_dynamics_ros.embedded.description_loader import DescriptionLoader
+from soa_dynamics_ros.embedded.live_model import LiveModel
+from soa_dynamics_ros.embedded.model_host import WITHHELD_LOG_PERIOD, ModelHost
+from soa_dynamics_ros.errors import StaleStateError, UnknownNameError, URDFError
+from soa_dynamics_ros.ros.parameters import PARAMETERS
+
+PANDA = shipped_urdf("panda.urdf")
+EMBEDDED_MODULES = sorted(path.stem for path in (REPO / "soa_dynamics_ros" / "embedded").glob("*.py")
+                          if path.stem != "__init__")
+
+
+def test_embedded_layer_imports_without_ros():
+    assert {"live_model", "model_host", "description_loader", "warmup"} <= set(EMBEDDED_MODULES)
+    imports = "; ".join(f"import soa_dynamics_ros.embedded.{name}" for name in EMBEDDED_MODULES)
+    code = (f"import sys; {imports}; "
+            "ros = sorted(m for m in sys.modules if m.split('.')[0] in ('rclpy', 'rosidl_runtime_py')); "
+            "assert not ros, ros")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+# The two deliberate exceptions: the standard library's immediate exit, and
+# rclpy 9.1.2's EventsExecutor workaround explained where it is set (node.py).
+PRIVATE_NAMES_ALLOWED = {"os._exit", "joint_states._callback_type"}
+
+
+def test_embedded_ros_and_sim_layers_use_no_other_objects_private_names():
+    """No module reaches into another's internals (its own ``self._x`` is its business)."""
+    reaching = []
+    for layer in ("embedded", "ros", "sim"):
+        for path in sorted((REPO / "soa_dynamics_ros" / layer).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom):
+                    names = [alias.name for alias in node.names if alias.name.startswith("_")]
+                elif (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                      and not node.attr.startswith("__")
+                      and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                    names = [ast.unparse(node)]
+                else:
+                    continue
+                reaching += [f"{layer}/{path.name}:{node.lineno}: {name}" for name in names
+                             if name not in PRIVATE_NAMES_ALLOWED]
+    assert not reaching, reaching
+
+
+def wait_for(condition, timeout=30.0, what="the condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"{what} did not happen within {timeout} s")
+
+
+class RecordingLogger:
+    """The logger interface ModelHost uses (rclpy's and logging's share it), kept as a list."""
+
+    def __init__(self):
+        self.lines = []
+
+    def info(self, text):
+        self.lines.append(("info", text))
+
+    def warning(self, text):
+        self.lines.append(("warning", text))
+
+    def error(self, text):
+        self.lines.append(("error", text))
+
+    def containing(self, text):
+        return [line for line in self.lines if text in line[1]]
+
+
+def config(**changes):
+    values = {name: spec.default for name, spec in PARAMETERS.items()}
+    values.update(package_paths=[], command_joints=[], payloads=[], kernels="off")
+    return {**values, **changes}
+
+
+# ---------------------------------------------------------------------- description loader
+def test_loader_answers_only_the_newest_request_and_survives_any_error():
+    release = threading.Event()
+    started = []
+
+    def load(description):
+        started.append(description)
+        if description == "slow":
+            release.wait(30)
+        if description == "bad":
+            raise URDFError("not a robot")
+        if description == "bug":
+            raise KeyError("surprise")
+        return description.upper(), None
+    loader = DescriptionLoader(load)
+    try:
+        loader.request("slow", "first")
+        wait_for(lambda: started == ["slow"], what="the first load starting")
+        loader.request("dropped", "second")      # waiting, then replaced: never started
+        loader.request("newest", "third")
+        release.set()
+        loaded = wait_for(loader.take_finished, what="the newest load")
+        assert (loaded.source, loaded.model, loaded.error) == ("third", "NEWEST", "")
+        assert started == ["slow", "newest"]
+        assert loader.take_finished() is None    # taken once
+        loader.request("bad", "topic")
+        assert wait_for(loader.take_finished).error == "not a robot"
+        loader.request("bug", "topic")
+        assert wait_for(loader.take_finished).error == "internal error: KeyError: 'surprise'"
+        loader.request("fine", "topic")          # the worker outlived both
+        assert wait_for(loader.take_finished).model == "FINE"
+    finally:
+        release.set()
+        loader.close()
+
+
+# ---------------------------------------------------------------------- the host
+@pytest.fixture
+def logger():
+    return RecordingLogger()
+
+
+@pytest.fixture
+def host(logger):
+    host = ModelHost(config(urdf_file=PANDA), logger)
+    host.load_now(PANDA, "parameters")
+    yield host
+    host.close()
+
+
+def measure(host, position, now=0.0):
+    names = host.live.model.joint_names
+    update = host.live.update_state(names, position, np.zeros(len(names)), now)
+    assert update.accepted
+
+
+def test_new_settings_keep_the_measured_state_and_refused_ones_change_nothing(host):
+    measure(host, np.full(7, 0.3))
+    host.live.set_desired_acceleration([], np.full(7, 0.5))
+    first = host.live
+    host.reconfigure({**host.config, "state_timeout": 0.2}, {"state_timeout"})
+    assert host.live is not first and host.live.state_timeout == 0.2
+    np.testing.assert_array_equal(host.live.position, np.full(7, 0.3))
+    np.testing.assert_array_equal(host.live.received_at, first.received_at)
+    np.testing.assert_array_equal(host.live.desired_acceleration, np.full(7, 0.5))
+
+    before = (host.live, dict(host.config))
+    with pytest.raises(UnknownNameError, match="panda_joint9"):
+        host.reconfigure({**host.config, "command_joints": ["panda_joint9"],
+                          "state_timeout": 1.0}, {"command_joints", "state_timeout"})
+    assert (host.live, host.config) == before
+
+
+def test_a_reloaded_description_inherits_state_and_the_payloads_that_fit(host, logger):
+    measure(host, np.full(7, 0.2))
+    host.live.model.attach_payload("tool", "panda_hand", 1.5)
+    host.live.model.attach_payload("on_tcp", "panda_hand_tcp", 0.5)
+    # The same arm without its tcp link.
+    text = pathlib.Path(PANDA).read_text()
+    start = text.index('<joint name="panda_hand_tcp_joint"')
+    trimmed = text[:start] + text[text.index("</joint>", start) + len("</joint>"):]
+    trimmed = trimmed.replace('<link name="panda_hand_tcp"/>', "")
+    host.request(trimmed, "/robot_description")
+    old = host.live
+    wait_for(lambda: host.poll() or host.live is not old, what="the reload")
+    assert "panda_hand_tcp" not in host.live.model.frame_names
+    assert list(host.live.model.payloads) == ["tool"]
+    assert logger.containing("payload 'on_tcp' dropped: the new model has no link "
+                                  "'panda_hand_tcp'")
+    np.testing.assert_array_equal(host.live.position, np.full(7, 0.2))
+    # The inherited payload is in the physics: gravity torques against Pinocchio's
+    # model of the trimmed arm with the same mass attached.
+    reference = PinocchioReference(trimmed, host.live.model.joint_names)
+    reference.attach("panda_hand", 1.5, np.zeros(3), np.zeros((3, 3)))
+    q = np.full(7, 0.2)
+    np.testing.assert_allclose(host.live.model.gravity_torques(q),
+                               reference.inverse_dynamics(q, np.zeros(7), np.zeros(7)),
+                               rtol=0, atol=1e-9)
+
+
+def test_a_refused_description_keeps_the_model_and_says_why(host, logger):
+    old = host.live
+    host.request("<robot name='broken'>", "/robot_description")
+    wait_for(lambda: host.poll() or host.description_error, what="the refusal")
+    assert host.live is old
+    assert host.description_error.startswith("robot description from /robot_description refused:")
+    assert logger.containing("(keeping the previous model)")
+
+
+def test_feedforward_waits_for_compiled_kernels_and_withholding_is_logged_sparingly(host, logger):
+    measure(host, np.zeros(7), now=0.0)
+    host.awaiting_kernels = True
+    result = host.feedforward(0.01)
+    assert result.effort is None and result.reason == "compiled kernels not ready yet"
+    host.awaiting_kernels = False
+    gravity = host.feedforward(0.01).effort
+    np.testing.assert_allclose(gravity, PinocchioReference(pathlib.Path(PANDA).read_text(),
+                               host.live.model.joint_names).inverse_dynamics(
+                                   np.zeros(7), np.zeros(7), np.zeros(7)), rtol=0, atol=1e-9)
+    for now in (10.0, 10.0 + WITHHELD_LOG_PERIOD / 2, 10.0 + WITHHELD_LOG_PERIOD):
+        host.withhold("stale", now)
+    assert len(logger.containing("feedforward withheld: stale")) == 2
+    host.resume()
+    host.resume()
+    assert len(logger.containing("feedforward resumed")) == 1
+    host.reconfigure({**host.config, "feedforward_mode": "off"}, {"feedforward_mode"})
+    assert host.feedforward(0.01) is None
+
+
+# ---------------------------------------------------------------------- staleness, ellipsoid
+def test_staleness_is_a_typed_error_naming_the_stale_joints():
+    live = LiveModel(RobotModel.from_urdf(PANDA, kernels="off"), state_timeout=0.05)
+    names = live.model.joint_names
+    live.update_state(names, np.zeros(7), [], now=0.0)
+    live.update_state(names[:3], np.zeros(3), [], now=0.1)
+    result = live.feedforward("gravity", 0.1)
+    assert result.effort is None and isinstance(result.error, StaleStateError)
+    assert result.error.joints == names[3:] and result.reason == str(result.error)
+    with pytest.raises(StaleStateError) as raised:
+        live.inertia_ellipsoid("panda_hand_tcp", 0.1)
+    assert raised.value.joints == names[3:]
+
+
+def test_inertia_ellipsoid_against_pinocchio():
+    live = LiveModel(RobotModel.from_urdf(PANDA, kernels="off"))
+    q = np.array([0.3, -0.5, 0.2, -2.0, 0.1, 1.6, 0.7])
+    live.update_state(live.model.joint_names, q, [], now=0.0)
+    ellipsoid = live.inertia_ellipsoid("panda_hand_tcp", 0.0)
+    reference = PinocchioReference(pathlib.Path(PANDA).read_text(), live.model.joint_names)
+    np.testing.assert_allclose(ellipsoid.center, reference.frame_pose(q, "panda_hand_tcp")[:3, 3],
+                               rtol=0, atol=1e-12)
+    rotation = ellipsoid.rotation
+    np.testing.assert_allclose(rotation.T @ rotation, np.eye(3), rtol=0, atol=1e-12)
+    assert np.linalg.det(rotation) == pytest.approx(1.0)
+    # Each semi-axis end x lies on x^T Lambda x = 1, Lambda = (J_v M^-1 J_v^T)^-1 from Pinocchio.
+    inertia = np.linalg.inv(reference.task_space_compliance(q, ["panda_hand_tcp"])[:3, :3])
+    for axis, diameter in zip(rotation.T, ellipsoid.diameters):
+        end = axis * diameter / 2
+        assert end @ inertia @ end == pytest.approx(1.0, rel=1e-5)
+
+
+def test_startup_payloads_go_on_the_first_model_only(logger):
+    box = dict(name="box", link="panda_hand", mass=2.0, com=[0.0, 0.0, 0.1], inertia=None)
+    host = ModelHost(config(urdf_file=PANDA), logger, startup_payloads=lambda: [box])
+    try:
+        host.load_now(PANDA, "parameters")
+        assert host.live.model.payloads["box"][:2] == ("panda_hand", 2.0)
+        assert logger.containing("payload 'box' attached from parameters")
+        host.reconfigure({**host.config, "state_timeout": 0.2}, {"state_timeout"})
+        assert list(host.live.model.payloads) == ["box"]
+        assert len(logger.containing("attached from parameters")) == 1
+    finally:
+        host.close()
