@@ -109,14 +109,16 @@ class BodyTree:
         # Spatial inertia M(k) of each body about its frame origin, from the URDF.
         self.body_inertia = np.array([self._merged_inertia(parts) for parts in link_inertias])
         self._singular_below = _singular_threshold(self.body_inertia)
-        self.joints = [Joint(joint.name, joint.type, body, joint.lower, joint.upper, joint.effort,
-                             joint.velocity, joint.damping, joint.friction,
-                             mimic_of=None if joint.mimic is None else _mimic_root(description, joint))
-                       for body, joint in enumerate(joints_by_body[1:], start=1)]
         self.coordinates, self.joint_names = CoordinateMap.from_mimic_chains([
             (joint.name, None if joint.mimic is None else (
                 joint.mimic.joint, joint.mimic.multiplier, joint.mimic.offset))
             for joint in joints_by_body[1:]])
+        masters = self.coordinates.master
+        self.joints = [Joint(joint.name, joint.type, body, joint.lower, joint.upper, joint.effort,
+                             joint.velocity, joint.damping, joint.friction,
+                             mimic_of=None if joint.mimic is None
+                             else self.joint_names[masters[body]])
+                       for body, joint in enumerate(joints_by_body[1:], start=1)]
         self.dof = self.coordinates.dof
 
     def with_inertia(self, body_inertia, singular_threshold=None):
@@ -164,13 +166,6 @@ class BodyTree:
 
 def _singular_threshold(body_inertia):
     return 1e-13 * max(np.abs(body_inertia).max(), 1e-300)
-
-
-def _mimic_root(description, joint):
-    """The independent joint at the end of ``joint``'s mimic chain (acyclic: the reader checks)."""
-    while joint.mimic is not None:
-        joint = description.joints[joint.mimic.joint]
-    return joint.name
 
 
 def _snap(values):
