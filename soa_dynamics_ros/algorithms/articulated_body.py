@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SingularDynamicsError
-from ..multibody.spatial import dtype_of, force_cross, motion_cross
-from .kinematics import parent_to_child_transforms
+from ..multibody.spatial import dtype_of, force_cross
+from .kinematics import parent_to_child_transforms, velocity_product, velocity_step
 
 
 @dataclass
@@ -47,9 +47,9 @@ def gather(tree, q_hinge, qd_hinge, tau_hinge, body_forces=None, free=None, qdd_
     bias_acceleration = np.zeros((nb, 6), dtype=dtype)
     bias_force = np.zeros((nb, 6), dtype=dtype)
     for body in range(1, nb):
-        joint_velocity = hinge_map[body] * qd_hinge[body]
-        velocity[body] = transforms[body] @ velocity[tree.parent[body]] + joint_velocity
-        bias_acceleration[body] = motion_cross(velocity[body]) @ joint_velocity
+        velocity[body], joint_velocity = velocity_step(
+            tree, body, transforms[body], velocity[tree.parent[body]], qd_hinge[body])
+        bias_acceleration[body] = velocity_product(velocity[body], joint_velocity)
         bias_force[body] = force_cross(velocity[body]) @ (articulated[body] @ velocity[body])
         if body_forces is not None:
             bias_force[body] -= body_forces[body]

@@ -1,17 +1,13 @@
 """Kinematics: hinge transforms, body placements, frame poses and Jacobians."""
 import numpy as np
 
-from ..multibody.spatial import dtype_of, motion_cross, motion_transform, rotation_about_axis
-from ..multibody.tree import PRISMATIC
+from ..multibody.spatial import dtype_of, motion_cross, motion_transform
 
 
 def hinge_placement(tree, body, q):
-    """Placement ``(R, p)`` of body ``body`` in its parent's frame at hinge angle ``q``."""
-    rotation, translation = tree.hinge_rotation[body], tree.hinge_translation[body]
-    axis = tree.hinge_axis[body]
-    if tree.hinge_type[body] == PRISMATIC:
-        return rotation, translation + rotation @ (axis * q)
-    return rotation @ rotation_about_axis(axis, q), translation
+    """Placement ``(R, p)`` of body ``body`` in its parent's frame at hinge coordinate ``q``."""
+    return tree.joint_model[body].placement(tree.hinge_rotation[body], tree.hinge_translation[body],
+                                            tree.hinge_axis[body], q)
 
 
 def parent_to_child_transforms(tree, q_hinge):
@@ -57,20 +53,29 @@ def hinge_jacobian(tree, placements, frame):
     """6 x nb Jacobian of a frame origin against hinge rates: rows ``[v; w]``, root axes.
 
     Column ``i`` is the spatial velocity of the frame origin produced by a unit
-    rate of hinge ``i``; only hinges between the frame's body and the root
-    contribute.
+    rate of hinge ``i`` (its hinge map H, moved from the body origin to the
+    frame origin); only hinges between the frame's body and the root contribute.
     """
     rotations, translations = placements
     _, point = frame_placement(tree, placements, frame)
     jacobian = np.zeros((6, tree.nb), dtype=dtype_of(rotations, translations))
     for body in ancestors(tree, frame.body):
-        axis = rotations[body] @ tree.hinge_axis[body]
-        if tree.hinge_type[body] == PRISMATIC:
-            jacobian[:3, body] = axis
-        else:
-            jacobian[:3, body] = np.cross(axis, point - translations[body])
-            jacobian[3:, body] = axis
+        linear = rotations[body] @ tree.hinge_map[body][:3]
+        angular = rotations[body] @ tree.hinge_map[body][3:]
+        jacobian[:3, body] = linear + np.cross(angular, point - translations[body])
+        jacobian[3:, body] = angular
     return jacobian
+
+
+def velocity_step(tree, body, transform, parent_velocity, qd):
+    """One step of the velocity scatter: ``(V(i), H qd)`` with V(i) = X(i) V(parent) + H qd."""
+    joint_velocity = tree.hinge_map[body] * qd
+    return transform @ parent_velocity + joint_velocity, joint_velocity
+
+
+def velocity_product(velocity, joint_velocity):
+    """The velocity-product acceleration c(i) = V(i) x H qd of a moving hinge."""
+    return motion_cross(velocity) @ joint_velocity
 
 
 def body_motion(tree, transforms, qd_hinge, qdd_hinge, root_acceleration):
@@ -85,9 +90,9 @@ def body_motion(tree, transforms, qd_hinge, qdd_hinge, root_acceleration):
     acceleration[0] = root_acceleration
     for body in range(1, tree.nb):
         parent = tree.parent[body]
-        joint_velocity = hinge_map[body] * qd_hinge[body]
-        velocity[body] = transforms[body] @ velocity[parent] + joint_velocity
+        velocity[body], joint_velocity = velocity_step(tree, body, transforms[body],
+                                                       velocity[parent], qd_hinge[body])
         acceleration[body] = (transforms[body] @ acceleration[parent]
                               + hinge_map[body] * qdd_hinge[body]
-                              + motion_cross(velocity[body]) @ joint_velocity)
+                              + velocity_product(velocity[body], joint_velocity))
     return velocity, acceleration

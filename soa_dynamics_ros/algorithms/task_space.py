@@ -15,6 +15,11 @@ import numpy as np
 
 from ..multibody.spatial import dtype_of, skew
 
+# Directions of a compliance matrix weaker than this fraction of the strongest
+# are treated as absent (singular configuration or redundant constraint).  The
+# compiled task-space kernels derive their condition limit from it.
+DEFAULT_RCOND = 1e-10
+
 
 def frame_wrench_map(rotation, offset):
     """T^T: a wrench [f; t] at a frame origin (root axes) as a wrench on its body.

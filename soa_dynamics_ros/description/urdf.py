@@ -14,11 +14,12 @@ import xml.parsers.expat
 import numpy as np
 
 from ..errors import URDFError, UnsupportedJointError
+from ..multibody.joints import JOINT_MODELS, joint_model
 from ..multibody.spatial import rotation_from_rpy
 from . import xacro as xacro_expand
 from .xacro import PackageNotFoundError, find_package
 
-MOVING_JOINT_TYPES = ("revolute", "continuous", "prismatic")
+# Joint types the URDF specification defines beyond those the joint model supports.
 UNSUPPORTED_JOINT_TYPES = ("floating", "planar")
 MAX_DESCRIPTION_BYTES = 64 * 1024 * 1024
 # Magnitudes no robot has; beyond them products of the parameters overflow or
@@ -330,10 +331,11 @@ def _parse_joint(element):
     joint_type = element.attributes.get("type")
     if joint_type in UNSUPPORTED_JOINT_TYPES:
         raise UnsupportedJointError(
-            f"joint {name!r} is of type {joint_type!r}; only fixed-base trees of revolute, "
-            "continuous, prismatic and fixed joints are supported", "joint", element.line)
-    if joint_type not in MOVING_JOINT_TYPES + ("fixed",):
+            f"joint {name!r} is of type {joint_type!r}; only fixed-base trees of "
+            f"{_supported_types()} joints are supported", "joint", element.line)
+    if joint_type not in JOINT_MODELS:
         raise URDFError(f"joint {name!r} has unknown type {joint_type!r}", "joint", element.line)
+    model = joint_model(joint_type)
     links = {}
     for role in ("parent", "child"):
         tag = element.find(role)
@@ -343,17 +345,17 @@ def _parse_joint(element):
     joint = JointDescription(name, joint_type, links["parent"], links["child"], element.line)
     joint.origin_rotation, joint.origin_translation = _origin(element)
     axis_element = element.find("axis")
-    if axis_element is not None and joint_type != "fixed":
+    if axis_element is not None and model.moving:
         axis = _numbers(axis_element, "xyz", 3, [1.0, 0.0, 0.0])
         norm = np.linalg.norm(axis)
         if norm < 1e-12:
             raise URDFError(f"joint {name!r} has a zero axis", "axis", axis_element.line)
         joint.axis = axis / norm
     limit = element.find("limit")
-    if limit is not None and joint_type != "fixed":
+    if limit is not None and model.moving:
         joint.effort = _number(limit, "effort", math.inf)
         joint.velocity = _number(limit, "velocity", math.inf)
-        if joint_type != "continuous":
+        if model.bounded:
             joint.lower = _number(limit, "lower", 0.0)
             joint.upper = _number(limit, "upper", 0.0)
             if joint.lower > joint.upper:
@@ -361,7 +363,7 @@ def _parse_joint(element):
                                 f"limit {joint.upper}", "limit", limit.line)
         if joint.effort < 0 or joint.velocity < 0:
             raise URDFError(f"joint {name!r}: negative effort or velocity limit", "limit", limit.line)
-    elif joint_type in ("revolute", "prismatic"):
+    elif model.bounded:
         raise URDFError(f"{joint_type} joint {name!r} has no <limit> (the URDF specification "
                         "requires one)", "joint", element.line)
     dynamics = element.find("dynamics")
@@ -449,7 +451,25 @@ def description_from_element(root_element, parse_link=_parse_link, parse_joint=_
             if master is None:
                 raise URDFError(f"joint {joint.name!r} mimics unknown joint "
                                 f"{joint.mimic.joint!r}", "mimic", joint.line)
-            if master.type == "fixed" or joint.type == "fixed":
+            if not (joint_model(master.type).moving and joint_model(joint.type).moving):
                 raise URDFError(f"mimic between {joint.name!r} and {master.name!r}: fixed joints "
                                 "cannot mimic or be mimicked", "mimic", joint.line)
+    for joint in joints.values():
+        _check_mimic_chain(joints, joint)
     return RobotDescription(name, links, joints, root)
+
+
+def _check_mimic_chain(joints, joint):
+    """Refuse a mimic chain that comes back on itself (it has no independent joint)."""
+    current, seen = joint, {joint.name}
+    while current.mimic is not None:
+        current = joints[current.mimic.joint]
+        if current.name in seen:
+            raise URDFError(f"mimic joints form a cycle through {joint.name!r}", "mimic",
+                            joint.line)
+        seen.add(current.name)
+
+
+def _supported_types():
+    names = list(JOINT_MODELS)
+    return ", ".join(names[:-1]) + " and " + names[-1]

@@ -18,9 +18,10 @@ Calling convention of every kernel, as Python sees it::
   C-contiguous vectors; the mimic map ``q_hinge = G q + o`` and
   ``tau = G^T tau_hinge`` are folded in.
 * ``p``: the packed model parameters, ``[g (3), singular threshold, then per
-  moving body m, m c (3), I_origin (xx, xy, xz, yy, yz, zz)]`` (see
-  :func:`pack_parameters`).  Inertias (so payloads) and gravity are inputs,
-  never folded in: changing them needs no new code.
+  moving body its ten inertia parameters]`` (see :func:`pack_parameters` and
+  :func:`~soa_dynamics_ros.multibody.spatial.inertia_to_parameters`).
+  Inertias (so payloads) and gravity are inputs, never folded in: changing
+  them needs no new code.
 * ``result``: a new array (``(dof,)``, ``(dof, dof)``, ``(6, dof)`` or
   ``(6, 6)``), or an int status: 1 an input is not a float64 C-contiguous
   array of the right length, or holds NaN/inf (checked before any
@@ -31,38 +32,38 @@ Calling convention of every kernel, as Python sees it::
 Batch kernels take ``(N, dof)`` arrays and answer ``(N, dof)``, or the index
 of the first failing sample times 4 plus its status.
 """
-import copy
 import hashlib
 
 import numpy as np
 
 from ..algorithms import articulated_body
+from ..algorithms.external_forces import gravity_root_acceleration
 from ..algorithms.inverse_dynamics import inverse_dynamics
 from ..algorithms.kinematics import body_placements, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix
-from ..algorithms.task_space import compliance_gather, frame_wrench_map
+from ..algorithms.task_space import DEFAULT_RCOND, compliance_gather, frame_wrench_map
+from ..multibody.spatial import (INERTIA_PARAMETER_COUNT as PARAMS_PER_BODY, inertia_to_parameters,
+                                 parameters_to_inertia)
 from ..validation import MAX_MAGNITUDE
 from . import symbolic
 from .symbolic import ADD, COS, DIV, INPUT, MUL, NEG, SIN, SUB, Sym, Trace
 
 GENERATOR_VERSION = "2"
-PARAMS_PER_BODY = 10
 HEADER = 4          # gravity (3), singular threshold
+# The task-space kernels decline (status 3) a compliance whose 1-norm condition
+# number reaches this: its 2-norm condition (at most 6 times larger for 6x6)
+# may then be near the reference's rank threshold 1 / DEFAULT_RCOND, which the
+# reference path decides on.
+CONDITION_LIMIT = 1.0 / (10.0 * DEFAULT_RCOND)
 
 
 def pack_parameters(tree, gravity, out=None):
     """The ``p`` array of the kernels from the tree's current inertias and gravity."""
-    inertia = tree.body_inertia[1:]
     p = np.empty(HEADER + PARAMS_PER_BODY * (tree.nb - 1)) if out is None else out
     p[:3] = gravity
     p[3] = tree.singular_inertia_threshold()
-    body = p[HEADER:].reshape(tree.nb - 1, PARAMS_PER_BODY)
-    body[:, 0] = inertia[:, 0, 0]
-    body[:, 1] = inertia[:, 5, 1]
-    body[:, 2] = inertia[:, 3, 2]
-    body[:, 3] = inertia[:, 4, 0]
-    for column, (i, j) in enumerate(((3, 3), (3, 4), (3, 5), (4, 4), (4, 5), (5, 5)), start=4):
-        body[:, column] = inertia[:, i, j]
+    p[HEADER:].reshape(tree.nb - 1, PARAMS_PER_BODY)[:] = inertia_to_parameters(
+        tree.body_inertia[1:])
     return p
 
 
@@ -75,14 +76,16 @@ def structure_key(tree):
         digest.update(b"|")
 
     add(tree.parent)
-    add([-1 if t is None else t for t in tree.hinge_type])
+    digest.update(" ".join(model.name for model in tree.joint_model[1:]).encode())
     add(tree.hinge_map)
     for body in range(1, tree.nb):
         add(tree.hinge_axis[body])
         add(tree.hinge_rotation[body])
         add(tree.hinge_translation[body])
-    add(tree.hinge_from_joint)
-    add(tree.hinge_offset)
+    coordinates = tree.coordinates
+    add(coordinates.master)
+    add(coordinates.multiplier)
+    add(coordinates.offset)
     return digest.hexdigest()[:20]
 
 
@@ -97,48 +100,26 @@ def frame_key(tree, frame_name):
 
 # ---------------------------------------------------------------------------- tracing
 class _Tracing:
-    """Symbolic inputs and a symbolic copy of the tree for one kernel."""
+    """Symbolic inputs and a view of the tree with symbolic inertias for one kernel."""
 
     def __init__(self, tree, arrays):
         self.tree = tree
+        self.coordinates = tree.coordinates
         self.trace = Trace()
         self.inputs = {}
         for name, size in arrays:
             self.inputs[name] = self.trace.inputs_array(name, size)
         if "p" in self.inputs:
-            self.symbolic_tree = self._symbolic_tree(self.inputs["p"])
-
-    def _symbolic_tree(self, p):
-        tree = copy.copy(self.tree)
-        inertia = np.zeros((tree.nb, 6, 6), dtype=object)
-        inertia[...] = 0.0
-        for body in range(1, tree.nb):
-            m, mcx, mcy, mcz, ixx, ixy, ixz, iyy, iyz, izz = p[
-                HEADER + PARAMS_PER_BODY * (body - 1):HEADER + PARAMS_PER_BODY * body]
-            inertia[body] = np.array([
-                [m, 0.0, 0.0, 0.0, mcz, -mcy],
-                [0.0, m, 0.0, -mcz, 0.0, mcx],
-                [0.0, 0.0, m, mcy, -mcx, 0.0],
-                [0.0, -mcz, mcy, ixx, ixy, ixz],
-                [mcz, 0.0, -mcx, ixy, iyy, iyz],
-                [-mcy, mcx, 0.0, ixz, iyz, izz]], dtype=object)
-        tree.body_inertia = inertia
-        threshold = p[3]
-        tree.singular_inertia_threshold = lambda: threshold
-        return tree
-
-    def hinge_positions(self, q):
-        return self.tree.hinge_from_joint @ q + self.tree.hinge_offset
-
-    def hinge_rates(self, rates):
-        return self.tree.hinge_from_joint @ rates
-
-    def joint_forces(self, hinge_forces):
-        return self.tree.hinge_from_joint.T @ hinge_forces
+            p = self.inputs["p"]
+            inertia = np.zeros((tree.nb, 6, 6), dtype=object)
+            inertia[...] = 0.0
+            for body in range(1, tree.nb):
+                start = HEADER + PARAMS_PER_BODY * (body - 1)
+                inertia[body] = parameters_to_inertia(p[start:start + PARAMS_PER_BODY])
+            self.symbolic_tree = tree.with_inertia(inertia, singular_threshold=p[3])
 
     def root_acceleration(self):
-        g = self.inputs["p"][:3]
-        return np.array([-g[0], -g[1], -g[2], 0.0, 0.0, 0.0], dtype=object)
+        return gravity_root_acceleration(self.inputs["p"][:3])
 
 
 def _zeros(tree):
@@ -151,44 +132,42 @@ def trace_inverse_dynamics(tree, with_qd=True, with_qdd=True):
     t = _Tracing(tree, arrays)
     qd = t.inputs["qd"] if with_qd else _zeros(tree)
     qdd = t.inputs["qdd"] if with_qdd else _zeros(tree)
-    torque = inverse_dynamics(t.symbolic_tree, t.hinge_positions(t.inputs["q"]), t.hinge_rates(qd),
-                              t.hinge_rates(qdd), t.root_acceleration())
-    return t, arrays, t.joint_forces(torque)
+    torque = inverse_dynamics(t.symbolic_tree, t.coordinates.hinge_positions(t.inputs["q"]), t.coordinates.hinge_rates(qd),
+                              t.coordinates.hinge_rates(qdd), t.root_acceleration())
+    return t, arrays, t.coordinates.joint_forces(torque)
 
 
 def trace_mass_matrix(tree):
     arrays = [("q", tree.dof), ("p", _param_count(tree))]
     t = _Tracing(tree, arrays)
-    g = tree.hinge_from_joint
-    mass = g.T @ mass_matrix(t.symbolic_tree, t.hinge_positions(t.inputs["q"])) @ g
-    return t, arrays, mass
+    mass = mass_matrix(t.symbolic_tree, t.coordinates.hinge_positions(t.inputs["q"]))
+    return t, arrays, t.coordinates.joint_mass_matrix(mass)
 
 
 def trace_forward_dynamics(tree):
     """Articulated-body forward dynamics; robots with mimic joints get (M, h) instead."""
     arrays = [("q", tree.dof), ("qd", tree.dof), ("tau", tree.dof), ("p", _param_count(tree))]
     t = _Tracing(tree, arrays)
-    q_hinge = t.hinge_positions(t.inputs["q"])
-    qd_hinge = t.hinge_rates(t.inputs["qd"])
-    if tree.has_mimic:
-        g = tree.hinge_from_joint
-        mass = g.T @ mass_matrix(t.symbolic_tree, q_hinge) @ g
-        bias = t.joint_forces(inverse_dynamics(t.symbolic_tree, q_hinge, qd_hinge,
+    q_hinge = t.coordinates.hinge_positions(t.inputs["q"])
+    qd_hinge = t.coordinates.hinge_rates(t.inputs["qd"])
+    if t.coordinates.couples_hinges:
+        mass = t.coordinates.joint_mass_matrix(mass_matrix(t.symbolic_tree, q_hinge))
+        bias = t.coordinates.joint_forces(inverse_dynamics(t.symbolic_tree, q_hinge, qd_hinge,
                                                np.zeros(tree.nb, dtype=object) + 0.0,
                                                t.root_acceleration()))
         return t, arrays, (mass, t.inputs["tau"] - bias)
     bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
-                                     t.hinge_rates(t.inputs["tau"]))
+                                     t.coordinates.hinge_rates(t.inputs["tau"]))
     qdd, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
-    return t, arrays, tree.hinge_from_joint.T @ qdd
+    return t, arrays, t.coordinates.joint_forces(qdd)
 
 
 def trace_jacobian(tree, frame_name):
     arrays = [("q", tree.dof)]
     t = _Tracing(tree, arrays)
-    placements = body_placements(tree, t.hinge_positions(t.inputs["q"]))
-    jacobian = hinge_jacobian(tree, placements, tree.frames[frame_name]) @ tree.hinge_from_joint
-    return t, arrays, jacobian
+    placements = body_placements(tree, t.coordinates.hinge_positions(t.inputs["q"]))
+    jacobian = hinge_jacobian(tree, placements, tree.frames[frame_name])
+    return t, arrays, t.coordinates.joint_columns(jacobian)
 
 
 def trace_task_space_compliance(tree, frame_name):
@@ -196,7 +175,7 @@ def trace_task_space_compliance(tree, frame_name):
     arrays = [("q", tree.dof), ("p", _param_count(tree))]
     t = _Tracing(tree, arrays)
     frame = tree.frames[frame_name]
-    q_hinge = t.hinge_positions(t.inputs["q"])
+    q_hinge = t.coordinates.hinge_positions(t.inputs["q"])
     zeros = np.zeros(tree.nb, dtype=object) + 0.0
     bodies = articulated_body.gather(t.symbolic_tree, q_hinge, zeros, zeros)
     rotations, _ = body_placements(tree, q_hinge)
@@ -292,6 +271,7 @@ class _Module:
         self.dof = dof
         self.lines = [f"/* Kernels generated by soa_dynamics_ros.kernels for {_comment(title)}.",
                       f" * Do not edit: regenerated from the model (structure key {key}). */",
+                      f"#define SOA_CONDITION_LIMIT {CONDITION_LIMIT!r}",
                       '#include "runtime.h"']
         self.methods = []
         self.stats = {}
@@ -368,7 +348,7 @@ _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
 
 def exists(tree, kernel):
     """Whether ``kernel`` is generated for this tree (task-space inertia: not with mimic joints)."""
-    return kernel != "task_space_inertia" or not tree.has_mimic
+    return kernel != "task_space_inertia" or not tree.coordinates.couples_hinges
 
 
 def kernel_key(tree, kernel, frame=None):
@@ -394,7 +374,7 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
         t, arrays, mass = trace_mass_matrix(tree)
         module.kernel(kernel, arrays, _matrix_outputs(mass), t.trace,
                       "M(q), composite-body recursion", (dof, dof))
-    elif kernel == "forward_dynamics" and tree.has_mimic:
+    elif kernel == "forward_dynamics" and tree.coordinates.couples_hinges:
         t, arrays, (mass, rhs) = trace_forward_dynamics(tree)
         module.kernel(kernel, arrays, _matrix_outputs(mass, "m") + _vector_outputs(rhs),
                       t.trace, "qdd = M^-1 (tau - h): mimic joints couple hinges, so M and h, "

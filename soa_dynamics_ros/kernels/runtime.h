@@ -175,10 +175,12 @@ static double soa_one_norm(const double *a, int n)
     return norm;
 }
 
-/* Lambda^-1 with a 1-norm condition number above this may have a 2-norm
- * condition number near the reference's rank threshold (1e10, and
- * kappa_2 <= 6 kappa_1 for 6x6): the caller then uses the reference path. */
-#define SOA_CONDITION_LIMIT 1e9
+/* SOA_CONDITION_LIMIT: Lambda^-1 with a 1-norm condition number above it is
+ * left to the reference path; each generated module defines it from
+ * DEFAULT_RCOND (generator.CONDITION_LIMIT). */
+#ifndef SOA_CONDITION_LIMIT
+#error "SOA_CONDITION_LIMIT must be defined by the generated module"
+#endif
 
 /* out = c^-1 for symmetric positive definite n x n `c` (n <= 6, overwritten);
  * status 3 when ill-conditioned or not positive definite. */

@@ -39,21 +39,21 @@ import types
 import numpy as np
 
 from .. import algorithms
-from . import constrained
-from ..algorithms.forward_dynamics import forward_dynamics as _articulated_body
+from ..algorithms.external_forces import body_forces, gravity_root_acceleration
 from ..algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
 from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix as _composite_body
-from ..errors import InvalidInputError, UnknownNameError
-from ..multibody.spatial import (homogeneous, inertia_parameters, motion_transform, spatial_inertia,
-                      wrench_in_frame)
-from .subgraph import Subgraph
-from ..multibody.tree import BodyTree
 from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
+from ..errors import InvalidInputError, UnknownNameError
+from ..multibody.spatial import homogeneous, inertia_parameters, motion_transform, spatial_inertia
+from ..multibody.tree import BodyTree
 from ..validation import (as_float_array, as_samples, as_vector, check_link_inertias,
-                         payload_problems)
+                          payload_problems)
+from . import constrained
+from .evaluation import hinge_positions, select_joints
+from .subgraph import Subgraph
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 KERNEL_MODES = ("auto", "off", "c")
@@ -94,15 +94,19 @@ class RobotModel:
     def __init__(self, description, strict_inertia=False, kernels="auto"):
         check_link_inertias(description, strict_inertia)
         self.description = description
-        self.tree = BodyTree(description)
+        # The parsed robot, never edited; ``tree`` is a view of it with the
+        # current inertias (URDF plus payloads), replaced whole when they change.
+        self._parsed_tree = BodyTree(description)
+        self.tree = self._parsed_tree
         self._gravity = np.array(DEFAULT_GRAVITY)
         self._joint_index = {name: i for i, name in enumerate(self.tree.joint_names)}
         self._payloads = {}
         # Held while payloads or gravity change and while a numpy-path computation
         # reads them, so that each answer (a whole batch included) sees one state.
         # The compiled kernels read one packed parameter array and need no lock.
-        self._parameters_lock = threading.RLock()
-        self._all_joints = constrained.select_joints(self)
+        # The model layer's modules (constrained, subgraph) take it too.
+        self.parameters_lock = threading.RLock()
+        self._all_joints = select_joints(self.tree)
         self.set_kernels(kernels)
 
     @classmethod
@@ -134,12 +138,12 @@ class RobotModel:
             mode = os.environ.get(KERNELS_ENV, "auto")
         backend = kernel_module.default_backend() if mode == "auto" else (
             None if mode == "off" else mode)
-        if self.tree.dof == 0:
+        if self._parsed_tree.dof == 0:
             # Nothing moves: every answer is empty and the numpy path gives its shape.
             backend = None
         self._kernel_mode = mode
         self._kernel_set = None if backend is None else kernel_module.Kernels(
-            self.tree, backend, self.name)
+            self._parsed_tree, backend, self.name)
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
         self._requests = {}        # auto mode: how often each kernel was asked for
         # The single-call model kernels as attributes, the cheapest lookup there
@@ -160,7 +164,7 @@ class RobotModel:
         if self._kernel_set is None:
             return {}
         for frame in frames:
-            self._frame(frame)
+            self.tree.frame(frame)
         self._kernel_set.prepare(frames=frames)
         for (name, frame), function in self._kernel_set._ready.items():
             self._set_ready(name if frame is None else (name, frame), function)
@@ -279,7 +283,7 @@ class RobotModel:
     @gravity.setter
     def gravity(self, value):
         gravity = as_vector("gravity", value, 3)
-        with self._parameters_lock:
+        with self.parameters_lock:
             self._gravity = gravity
             self._pack_parameters()
 
@@ -289,53 +293,12 @@ class RobotModel:
         except KeyError:
             raise UnknownNameError("joint", name, self.tree.joint_names) from None
 
-    def _frame(self, name):
-        try:
-            return self.tree.frames[name]
-        except (KeyError, TypeError):
-            raise UnknownNameError("frame", name, self.tree.frames) from None
-
     # ------------------------------------------------------------------ coordinates
     def _vector(self, name, value):
         return as_vector(name, value, self.tree.dof)
 
-    def _hinge_positions(self, q):
-        return self.tree.hinge_positions(self._vector("q", q))
-
     def _hinge_rates(self, name, rates):
-        return self.tree.hinge_rates(self._vector(name, rates))
-
-    def _joint_forces(self, hinge_forces):
-        """Fold hinge torques onto independent joints: tau = G^T tau_hinge."""
-        return self.tree.joint_forces(hinge_forces)
-
-    def _root_acceleration(self):
-        # Accelerating the root upwards by g is equivalent to gravity on every body.
-        return np.concatenate((-self._gravity, np.zeros(3)))
-
-    def _body_forces(self, q_hinge, wrenches, placements=None):
-        """External link wrenches (root axes, about link origin) as body-frame wrenches.
-
-        ``placements`` (from :func:`body_placements` at ``q_hinge``) saves a
-        kinematics pass when the caller has them already.
-        """
-        if wrenches is None:
-            return None
-        if not isinstance(wrenches, dict):
-            raise InvalidInputError("wrenches must map link names to 6-vectors [f; t]")
-        if not wrenches:
-            return None
-        if placements is None:
-            placements = body_placements(self.tree, q_hinge)
-        rotations, translations = placements
-        forces = np.zeros((self.tree.nb, 6))
-        for link, wrench in wrenches.items():
-            frame = self._frame(link)
-            wrench = as_vector(f"wrench on {link!r}", wrench, 6)
-            _, point = frame_placement(self.tree, placements, frame)
-            forces[frame.body] += wrench_in_frame(wrench, point, rotations[frame.body],
-                                                  translations[frame.body])
-        return forces
+        return self.tree.coordinates.hinge_rates(self._vector(name, rates))
 
     # ------------------------------------------------------------------ dynamics
     # Each method asks its compiled kernel first, inline: this is the path a
@@ -393,30 +356,26 @@ class RobotModel:
 
     # The numpy reference path.
     def _reference_inverse_dynamics(self, q, qd, qdd, wrenches=None):
-        q_hinge = self._hinge_positions(q)
-        qd_hinge, qdd_hinge = self._hinge_rates("qd", qd), self._hinge_rates("qdd", qdd)
-        with self._parameters_lock:
-            hinge_torques = _newton_euler(self.tree, q_hinge, qd_hinge, qdd_hinge,
-                                          self._root_acceleration(),
-                                          self._body_forces(q_hinge, wrenches))
-        return self._joint_forces(hinge_torques)
+        with self.parameters_lock:
+            tree = self.tree
+            q_hinge = hinge_positions(tree, q)
+            qd_hinge, qdd_hinge = self._hinge_rates("qd", qd), self._hinge_rates("qdd", qdd)
+            hinge_torques = _newton_euler(tree, q_hinge, qd_hinge, qdd_hinge,
+                                          gravity_root_acceleration(self._gravity),
+                                          body_forces(tree, q_hinge, wrenches))
+        return tree.coordinates.joint_forces(hinge_torques)
 
     def _reference_mass_matrix(self, q):
-        q_hinge = self._hinge_positions(q)
-        with self._parameters_lock:
-            return self.tree.joint_mass_matrix(_composite_body(self.tree, q_hinge))
+        with self.parameters_lock:
+            tree = self.tree
+            return tree.coordinates.joint_mass_matrix(
+                _composite_body(tree, hinge_positions(tree, q)))
 
     def _reference_forward_dynamics(self, q, qd, tau, wrenches=None):
-        tau = self._vector("tau", tau)
-        with self._parameters_lock:
-            if not self.tree.has_mimic:
-                q_hinge = self._hinge_positions(q)
-                qdd_hinge = _articulated_body(
-                    self.tree, q_hinge, self._hinge_rates("qd", qd), self.tree.hinge_rates(tau),
-                    self._root_acceleration(), self._body_forces(q_hinge, wrenches))
-                return self.tree.joint_forces(qdd_hinge)
-            return constrained.dense_forward_dynamics(self, self._all_joints, q, qd, tau,
-                                                      wrenches)
+        tau = self._vector("tau", tau)     # required here (a selection's query defaults it to 0)
+        with self.parameters_lock:
+            return constrained.selected_forward_dynamics(self, self._all_joints, q, qd, tau,
+                                                         wrenches)
 
     # ------------------------------------------------------------------ batches (trajectories)
     def _samples(self, name, value, count=None):
@@ -436,7 +395,7 @@ class RobotModel:
                 return result
             single(*(array[result // 4] for array in arrays))
         # Every row from one payload and gravity state: changes wait for the batch.
-        with self._parameters_lock:
+        with self.parameters_lock:
             return np.array([single(*sample) for sample in zip(*arrays)]).reshape(
                 (count, self.tree.dof))
 
@@ -471,8 +430,7 @@ class RobotModel:
         its condition number and rank.
         """
         if (self._kernel_set is not None and type(frame) is str and part == "full"
-                and damping is None and not return_info and not self.tree.has_mimic
-                and frame in self.tree.frames):
+                and damping is None and not return_info and frame in self.tree.frames):
             kernel = self._kernel("task_space_inertia", frame)
             if kernel is not None:
                 inertia = kernel(q, self._params)
@@ -480,9 +438,14 @@ class RobotModel:
                     return inertia
                 # Status 3 (ill-conditioned): the numpy path decides on the rank and raises.
                 return self._fallback(kernel, inertia, (q,), lambda q: (
-                    constrained.task_space_inertia(self, self._all_joints, q, frame)))
-        return constrained.task_space_inertia(self, self._all_joints, q, frame, part, damping,
-                                              return_info)
+                    self._reference_task_space_inertia(q, frame)))
+        return self._reference_task_space_inertia(q, frame, part, damping, return_info)
+
+    def _reference_task_space_inertia(self, q, frame, part="full", damping=None,
+                                      return_info=False):
+        with self.parameters_lock:
+            return constrained.task_space_inertia(self, self._all_joints, q, frame, part,
+                                                  damping, return_info)
 
     def hybrid_dynamics(self, q, qd, constraints, tau=None, wrenches=None):
         """Constrained (Popov-Vereshchagin) hybrid dynamics, generalized to trees.
@@ -497,12 +460,14 @@ class RobotModel:
         ``constraint_torques = J^T alpha nu``, so that
         ``M qdd + h = tau + constraint_torques + sum J_i^T w_i``.
         """
-        return constrained.hybrid_dynamics(self, self._all_joints, q, qd, constraints, tau,
-                                           wrenches)
+        with self.parameters_lock:
+            return constrained.hybrid_dynamics(self, self._all_joints, q, qd, constraints, tau,
+                                               wrenches)
 
     def mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches=None):
         """``(qdd_all, tau_all)``: joints in ``prescribed`` take their ``qdd``, the rest their ``tau``."""
-        return constrained.mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches)
+        with self.parameters_lock:
+            return constrained.mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches)
 
     def subgraph(self, joint_names):
         """A view that moves only ``joint_names``; the other joints are locked where ``q`` puts them."""
@@ -512,7 +477,7 @@ class RobotModel:
     @property
     def payloads(self):
         """Attached payloads: ``{name: (link, mass, com, inertia)}``."""
-        with self._parameters_lock:
+        with self.parameters_lock:
             return {name: payload[:4] for name, payload in self._payloads.items()}
 
     def attach_payload(self, name, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
@@ -523,7 +488,7 @@ class RobotModel:
         """
         if not isinstance(name, str) or not name:
             raise InvalidInputError("a payload needs a non-empty name")
-        frame = self._frame(link)
+        frame = self.tree.frame(link)
         mass = as_vector(f"payload {name!r} mass", [mass], 1)[0]
         com = as_vector(f"payload {name!r} com", com, 3)
         inertia = np.zeros((3, 3)) if inertia is None else as_float_array(
@@ -535,12 +500,12 @@ class RobotModel:
             raise InvalidInputError(f"payload {name!r}: " + "; ".join(problems))
         x = motion_transform(frame.rotation, frame.translation)
         contribution = x.T @ spatial_inertia(mass, com, inertia) @ x
-        with self._parameters_lock:
+        with self.parameters_lock:
             self._payloads[name] = (link, float(mass), com, inertia, frame.body, contribution)
             self._update_body_inertias()
 
     def detach_payload(self, name):
-        with self._parameters_lock:
+        with self.parameters_lock:
             if name not in self._payloads:
                 raise UnknownNameError("payload", name, list(self._payloads))
             del self._payloads[name]
@@ -549,10 +514,10 @@ class RobotModel:
     def _update_body_inertias(self):
         """Called with the parameters lock held."""
         # Rebuilt from the URDF values each time, so detaching restores them exactly.
-        inertia = self.tree.urdf_inertia.copy()
+        inertia = self._parsed_tree.body_inertia.copy()
         for *_, body, contribution in self._payloads.values():
             inertia[body] += contribution
-        self.tree.body_inertia = inertia
+        self.tree = self._parsed_tree.with_inertia(inertia)
         self._pack_parameters()
 
     # ------------------------------------------------------------------ mass properties
@@ -563,9 +528,10 @@ class RobotModel:
 
     def center_of_mass(self, q):
         """Centre of mass of the whole robot (root included), root-link axes."""
-        rotations, translations = body_placements(self.tree, self._hinge_positions(q))
+        tree = self.tree
+        rotations, translations = body_placements(tree, hinge_positions(tree, q))
         weighted = np.zeros(3)
-        body_inertia = self.tree.body_inertia
+        body_inertia = tree.body_inertia
         for body, inertia in enumerate(body_inertia):
             mass, com, _ = inertia_parameters(inertia)
             weighted += mass * (translations[body] + rotations[body] @ com)
@@ -575,13 +541,13 @@ class RobotModel:
     # ------------------------------------------------------------------ kinematics
     def frame_pose(self, q, frame):
         """4x4 pose of a link frame in the root link frame."""
-        target = self._frame(frame)
-        placements = body_placements(self.tree, self._hinge_positions(q))
+        target = self.tree.frame(frame)
+        placements = body_placements(self.tree, hinge_positions(self.tree, q))
         return homogeneous(*frame_placement(self.tree, placements, target))
 
     def frame_poses(self, q):
         """Poses of every link frame, computed in one scatter: ``{name: 4x4}``."""
-        placements = body_placements(self.tree, self._hinge_positions(q))
+        placements = body_placements(self.tree, hinge_positions(self.tree, q))
         return {name: homogeneous(*frame_placement(self.tree, placements, frame))
                 for name, frame in self.tree.frames.items()}
 
@@ -598,6 +564,6 @@ class RobotModel:
         return self._reference_jacobian(q, frame)
 
     def _reference_jacobian(self, q, frame):
-        target = self._frame(frame)
-        placements = body_placements(self.tree, self._hinge_positions(q))
-        return self.tree.joint_columns(hinge_jacobian(self.tree, placements, target))
+        target = self.tree.frame(frame)
+        placements = body_placements(self.tree, hinge_positions(self.tree, q))
+        return self.tree.coordinates.joint_columns(hinge_jacobian(self.tree, placements, target))

@@ -5,17 +5,16 @@ carries the subtree rigidly in the recursions.  Vectors other than ``q`` are
 sized and ordered as :attr:`Subgraph.joint_names`; ``q`` is always the full
 model configuration (it places the locked joints).
 """
-
 from . import constrained
-from ..algorithms.forward_dynamics import forward_dynamics as articulated_body_dynamics
 from ..algorithms.kinematics import body_placements, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix as composite_body_mass_matrix
+from .evaluation import hinge_positions, select_joints
 
 
 class Subgraph:
     def __init__(self, model, joint_names):
         self.model = model
-        self.selection = constrained.select_joints(model, joint_names)
+        self.selection = select_joints(model.tree, joint_names)
 
     @property
     def joint_names(self):
@@ -26,29 +25,28 @@ class Subgraph:
         return len(self.selection.names)
 
     def mass_matrix(self, q):
-        g = self.selection.hinge_map
-        return g.T @ composite_body_mass_matrix(self.model.tree, self.model._hinge_positions(q)) @ g
+        with self.model.parameters_lock:
+            tree = self.model.tree
+            return self.selection.coordinates.joint_mass_matrix(
+                composite_body_mass_matrix(tree, hinge_positions(tree, q)))
 
     def jacobian(self, q, frame):
-        target = self.model._frame(frame)
-        placements = body_placements(self.model.tree, self.model._hinge_positions(q))
-        return hinge_jacobian(self.model.tree, placements, target) @ self.selection.hinge_map
+        tree = self.model.tree
+        target = tree.frame(frame)
+        placements = body_placements(tree, hinge_positions(tree, q))
+        return self.selection.coordinates.joint_columns(hinge_jacobian(tree, placements, target))
 
     def forward_dynamics(self, q, qd, tau, wrenches=None):
-        model, selection = self.model, self.selection
-        if model.tree.has_mimic:
-            return constrained.dense_forward_dynamics(model, selection, q, qd, tau, wrenches)
-        state = constrained._State(model, selection, q, qd, tau, wrenches)
-        qdd = articulated_body_dynamics(model.tree, state.q_hinge, state.qd_hinge,
-                                        selection.hinge_map @ state.tau,
-                                        model._root_acceleration(), state.body_forces,
-                                        selection.free)
-        return selection.hinge_map.T @ qdd
+        with self.model.parameters_lock:
+            return constrained.selected_forward_dynamics(self.model, self.selection, q, qd, tau,
+                                                         wrenches)
 
     def task_space_inertia(self, q, frame, part="full", damping=None, return_info=False):
-        return constrained.task_space_inertia(self.model, self.selection, q, frame, part, damping,
-                                              return_info)
+        with self.model.parameters_lock:
+            return constrained.task_space_inertia(self.model, self.selection, q, frame, part,
+                                                  damping, return_info)
 
     def hybrid_dynamics(self, q, qd, constraints, tau=None, wrenches=None):
-        return constrained.hybrid_dynamics(self.model, self.selection, q, qd, constraints, tau,
-                                           wrenches)
+        with self.model.parameters_lock:
+            return constrained.hybrid_dynamics(self.model, self.selection, q, qd, constraints,
+                                               tau, wrenches)

@@ -93,12 +93,50 @@ def spatial_inertia(mass, com, inertia_about_com):
     block is moved to the origin with the parallel-axis theorem.
     """
     c = skew(com)
-    inertia = np.zeros((6, 6))
-    inertia[:3, :3] = mass * IDENTITY3
-    inertia[:3, 3:] = -mass * c
-    inertia[3:, :3] = mass * c
-    inertia[3:, 3:] = inertia_about_com - mass * (c @ c)
-    return inertia
+    return inertia_from_parameters(mass, mass * np.asarray(com),
+                                   inertia_about_com - mass * (c @ c))
+
+
+# The ten inertial parameters of a body, as the compiled kernels take them:
+# m, m c (x, y, z), then the rotational inertia about the frame origin
+# (xx, xy, xz, yy, yz, zz).
+INERTIA_PARAMETER_COUNT = 10
+_ROTATIONAL_ENTRIES = ((3, 3), (3, 4), (3, 5), (4, 4), (4, 5), (5, 5))
+
+
+def inertia_from_parameters(mass, first_moment, rotational, dtype=float):
+    """6x6 spatial inertia from mass, first moment m c and the 3x3 rotational
+    inertia about the origin (only its upper triangle is read); ``dtype``
+    object for symbolic entries."""
+    mcx, mcy, mcz = first_moment
+    (ixx, ixy, ixz), (_, iyy, iyz), (_, _, izz) = rotational
+    return np.array([
+        [mass, 0.0, 0.0, 0.0, mcz, -mcy],
+        [0.0, mass, 0.0, -mcz, 0.0, mcx],
+        [0.0, 0.0, mass, mcy, -mcx, 0.0],
+        [0.0, -mcz, mcy, ixx, ixy, ixz],
+        [mcz, 0.0, -mcx, ixy, iyy, iyz],
+        [-mcy, mcx, 0.0, ixz, iyz, izz]], dtype=dtype)
+
+
+def inertia_to_parameters(inertia):
+    """The :data:`INERTIA_PARAMETER_COUNT` parameters of spatial inertias ``(..., 6, 6)``."""
+    parameters = np.empty(inertia.shape[:-2] + (INERTIA_PARAMETER_COUNT,))
+    parameters[..., 0] = inertia[..., 0, 0]
+    parameters[..., 1] = inertia[..., 5, 1]
+    parameters[..., 2] = inertia[..., 3, 2]
+    parameters[..., 3] = inertia[..., 4, 0]
+    for column, (i, j) in enumerate(_ROTATIONAL_ENTRIES, start=4):
+        parameters[..., column] = inertia[..., i, j]
+    return parameters
+
+
+def parameters_to_inertia(parameters):
+    """Inverse of :func:`inertia_to_parameters` for one body."""
+    m, mcx, mcy, mcz, ixx, ixy, ixz, iyy, iyz, izz = parameters
+    return inertia_from_parameters(m, (mcx, mcy, mcz),
+                                   ((ixx, ixy, ixz), (ixy, iyy, iyz), (ixz, iyz, izz)),
+                                   dtype_of(parameters))
 
 
 def inertia_parameters(inertia):

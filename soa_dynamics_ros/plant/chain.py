@@ -1,7 +1,6 @@
 """Serial chains in a robot tree: the root-to-tip path, branch detection, default end-effector."""
 from ..errors import NonSerialChainError, UnknownNameError
-
-MOVING = ("revolute", "continuous", "prismatic")
+from ..multibody.joints import is_moving
 
 
 class LinkTree:
@@ -41,12 +40,12 @@ class LinkTree:
                 stack.extend(j.child for j in self.children.get(current, []))
             for current in reversed(order):
                 self._moves[current] = any(
-                    j.type in MOVING or self._moves[j.child] for j in self.children.get(current, []))
+                    is_moving(j.type) or self._moves[j.child] for j in self.children.get(current, []))
         return self._moves[link]
 
     def moving_branches(self, link):
         """Child joints of ``link`` whose subtree (the joint included) moves."""
-        return [j for j in self.children.get(link, []) if j.type in MOVING or self.has_moving(j.child)]
+        return [j for j in self.children.get(link, []) if is_moving(j.type) or self.has_moving(j.child)]
 
     def depth(self, link):
         return len(self.path(link))

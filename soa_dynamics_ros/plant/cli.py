@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import SoaDynamicsError
 from ..model.robot_model import RobotModel
+from ..multibody.joints import joint_model
 
 PROG = "soa-dynamics"
 #: Paths with at least this many samples report progress on stderr.
@@ -236,7 +237,7 @@ def cmd_torques(args):
         types = {joint.name: joint.type for joint in model.joints}
         plot_torques(report, args.plot, title=f"{model.name}: joint torques along "
                      f"{trajectory.source or 'the path'}",
-                     units=["N" if types[n] == "prismatic" else "N m" for n in report.joint_names])
+                     units=[joint_model(types[n]).effort_unit for n in report.joint_names])
     first = report.first_violation
     if args.json:
         return _print_json({

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..multibody.joints import is_moving, joint_model
 from ..validation import as_float_array
 from .chain import serial_path
 
@@ -200,17 +201,13 @@ def _axis_lines(model, joints):
 
 
 def _coordinate_maps(model, joints):
-    tree = model.tree
-    columns = {name: i for i, name in enumerate(model.joint_names)}
-    meta = {joint.name: joint for joint in model.joints}
+    """Per joint ``(master or None, multiplier, offset)`` from the model's coordinate map."""
+    bodies = {joint.name: joint.body for joint in model.joints}
     maps = []
     for joint in joints:
-        info = meta[joint.name]
-        if info.mimic_of:
-            maps.append((info.mimic_of, float(tree.hinge_from_joint[info.body, columns[info.mimic_of]]),
-                         float(tree.hinge_offset[info.body])))
-        else:
-            maps.append((None, 1.0, 0.0))
+        master, multiplier, offset = model.tree.coordinates.hinge_coordinate(bodies[joint.name])
+        master_name = model.joint_names[master]
+        maps.append((None if master_name == joint.name else master_name, multiplier, offset))
     return maps
 
 
@@ -225,7 +222,7 @@ def dh_parameters(model, tip, convention=STANDARD, verify_samples=20, seed=0):
     if convention not in (STANDARD, MODIFIED):
         raise ValueError(f"convention must be {STANDARD!r} or {MODIFIED!r}")
     path = serial_path(model, tip)
-    joints = [joint for joint in path if joint.type in ("revolute", "continuous", "prismatic")]
+    joints = [joint for joint in path if is_moving(joint.type)]
     lines = _axis_lines(model, joints)
     q0 = np.zeros(model.dof)
     tip_pose = model.frame_pose(q0, tip)
@@ -284,7 +281,7 @@ def dh_parameters(model, tip, convention=STANDARD, verify_samples=20, seed=0):
             a = p[0]
             d = -np.sin(alpha) * p[1] + np.cos(alpha) * p[2]
         master, multiplier, offset = maps[i]
-        variable = "d" if joint.type == "prismatic" else "theta"
+        variable = "d" if joint_model(joint.type).unit == "m" else "theta"
         # The coordinate s is `offset` at q = 0: subtract it so that theta = theta_offset + s.
         if variable == "theta":
             theta = theta - offset

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import JointLimitError, JointLimitWarning, TrajectoryError
-from ..validation import as_float_array
-from ..validation import as_samples
+from ..multibody.joints import joint_model
+from ..validation import as_float_array, as_samples
 
 #: Slack on position and velocity limits, so that a path sampled exactly at a limit passes.
 LIMIT_TOLERANCE = 1e-9
@@ -281,14 +281,14 @@ def limit_violations(model, trajectory):
     checked through their coordinate ``multiplier * q_master + offset``.
     """
     index = {name: i for i, name in enumerate(trajectory.joint_names)}
-    mimic = _mimic_maps(model)
     found = []
     for joint in model.joints:
-        master, multiplier, offset = mimic.get(joint.name, (joint.name, 1.0, 0.0))
-        q = multiplier * trajectory.positions[:, index[master]] + offset
-        qd = multiplier * trajectory.velocities[:, index[master]]
+        master, multiplier, offset = model.tree.coordinates.hinge_coordinate(joint.body)
+        column = index[model.joint_names[master]]
+        q = multiplier * trajectory.positions[:, column] + offset
+        qd = multiplier * trajectory.velocities[:, column]
         checks = []
-        if joint.type != "continuous":
+        if joint_model(joint.type).bounded:
             checks.append(("position below lower limit", q, joint.lower, -1))
             checks.append(("position above upper limit", q, joint.upper, +1))
         if math.isfinite(joint.velocity):
@@ -306,19 +306,6 @@ def limit_violations(model, trajectory):
                               "worst_value": float(values[worst]), "limit": float(limit),
                               "samples": int(bad.sum())})
     return found
-
-
-def _mimic_maps(model):
-    """``{mimic joint: (master, multiplier, offset)}`` read from the model's hinge map."""
-    tree = model.tree
-    result = {}
-    columns = {name: i for i, name in enumerate(model.joint_names)}
-    for joint in model.joints:
-        if joint.mimic_of:
-            result[joint.name] = (joint.mimic_of,
-                                  float(tree.hinge_from_joint[joint.body, columns[joint.mimic_of]]),
-                                  float(tree.hinge_offset[joint.body]))
-    return result
 
 
 def describe_violation(violation):
