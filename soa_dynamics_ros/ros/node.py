@@ -238,7 +238,7 @@ class EmbeddedModelNode(Node):
             return
         try:
             ellipsoid = live.inertia_ellipsoid(frame, time.monotonic())
-        except StaleStateError:
+        except StaleStateError:     # no marker of where the arm was
             return
         except SoaDynamicsError as error:
             self.get_logger().warning(f"inertia marker: {error}", throttle_duration_sec=10.0)
