@@ -158,9 +158,11 @@ class ModelServices:
             model.detach_payload(request.payload.name)
             self.logger.info(f"payload {request.payload.name!r} detached")
         else:
-            if request.payload.name not in model.payloads:
-                conversions.bounded("payloads attached", [*model.payloads, request.payload.name],
-                                    conversions.MAX_PAYLOADS)
+            attached = len(model.payloads)
+            if request.payload.name not in model.payloads and attached >= conversions.MAX_PAYLOADS:
+                raise InvalidInputError(
+                    f"payload {request.payload.name!r}: {attached} payloads attached already, "
+                    f"at most {conversions.MAX_PAYLOADS}; detach one first")
             model.attach_payload(**conversions.payload_from_message(request.payload))
             self.logger.info(f"payload {request.payload.name!r} ({request.payload.mass} kg) "
                              f"attached to {request.payload.link!r}")

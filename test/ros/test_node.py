@@ -18,6 +18,7 @@ from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess, wait_for
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.msg import Constraint, LinkWrench, Payload
+from soa_dynamics_ros.ros import conversions
 from soa_dynamics_ros.srv import (ForwardDynamics, GravityTorques, HybridDynamics, InverseDynamics,
                                   MassMatrix, MixedDynamics, SetPayload, TaskSpaceInertia)
 
@@ -266,6 +267,34 @@ def test_payload_service_changes_every_answer(client, services, joint_states, fe
     assert answer.success and list(answer.payloads) == []
     effort = publish_and_wait(joint_states, feedforward, state(panda.joint_names, POSE))
     assert_close(effort, panda.gravity_torques(POSE), "payload gone", 1e-12)
+
+
+def test_attached_payloads_are_bounded_and_a_refusal_changes_nothing(
+        client, services, joint_states, feedforward, panda):
+    """~/set_payload keeps at most MAX_PAYLOADS attached: one more is refused by name and bound."""
+    def attach(name, mass):
+        return client.call(services["set_payload"], SetPayload.Request(
+            payload=Payload(name=name, link="panda_hand", mass=mass)))
+
+    expected = RobotModel.from_urdf(shipped_urdf("panda.urdf"))
+    names = [f"part{i}" for i in range(conversions.MAX_PAYLOADS)]
+    for name in names:
+        assert attach(name, 0.01).success
+        expected.attach_payload(name, "panda_hand", 0.01)
+    refused = attach("one_too_many", 0.01)
+    assert not refused.success
+    assert (f"{conversions.MAX_PAYLOADS} payloads attached already, at most "
+            f"{conversions.MAX_PAYLOADS}; detach one first") in refused.message, refused.message
+    # Replacing an attached payload at the bound is not one more.
+    assert attach("part0", 0.02).success
+    expected.attach_payload("part0", "panda_hand", 0.02)
+    effort = publish_and_wait(joint_states, feedforward, state(panda.joint_names, POSE))
+    assert_close(effort, expected.gravity_torques(POSE), "feedforward at the payload bound", 1e-12)
+    for name in names:
+        assert client.call(services["set_payload"], SetPayload.Request(
+            payload=Payload(name=name), detach=True)).success
+    effort = publish_and_wait(joint_states, feedforward, state(panda.joint_names, POSE))
+    assert_close(effort, panda.gravity_torques(POSE), "every payload detached", 1e-12)
 
 
 def test_runtime_parameters_order_clamp_and_modes(client, joint_states, feedforward, panda):

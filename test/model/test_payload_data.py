@@ -3,7 +3,7 @@ import threading
 
 import numpy as np
 
-from conftest import shipped_urdf
+from support.robots import shipped_urdf
 from soa_dynamics_ros.model import RobotModel
 from soa_dynamics_ros.multibody.tree import BodyTree
 from soa_dynamics_ros.description.urdf import parse_urdf

@@ -7,7 +7,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from robot_generator import random_tree_urdf
+from support.robot_generator import random_tree_urdf
 from soa_dynamics_ros.description.urdf import parse_urdf
 from soa_dynamics_ros.errors import URDFError
 from soa_dynamics_ros.model import RobotModel

@@ -13,8 +13,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import REPO, shipped_urdf
-from pinocchio_reference import PinocchioReference
+from support.robots import REPO, shipped_urdf
+from oracles.pinocchio_reference import PinocchioReference
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.embedded.description_loader import DescriptionLoader
 from soa_dynamics_ros.embedded.live_model import LiveModel
