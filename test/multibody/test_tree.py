@@ -50,9 +50,8 @@ def test_merged_inertias_are_pinocchios(robot):
     # joint it rides on, moved into that joint's frame (the body frame here).
     tree, model, joint_of_body = robot
     for body in range(1, tree.nb):
-        assert_close(tree.urdf_inertia[body], model.inertias[joint_of_body[body]].matrix(),
+        assert_close(tree.body_inertia[body], model.inertias[joint_of_body[body]].matrix(),
                      f"inertia of body {body} ({tree.body_link[body]})", 1e-12)
-    assert_close(tree.body_inertia, tree.urdf_inertia, "no payload: the URDF's inertias", 0.0)
 
 
 def test_frames_ride_on_the_bodies_pinocchio_puts_them_on(robot):
@@ -100,16 +99,19 @@ def test_mimic_map_by_hand(body_tree, rng):
     # finger = 2 elbow + 0.1; thumb = -0.5 finger + 0.3 = -elbow + 0.25.
     expected_map = np.array([[0, 0], [1, 0], [0, 2], [0, -1], [0, 1]], dtype=float)
     expected_offset = np.array([0, 0, 0.1, 0.25, 0])
-    assert_close(tree.hinge_from_joint, expected_map, "G", 0.0)
-    assert_close(tree.hinge_offset, expected_offset, "offset", 1e-15)
+    coordinates = tree.coordinates
+    # Each row of G has one non-zero: the hinge's master column and multiplier (root: none).
+    assert list(coordinates.master) == [-1, 0, 1, 1, 1]
+    assert_close(coordinates.multiplier, expected_map.sum(axis=1), "multipliers", 0.0)
+    assert_close(coordinates.offset, expected_offset, "offset", 1e-15)
     assert [joint.mimic_of for joint in tree.joints] == [None, "elbow", "elbow", None]
     q, rates, hinge_forces = rng.normal(size=2), rng.normal(size=2), rng.normal(size=5)
     hinge_mass = rng.normal(size=(5, 5))
-    assert_close(tree.hinge_positions(q), expected_map @ q + expected_offset, "G q + o", 1e-15)
-    assert_close(tree.hinge_rates(rates), expected_map @ rates, "G qd", 1e-15)
-    assert_close(tree.joint_forces(hinge_forces), expected_map.T @ hinge_forces, "G^T tau", 1e-15)
-    assert_close(tree.joint_columns(hinge_mass), hinge_mass @ expected_map, "A G", 1e-15)
-    assert_close(tree.joint_mass_matrix(hinge_mass), expected_map.T @ hinge_mass @ expected_map,
+    assert_close(tree.coordinates.hinge_positions(q), expected_map @ q + expected_offset, "G q + o", 1e-15)
+    assert_close(tree.coordinates.hinge_rates(rates), expected_map @ rates, "G qd", 1e-15)
+    assert_close(tree.coordinates.joint_forces(hinge_forces), expected_map.T @ hinge_forces, "G^T tau", 1e-15)
+    assert_close(tree.coordinates.joint_columns(hinge_mass), hinge_mass @ expected_map, "A G", 1e-15)
+    assert_close(tree.coordinates.joint_mass_matrix(hinge_mass), expected_map.T @ hinge_mass @ expected_map,
                  "G^T M G", 1e-14)
 
 
@@ -119,8 +121,8 @@ def test_coordinate_map_without_mimic_is_the_identity_below_the_root(body_tree, 
     assert [joint.body for joint in tree.joints] == list(range(1, tree.nb))
     q, hinge_forces = rng.normal(size=tree.dof), rng.normal(size=tree.nb)
     hinge_mass = rng.normal(size=(tree.nb, tree.nb))
-    assert_close(tree.hinge_positions(q), np.concatenate(([0.0], q)), "q_hinge", 0.0)
-    assert_close(tree.hinge_rates(q), np.concatenate(([0.0], q)), "qd_hinge", 0.0)
-    assert_close(tree.joint_forces(hinge_forces), hinge_forces[1:], "tau", 0.0)
-    assert_close(tree.joint_columns(hinge_mass), hinge_mass[:, 1:], "A G", 0.0)
-    assert_close(tree.joint_mass_matrix(hinge_mass), hinge_mass[1:, 1:], "G^T M G", 0.0)
+    assert_close(tree.coordinates.hinge_positions(q), np.concatenate(([0.0], q)), "q_hinge", 0.0)
+    assert_close(tree.coordinates.hinge_rates(q), np.concatenate(([0.0], q)), "qd_hinge", 0.0)
+    assert_close(tree.coordinates.joint_forces(hinge_forces), hinge_forces[1:], "tau", 0.0)
+    assert_close(tree.coordinates.joint_columns(hinge_mass), hinge_mass[:, 1:], "A G", 0.0)
+    assert_close(tree.coordinates.joint_mass_matrix(hinge_mass), hinge_mass[1:, 1:], "G^T M G", 0.0)
