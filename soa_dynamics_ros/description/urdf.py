@@ -299,7 +299,7 @@ def _required_name(element, what):
     return name
 
 
-def _parse_link(element):
+def parse_link_element(element):
     link = LinkDescription(_required_name(element, "link"), element.line)
     inertial = element.find("inertial")
     if inertial is None:
@@ -326,7 +326,7 @@ def _parse_link(element):
     return link
 
 
-def _parse_joint(element):
+def parse_joint_element(element):
     name = _required_name(element, "joint")
     joint_type = element.attributes.get("type")
     if joint_type in UNSUPPORTED_JOINT_TYPES:
@@ -423,7 +423,8 @@ def parse_urdf(source, package_paths=None, xacro_timeout=xacro_expand.DEFAULT_TI
     return description_from_element(root_element)
 
 
-def description_from_element(root_element, parse_link=_parse_link, parse_joint=_parse_joint):
+def description_from_element(root_element, parse_link=parse_link_element,
+                             parse_joint=parse_joint_element):
     """The :class:`RobotDescription` of a ``<robot>`` element, with every check of the reader.
 
     ``parse_link`` / ``parse_joint`` read one element; the reader of

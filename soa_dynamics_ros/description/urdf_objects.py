@@ -18,7 +18,7 @@ numpy as its only dependency.
 import sys
 
 from ..errors import URDFError
-from .urdf import XmlElement, _parse_joint, _parse_link, description_from_element
+from .urdf import XmlElement, description_from_element, parse_joint_element, parse_link_element
 
 ROBOT_CLASS = "urdf_parser_py.urdf.Robot"
 
@@ -44,8 +44,8 @@ def description_from_robot(robot):
     links = [_link_element(link) for link in _items(robot, "links")]
     joints = [_joint_element(joint) for joint in _items(robot, "joints")]
     root = _element("robot", links + joints, name=name)
-    return description_from_element(root, _naming_errors("link", _parse_link),
-                                    _naming_errors("joint", _parse_joint))
+    return description_from_element(root, _naming_errors("link", parse_link_element),
+                                    _naming_errors("joint", parse_joint_element))
 
 
 def _items(robot, attribute):

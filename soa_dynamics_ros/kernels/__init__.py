@@ -164,7 +164,8 @@ class Kernels:
     def prepare(self, frames=()):
         """Compile (or load) every model kernel and the per-frame kernels of ``frames``.
 
-        Modules are built in parallel, one compiler per core.
+        Modules are built in parallel, one compiler per core.  Returns every
+        kernel ready now: ``{(kernel, frame or None): callable}``.
         """
         wanted = self._wanted(frames)
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -173,6 +174,7 @@ class Kernels:
         for kernel, frame in wanted:
             for name in (kernel, kernel + "_batch"):
                 self.get(name, frame)
+        return dict(self._ready)
 
     def cached(self, frames=()):
         """Whether :meth:`prepare` would only load (every module is compiled in the cache)."""

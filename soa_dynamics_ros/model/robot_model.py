@@ -165,8 +165,7 @@ class RobotModel:
             return {}
         for frame in frames:
             self.tree.frame(frame)
-        self._kernel_set.prepare(frames=frames)
-        for (name, frame), function in self._kernel_set._ready.items():
+        for (name, frame), function in self._kernel_set.prepare(frames=frames).items():
             self._set_ready(name if frame is None else (name, frame), function)
         return dict(self._kernel_set.compile_seconds)
 

@@ -3,7 +3,6 @@
 Everything here runs without rclpy (the first test checks the layer never
 imports it); the node tests cover the same behaviour through the graph.
 """
-import ast
 import pathlib
 import subprocess
 import sys
@@ -34,30 +33,6 @@ def test_embedded_layer_imports_without_ros():
             "ros = sorted(m for m in sys.modules if m.split('.')[0] in ('rclpy', 'rosidl_runtime_py')); "
             "assert not ros, ros")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
-
-
-# The two deliberate exceptions: the standard library's immediate exit, and
-# rclpy 9.1.2's EventsExecutor workaround explained where it is set (node.py).
-PRIVATE_NAMES_ALLOWED = {"os._exit", "joint_states._callback_type"}
-
-
-def test_embedded_ros_and_sim_layers_use_no_other_objects_private_names():
-    """No module reaches into another's internals (its own ``self._x`` is its business)."""
-    reaching = []
-    for layer in ("embedded", "ros", "sim"):
-        for path in sorted((REPO / "soa_dynamics_ros" / layer).glob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.ImportFrom):
-                    names = [alias.name for alias in node.names if alias.name.startswith("_")]
-                elif (isinstance(node, ast.Attribute) and node.attr.startswith("_")
-                      and not node.attr.startswith("__")
-                      and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
-                    names = [ast.unparse(node)]
-                else:
-                    continue
-                reaching += [f"{layer}/{path.name}:{node.lineno}: {name}" for name in names
-                             if name not in PRIVATE_NAMES_ALLOWED]
-    assert not reaching, reaching
 
 
 def wait_for(condition, timeout=30.0, what="the condition"):
