@@ -124,7 +124,12 @@ def _wait_for(condition, deadline=60.0):
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
 def test_xacro_child_does_not_outlive_its_caller(how):
     """Interrupted (KeyboardInterrupt) or killed outright, the caller takes the child with it."""
+    # The caller stands for an interactive Python, where Ctrl-C raises KeyboardInterrupt.
+    # A test run started in the background of a non-interactive shell (as CI may be)
+    # has SIGINT ignored, and Python keeps an inherited "ignore": set the default back.
     caller = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         from soa_dynamics_ros import RobotModel
         RobotModel.from_urdf({_hostile("9**9**9")!r}, kernels="off", xacro_timeout=600)
     """)], cwd=REPO, stderr=subprocess.PIPE, text=True)
