@@ -1,5 +1,4 @@
 """Reading descriptions: xacro only when used, bounded expansion, package resolution."""
-import os
 import pathlib
 import signal
 import subprocess
@@ -13,6 +12,7 @@ import pytest
 from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close
 from support.robots import REPO, shipped_urdf
+from support.waiting import wait_for
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.errors import URDFError
 from soa_dynamics_ros.description.urdf import read_description_text, uses_xacro
@@ -111,16 +111,6 @@ def _alive(pid):
     return state != "Z"
 
 
-def _wait_for(condition, deadline=60.0):
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    return condition()
-
-
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
 def test_xacro_child_does_not_outlive_its_caller(how):
     """Interrupted (KeyboardInterrupt) or killed outright, the caller takes the child with it."""
@@ -134,14 +124,14 @@ def test_xacro_child_does_not_outlive_its_caller(how):
         RobotModel.from_urdf({_hostile("9**9**9")!r}, kernels="off", xacro_timeout=600)
     """)], cwd=REPO, stderr=subprocess.PIPE, text=True)
     try:
-        children = _wait_for(lambda: _children(caller.pid))
-        assert children, "the caller started no xacro child"
+        children = wait_for(lambda: _children(caller.pid), timeout=60.0,
+                            what="the caller to start its xacro child")
         # Let the child get past its start-up into the expression.
         time.sleep(1.0)
         caller.send_signal(how)
         caller.wait(timeout=60)
-        assert _wait_for(lambda: not any(_alive(child) for child in children)), (
-            f"xacro child {children} survived its caller")
+        wait_for(lambda: not any(_alive(child) for child in children), timeout=60.0,
+                 what=f"xacro child {children} to end with its caller")
     finally:
         if caller.poll() is None:
             caller.terminate()

@@ -7,12 +7,12 @@ import pathlib
 import subprocess
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
 
 from support.robots import REPO, shipped_urdf
+from support.waiting import wait_for
 from oracles.pinocchio_reference import PinocchioReference
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.embedded.description_loader import DescriptionLoader
@@ -35,14 +35,8 @@ def test_embedded_layer_imports_without_ros():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 
-def wait_for(condition, timeout=30.0, what="the condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"{what} did not happen within {timeout} s")
+# Loads run in a worker thread on a machine shared with other tests.
+LOAD_TIMEOUT = 30.0
 
 
 class RecordingLogger:
@@ -87,20 +81,22 @@ def test_loader_answers_only_the_newest_request_and_survives_any_error():
     loader = DescriptionLoader(load)
     try:
         loader.request("slow", "first")
-        wait_for(lambda: started == ["slow"], what="the first load starting")
+        wait_for(lambda: started == ["slow"], timeout=LOAD_TIMEOUT,
+                 what="the first load starting")
         loader.request("dropped", "second")      # waiting, then replaced: never started
         loader.request("newest", "third")
         release.set()
-        loaded = wait_for(loader.take_finished, what="the newest load")
+        loaded = wait_for(loader.take_finished, timeout=LOAD_TIMEOUT, what="the newest load")
         assert (loaded.source, loaded.model, loaded.error) == ("third", "NEWEST", "")
         assert started == ["slow", "newest"]
         assert loader.take_finished() is None    # taken once
         loader.request("bad", "topic")
-        assert wait_for(loader.take_finished).error == "not a robot"
+        assert wait_for(loader.take_finished, timeout=LOAD_TIMEOUT).error == "not a robot"
         loader.request("bug", "topic")
-        assert wait_for(loader.take_finished).error == "internal error: KeyError: 'surprise'"
+        assert (wait_for(loader.take_finished, timeout=LOAD_TIMEOUT).error
+                == "internal error: KeyError: 'surprise'")
         loader.request("fine", "topic")          # the worker outlived both
-        assert wait_for(loader.take_finished).model == "FINE"
+        assert wait_for(loader.take_finished, timeout=LOAD_TIMEOUT).model == "FINE"
     finally:
         release.set()
         loader.close()
@@ -154,7 +150,7 @@ def test_a_reloaded_description_inherits_state_and_the_payloads_that_fit(host, l
     trimmed = trimmed.replace('<link name="panda_hand_tcp"/>', "")
     host.request(trimmed, "/robot_description")
     old = host.live
-    wait_for(lambda: host.poll() or host.live is not old, what="the reload")
+    wait_for(lambda: host.poll() or host.live is not old, timeout=LOAD_TIMEOUT, what="the reload")
     assert "panda_hand_tcp" not in host.live.model.frame_names
     assert list(host.live.model.payloads) == ["tool"]
     assert logger.containing("payload 'on_tcp' dropped: the new model has no link "
@@ -173,7 +169,8 @@ def test_a_reloaded_description_inherits_state_and_the_payloads_that_fit(host, l
 def test_a_refused_description_keeps_the_model_and_says_why(host, logger):
     old = host.live
     host.request("<robot name='broken'>", "/robot_description")
-    wait_for(lambda: host.poll() or host.description_error, what="the refusal")
+    wait_for(lambda: host.poll() or host.description_error, timeout=LOAD_TIMEOUT,
+             what="the refusal")
     assert host.live is old
     assert host.description_error.startswith("robot description from /robot_description refused:")
     assert logger.containing("(keeping the previous model)")

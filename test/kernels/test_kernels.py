@@ -8,7 +8,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from support.numerics import assert_close
 from support.robot_generator import random_tree_urdf
 from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
+from support.waiting import wait_for
 from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError
 from soa_dynamics_ros.kernels import Kernels, build
 from soa_dynamics_ros.model import RobotModel
@@ -284,13 +284,6 @@ def _processes_mentioning(text):
     return found
 
 
-def _wait_until(condition, deadline=120.0):
-    end = time.monotonic() + deadline
-    while time.monotonic() < end and not condition():
-        time.sleep(0.05)
-    return condition()
-
-
 def test_a_process_killed_mid_compile_leaves_no_compiler_and_no_partial_file(tmp_path):
     """SIGKILL (no clean-up runs) while the compiler works: the compiler dies with the
     process, nothing partial appears under a final name, and the next build sweeps the
@@ -301,16 +294,16 @@ def test_a_process_killed_mid_compile_leaves_no_compiler_and_no_partial_file(tmp
     cache = tmp_path / "kernels"
     victim = _run_with_cache(script, tmp_path)
     try:
-        assert _wait_until(lambda: any(_processes_mentioning(f"{cache}/.soa_kernels_"))), (
-            "no compiler started")
+        wait_for(lambda: any(_processes_mentioning(f"{cache}/.soa_kernels_")), timeout=120.0,
+                 what="a compiler to start")
         victim.kill()
         victim.wait(timeout=60)
     finally:
         if victim.poll() is None:
             victim.kill()
             victim.wait()
-    assert _wait_until(lambda: not _processes_mentioning(str(cache)), deadline=60), (
-        "a compiler outlived the process that started it")
+    wait_for(lambda: not _processes_mentioning(str(cache)), timeout=60.0,
+             what="the compilers to end with the process that started them")
     for library in cache.glob(f"soa_kernels_*{build.EXTENSION}"):
         build.load(library.name.removesuffix(build.EXTENSION), library)   # complete, loadable
     survivor = _run_with_cache(script + "print('built')\n", tmp_path)

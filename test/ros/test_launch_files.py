@@ -15,14 +15,14 @@ import os
 import pathlib
 import re
 import sys
-import time
 import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
 
 from support.robots import REPO
-from support.ros_harness import RosClient, wait_for
+from support.ros_harness import RosClient
+from support.waiting import wait_for
 from soa_dynamics_ros.ros.processes import ChildProcess
 
 LAUNCH_DIR = REPO / "launch"

@@ -15,7 +15,8 @@ from visualization_msgs.msg import Marker
 
 from support.numerics import assert_close
 from support.robots import shipped_urdf
-from support.ros_harness import RosClient, RosProcess, wait_for
+from support.ros_harness import RosClient, RosProcess
+from support.waiting import wait_for
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.msg import Constraint, LinkWrench, Payload
 from soa_dynamics_ros.ros import conversions

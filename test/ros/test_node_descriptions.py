@@ -12,7 +12,8 @@ from std_msgs.msg import String
 from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close
 from support.robots import shipped_urdf
-from support.ros_harness import RosClient, RosProcess, wait_for
+from support.ros_harness import RosClient, RosProcess
+from support.waiting import wait_for
 from soa_dynamics_ros.srv import GravityTorques
 
 POSE = [0.1, -0.6, 0.2, -2.2, 0.1, 1.7, 0.6]

@@ -10,7 +10,8 @@ from std_msgs.msg import Float64MultiArray, String
 
 from support.numerics import assert_close
 from support.robots import shipped_urdf
-from support.ros_harness import RosClient, RosProcess, wait_for
+from support.ros_harness import RosClient, RosProcess
+from support.waiting import wait_for
 from soa_dynamics_ros import RobotModel
 
 PANDA = RobotModel.from_urdf(shipped_urdf("panda.urdf"))

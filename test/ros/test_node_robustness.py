@@ -10,7 +10,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from support.request_bounds import longest_gap, maximal_requests, over_bound_requests
 from support.robots import shipped_urdf
-from support.ros_harness import RosClient, RosProcess, wait_for
+from support.ros_harness import RosClient, RosProcess
+from support.waiting import wait_for
 from support.small_robots import FIXED_ONLY
 from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels
 from soa_dynamics_ros.msg import Constraint, Payload

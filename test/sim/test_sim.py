@@ -8,7 +8,8 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64MultiArray
 
 from support.robots import shipped_urdf
-from support.ros_harness import RosClient, RosProcess, wait_for
+from support.ros_harness import RosClient, RosProcess
+from support.waiting import wait_for
 from support.sim_harness import POSES, StateRecorder, start_sim, stamp_seconds
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant, strip_urdf

@@ -8,7 +8,8 @@ from rcl_interfaces.srv import SetParameters
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from support.ros_harness import RosProcess, wait_for
+from support.ros_harness import RosProcess
+from support.waiting import wait_for
 
 # Non-trivial poses, inside the joint limits, with gravity torques inside the
 # effort limits (the PR2 arms have no counterbalance springs here).

@@ -1,7 +1,6 @@
 """The architecture, checked by reading the source: layers import only downwards,
 ROS stays in its two folders, and no module reaches into another's internals."""
 import ast
-import pathlib
 
 from support.robots import REPO
 

@@ -14,7 +14,8 @@ import pytest
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
-from support.ros_harness import RosClient, wait_for
+from support.ros_harness import RosClient
+from support.waiting import wait_for
 from support.sim_harness import start_node, start_sim
 from soa_dynamics_ros.ros.process import WATCHDOG_MESSAGE
 

@@ -18,7 +18,6 @@ the test.  Requirements (issue 12): no wall-time gap between two commands at the
 (``command_gap_max_ms`` in its /diagnostics) longer than the node's state_timeout after
 the first command, and joint drift < 1e-3 rad over the 5 s of simulated time after it.
 """
-import os
 import pathlib
 
 import numpy as np
@@ -28,7 +27,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
-from support.ros_harness import RosClient, RosProcess, wait_for
+from support.ros_harness import RosClient, RosProcess
+from support.waiting import wait_for
 from support.sim_harness import stamp_seconds
 
 URDF = pathlib.Path(rtbdata.__file__).parent / "xacro" / "trossen_descriptions" / "urdf" / "vx300s.urdf.xacro"
