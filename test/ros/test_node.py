@@ -1,4 +1,5 @@
 """The embedded-model node in its own process, over real Fast DDS."""
+import itertools
 import math
 import time
 
@@ -6,6 +7,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+from builtin_interfaces.msg import Time
 from rcl_interfaces.srv import SetParameters
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -54,7 +56,8 @@ def joint_states(client):
 
 @pytest.fixture(scope="module")
 def feedforward(client, panda_node):
-    return client.collect(Float64MultiArray, "/soa_dynamics/feedforward")
+    """~/feedforward_state: the effort with the stamp of the joint state it answers."""
+    return client.collect(JointState, "/soa_dynamics/feedforward_state")
 
 
 @pytest.fixture(scope="module")
@@ -72,16 +75,38 @@ def state(names, positions, velocities=()):
     return message
 
 
+_STAMPS = itertools.count(1)
+
+
 def publish_and_wait(joint_states, feedforward, message, timeout=5.0):
-    """Publish until a feedforward message computed after this one arrives."""
-    start = len(feedforward)
+    """The effort answering ``message``, published until its answer arrives.
+
+    The answer is known by the stamp given to this message alone: answers to
+    earlier states (computed before a parameter or payload changed) may still
+    be on their way, and the last message to arrive need not be this one's.
+    """
+    message.header.stamp = Time(sec=next(_STAMPS))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         joint_states.publish(message)
         time.sleep(0.02)
-        if len(feedforward) > start:
-            return np.array(feedforward[-1][1].data)
+        answers = [m for _, m in list(feedforward) if m.header.stamp == message.header.stamp]
+        if answers:
+            return np.array(answers[0].effort)
     raise TimeoutError("no feedforward after publishing a joint state")
+
+
+def answer_once_taken(publish_desired, joint_states, feedforward, message, expected):
+    """The answer to ``message`` once the node has taken the desired value ``publish_desired`` sends.
+
+    Messages on two topics keep no order between them: a joint state may be
+    answered before a desired value published earlier arrives, so both are
+    sent until the answer shows it (then once more, for the exact comparison).
+    """
+    wait_for(lambda: publish_desired() or np.allclose(
+        publish_and_wait(joint_states, feedforward, message), expected, rtol=0, atol=1e-6),
+        what="an answer using the desired value")
+    return publish_and_wait(joint_states, feedforward, message)
 
 
 def set_parameters(client, node="/soa_dynamics", **values):
@@ -98,11 +123,19 @@ def set_parameters(client, node="/soa_dynamics", **values):
     return client.call(setter, SetParameters.Request(parameters=parameters)).results
 
 
-def test_feedforward_is_the_gravity_torque_of_the_measured_state(joint_states, feedforward, panda):
+def test_feedforward_is_the_gravity_torque_of_the_measured_state(client, joint_states, feedforward,
+                                                                   panda):
+    commands = client.collect(Float64MultiArray, "/soa_dynamics/feedforward")
     order = [6, 2, 0, 5, 1, 3, 4]
     names = [panda.joint_names[i] for i in order]
     effort = publish_and_wait(joint_states, feedforward, state(names, POSE[order]))
     assert_close(effort, panda.gravity_torques(POSE), "feedforward = g(q)", 1e-12)
+    # The command array for ros2_control carries the same efforts, in the model's order.
+    def command_array():
+        joint_states.publish(state(names, POSE[order]))
+        return commands and commands[-1][1].data
+    command = wait_for(command_array, what="the command array on ~/feedforward")
+    assert_close(command, panda.gravity_torques(POSE), "~/feedforward = g(q)", 1e-12)
 
 
 def test_partial_joint_states_are_merged_by_name(joint_states, feedforward, panda):
@@ -128,7 +161,7 @@ def test_non_finite_joint_states_are_rejected_and_never_published(joint_states, 
     assert len(feedforward) == count
     effort = publish_and_wait(joint_states, feedforward, state(panda.joint_names, POSE))
     assert_close(effort, panda.gravity_torques(POSE), "resumes", 1e-12)
-    assert all(np.all(np.isfinite(m.data)) for _, m in feedforward)
+    assert all(np.all(np.isfinite(m.effort)) for _, m in feedforward)
 
 
 def test_stale_joints_stop_the_feedforward_and_diagnostics_say_why(client, joint_states, feedforward,
@@ -311,28 +344,27 @@ def test_runtime_parameters_order_clamp_and_modes(client, joint_states, feedforw
     assert np.all(np.abs(effort) <= limits + 1e-12) and np.any(np.abs(effort) == limits)
     assert set_parameters(client, effort_limit_scale=1.0, command_joints=[""])[0].successful
 
-    desired = client.node.create_publisher(Float64MultiArray, "/soa_dynamics/desired_acceleration", 10)
+    desired = client.publisher(Float64MultiArray, "/soa_dynamics/desired_acceleration")
     acceleration = np.linspace(-1, 1, 7)
     assert set_parameters(client, feedforward_mode="inverse_dynamics")[0].successful
-    for _ in range(5):
-        desired.publish(Float64MultiArray(data=acceleration.tolist()))
-        time.sleep(0.02)
     velocity = np.linspace(0.5, -0.5, 7)
-    effort = publish_and_wait(joint_states, feedforward, state(panda.joint_names, POSE, velocity))
-    assert_close(effort, panda.inverse_dynamics(POSE, velocity, acceleration), "ID mode", 1e-12)
+    measured = state(panda.joint_names, POSE, velocity)
+    expected = panda.inverse_dynamics(POSE, velocity, acceleration)
+    effort = answer_once_taken(lambda: desired.publish(Float64MultiArray(data=acceleration.tolist())),
+                               joint_states, feedforward, measured, expected)
+    assert_close(effort, expected, "ID mode", 1e-12)
 
     assert set_parameters(client, feedforward_mode="computed_torque", computed_torque_kp=100.0,
                           computed_torque_kd=20.0)[0].successful
-    point_publisher = client.node.create_publisher(JointTrajectoryPoint, "/soa_dynamics/desired_state", 10)
+    point_publisher = client.publisher(JointTrajectoryPoint, "/soa_dynamics/desired_state")
     target = POSE + 0.1
-    for _ in range(5):
-        point_publisher.publish(JointTrajectoryPoint(positions=target.tolist(),
-                                                     accelerations=acceleration.tolist()))
-        time.sleep(0.02)
-    effort = publish_and_wait(joint_states, feedforward, state(panda.joint_names, POSE, velocity))
     law = acceleration + 100.0 * (target - POSE) + 20.0 * (0 - velocity)
-    assert_close(effort, np.clip(panda.inverse_dynamics(POSE, velocity, law), -panda.effort_limits,
-                                 panda.effort_limits), "computed torque", 1e-12)
+    expected = np.clip(panda.inverse_dynamics(POSE, velocity, law), -panda.effort_limits,
+                       panda.effort_limits)
+    effort = answer_once_taken(lambda: point_publisher.publish(JointTrajectoryPoint(
+        positions=target.tolist(), accelerations=acceleration.tolist())),
+        joint_states, feedforward, measured, expected)
+    assert_close(effort, expected, "computed torque", 1e-12)
     assert not set_parameters(client, feedforward_mode="magic")[0].successful
     assert set_parameters(client, feedforward_mode="gravity")[0].successful
 

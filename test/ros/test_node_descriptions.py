@@ -170,6 +170,7 @@ def test_states_that_waited_in_a_stopped_node_are_never_answered(tmp_path):
         wait_for(lambda: publisher.get_subscription_count() > 0, timeout=60, what="the node")
         fresh = JointState(name=NAMES, position=POSE)
         wait_for(lambda: publisher.publish(fresh) or feedforward, timeout=30, what="feedforward")
+        wait_for(lambda: statuses, what="the node's diagnostics")
         os.kill(node.pid, signal.SIGSTOP)
         try:
             time.sleep(0.2)

@@ -53,9 +53,11 @@ def test_stop_resume_and_jumps(client, tmp_path):
         wait_for(lambda: len(feedforward) > count, what="feedforward after resuming")
         assert_close(feedforward[-1][1].data, PANDA.gravity_torques(jumped), "after the jump", 1e-12)
         # Header stamps going backwards do not matter: freshness is arrival time.
+        count = len(feedforward)
         for sec in (100, 50, 10):
             publisher.publish(_state(PANDA, q, Time(sec=sec)))
             time.sleep(0.02)
+        wait_for(lambda: len(feedforward) >= count + 3, what="an answer to each backwards stamp")
         assert_close(feedforward[-1][1].data, PANDA.gravity_torques(q), "stamps backwards", 1e-12)
     finally:
         assert node.stop() == 0, node.log()
@@ -75,6 +77,7 @@ def test_description_change_mid_run_never_mixes_models(client, tmp_path):
         # nothing may be published until UR5 states arrive.
         wait_for(lambda: "model 'ur5' loaded from /robot_description" in node.log(),
                  what="the UR5 model")
+        time.sleep(0.3)          # answers to the Panda states sent before may still arrive
         count = len(feedforward)
         for _ in range(20):
             publisher.publish(_state(PANDA, q_panda))
@@ -116,15 +119,19 @@ def test_simulated_arm_killed_and_restarted(client, tmp_path):
     from support.sim_harness import POSES, StateRecorder, run_for, start_node, start_sim
     names = list(POSES["panda"])
     q0 = np.array(list(POSES["panda"].values()))
-    node = start_node("panda", tmp_path)
-    sim = start_sim("panda", tmp_path, "-p", "lockstep:=true", "-p", "wait_for_command:=true",
-                    "-p", "real_time_factor:=0.0", name="sim_first")
+    # Subscribed before the processes start, and a first message of each awaited:
+    # counting starts only on subscriptions known to be matched.
     feedforward = client.collect(Float64MultiArray, "/effort_controller/commands")
     diagnostics = client.collect(DiagnosticArray, "/diagnostics")
     states = StateRecorder(client, names)
+    node = start_node("panda", tmp_path)
+    sim = start_sim("panda", tmp_path, "-p", "lockstep:=true", "-p", "wait_for_command:=true",
+                    "-p", "real_time_factor:=0.0", name="sim_first")
     restarted = None
     try:
-        t, q, _ = run_for(states, states.wait_next(0)[0][0], 1.0)
+        t, q, _ = run_for(states, states.wait_next(0, timeout=60)[0][0], 1.0)
+        wait_for(lambda: feedforward and diagnostics, timeout=30,
+                 what="feedforward and diagnostics on the test's subscriptions")
         assert np.abs(q - q0).max() < 1e-3
         sim.process.send_signal(signal.SIGTERM)          # the driver dies
         assert sim.process.wait(10) == 0
@@ -144,8 +151,8 @@ def test_simulated_arm_killed_and_restarted(client, tmp_path):
         restarted = start_sim("panda", tmp_path, "-p", "lockstep:=true", "-p",
                               "wait_for_command:=true", "-p", "real_time_factor:=0.0",
                               name="sim_second")
-        t, q, _ = run_for(states, states.wait_next(0)[0][0], 1.0)
-        assert len(feedforward) > count                    # resumed
+        t, q, _ = run_for(states, states.wait_next(0, timeout=60)[0][0], 1.0)
+        wait_for(lambda: len(feedforward) > count, what="feedforward resumed")
         assert np.abs(q - q0).max() < 1e-3                 # and holds the arm again
     finally:
         codes = [restarted.stop() if restarted else 0, node.stop()]

@@ -21,8 +21,8 @@ POSE = [0.1, -0.6, 0.2, -2.2, 0.1, 1.7, 0.6]
 NAMES = [f"panda_joint{i}" for i in range(1, 8)]
 
 
-def diagnostics_with(client, words, timeout=10.0):
-    statuses = client.collect(DiagnosticArray, "/diagnostics")
+def diagnostics_with(statuses, words, timeout=10.0):
+    """The statuses collected so far that say ``words``, waiting for one."""
     return wait_for(lambda: [s for _, a in statuses for s in a.status if words in s.message],
                     timeout=timeout, what=f"a diagnostic saying {words!r}")
 
@@ -54,9 +54,12 @@ def test_refusals_are_explained_and_the_node_lives_on(tmp_path):
     try:
         description = client.latched_publisher(String, "/robot_description")
         gravity = client.client(GravityTorques, "/robust/gravity_torques")
+        # Some reports last one diagnostics period: listen before anything happens.
+        statuses = client.collect(DiagnosticArray, "/diagnostics")
+        wait_for(lambda: statuses, what="the node's first diagnostics")
         # 1. all joints fixed: refused, explained, and the node keeps running.
         description.publish(String(data=FIXED_ONLY))
-        status = diagnostics_with(client, "no moving joints")
+        status = diagnostics_with(statuses, "no moving joints")
         assert status[-1].level == DiagnosticStatus.ERROR and node.alive()
         time.sleep(2.5)          # past two diagnostics periods: the node did not die
         assert node.alive(), node.log()
@@ -66,8 +69,7 @@ def test_refusals_are_explained_and_the_node_lives_on(tmp_path):
 
         # 9. joint states about other joints only (or none) get no feedforward.
         feedforward = client.collect(JointState, "/robust/feedforward_state")
-        states = client.node.create_publisher(JointState, "/joint_states", 10)
-        wait_for(lambda: states.get_subscription_count() > 0, what="the node's subscription")
+        states = client.publisher(JointState, "/joint_states")
         # Feedforward is withheld until the compiled kernels are loaded (seconds on a cold
         # cache): one state sent in that window gets no answer, so keep states coming.
         wait_for(lambda: states.publish(JointState(name=NAMES, position=POSE)) or feedforward,
@@ -82,10 +84,9 @@ def test_refusals_are_explained_and_the_node_lives_on(tmp_path):
         assert all(m.header.stamp.sec != 4242 for _, m in feedforward)
 
         # 5. an absurd desired state: refused with a log line and a diagnostic.
-        desired = client.node.create_publisher(JointTrajectoryPoint, "/robust/desired_state", 10)
-        wait_for(lambda: desired.get_subscription_count() > 0, what="the desired-state subscription")
+        desired = client.publisher(JointTrajectoryPoint, "/robust/desired_state")
         desired.publish(JointTrajectoryPoint(positions=[1e49] * 7))
-        diagnostics_with(client, "~/desired_state rejected")
+        diagnostics_with(statuses, "~/desired_state rejected")
         assert "desired positions must be finite and within +-1000" in node.log()
 
         # 4. requests beyond the bounds are refused at once, naming the limit.

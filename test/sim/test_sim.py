@@ -110,6 +110,7 @@ def test_sim_runs_in_real_time_and_rejects_bad_commands(client, tmp_path):
     commands = client.node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
     clock = client.collect(Clock, "/clock")
     try:
+        wait_for(lambda: commands.get_subscription_count() > 0, 30, what="the sim's command subscription")
         wait_for(lambda: states.count() > 500, 30, what="the sim's joint states")
         wall0, count0 = time.monotonic(), states.count()
         time.sleep(2.0)

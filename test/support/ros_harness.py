@@ -10,6 +10,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from soa_dynamics_ros.ros.processes import ChildProcess
 from support.robots import REPO
+from support.waiting import wait_for
 
 VENV_BIN = REPO / ".venv" / "bin"
 
@@ -72,6 +73,13 @@ class RosClient:
         self.node.create_subscription(message_type, topic,
                                       lambda m: messages.append((time.monotonic(), m)), qos)
         return messages
+
+    def publisher(self, message_type, topic, depth=10, timeout=30.0):
+        """A publisher on ``topic`` once a subscriber has matched it (earlier messages are lost)."""
+        publisher = self.node.create_publisher(message_type, topic, depth)
+        wait_for(lambda: publisher.get_subscription_count() > 0, timeout,
+                 what=f"a subscriber on {topic}")
+        return publisher
 
     def latched_publisher(self, message_type, topic):
         qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,

@@ -18,6 +18,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from support.robots import shipped_urdf
 from support.ros_harness import RosClient
+from support.waiting import wait_for
 from support.sim_harness import (PAYLOAD, POSES, TOOL, StateRecorder, reset_sim, run_for, set_parameters,
                          stamp_seconds, start_node, start_sim)
 from soa_dynamics_ros import RobotModel
@@ -142,6 +143,8 @@ def test_computed_torque_tracks_a_sinusoid(loop, tmp_path):
     try:
         set_parameters(loop.client, NODE, feedforward_mode="off")   # the tracker drives the arm
         wait_for_service(loop.client, "/tracker/set_payload")
+        wait_for(lambda: desired_publisher.get_subscription_count() and relay.get_subscription_count(),
+                 30, what="the tracker's subscriptions")
         t0 = loop.start()
         start["t"] = t0
         t, q, _ = run_for(loop.states, t0, 3.0)
@@ -166,7 +169,7 @@ def test_hybrid_dynamics_in_the_loop(loop):
     acceleration is held at zero, the rest of the arm falls as the hybrid solution says."""
     model, frame = loop.model, TOOL[loop.robot]
     hybrid = loop.client.client(HybridDynamics, f"{NODE}/hybrid_dynamics")
-    commands = loop.client.node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+    commands = loop.client.publisher(Float64MultiArray, "/effort_controller/commands")
     alpha = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
     predicted, sent = {}, {}
     set_parameters(loop.client, NODE, feedforward_mode="off")    # this test is the controller
