@@ -12,9 +12,11 @@ import math
 
 import numpy as np
 
-from ..errors import InvalidInputError, SoaDynamicsError, StaleStateError
+from ..errors import InvalidInputError, SoaDynamicsError, StaleStateError, TrajectoryError
 from ..model.robot_model import RobotModel
-from ..validation import MAX_MAGNITUDE
+from ..plant.torques import robot_gravity_torques, trajectory_efforts
+from ..plant.trajectory import trajectory_from_arrays
+from ..validation import MAX_MAGNITUDE, as_samples
 
 FEEDFORWARD_MODES = ("gravity", "inverse_dynamics", "computed_torque", "off")
 # Bounds on desired states (rad or m, per s, per s^2): far beyond any real
@@ -124,6 +126,9 @@ class LiveModel:
         self.desired_acceleration = None
         self.desired_point = None                            # (q, qd, qdd) model order
         self.gains = (0.0, 0.0)                              # computed torque kp, kd
+        # The robot adds its own gravity torques (URDF masses, not the payloads
+        # attached here): every feedforward leaves them out.
+        self.robot_compensates_gravity = False
         self._index = {name: i for i, name in enumerate(model.joint_names)}
         self._mimic_names = {joint.name for joint in model.joints if joint.mimic_of}
         self._layouts = {}
@@ -285,6 +290,49 @@ class LiveModel:
             return Feedforward(effort)
         clamped = [self.command_joints[i] for i in np.flatnonzero(over)]
         return Feedforward(np.clip(effort, -limits, limits), clamped=clamped)
+
+    def trajectory_efforts(self, names, time, positions, velocities=None, accelerations=None):
+        """Feedforward efforts (N, len(names)) at every point of a trajectory, in ``names`` order.
+
+        Inverse dynamics with the attached payloads and gravity (less the
+        robot's own gravity when it compensates it) at each point's positions,
+        velocities and accelerations; rates not given (None) are
+        differentiated over ``time`` as :mod:`soa_dynamics_ros.plant.trajectory`
+        describes, and are zero for a trajectory of fewer than three points.
+        Joints the trajectory omits hold their latest measured positions at
+        zero rates.  Refusals raise :class:`InvalidInputError` (unknown,
+        repeated or mimic joints, wrong shapes, NaN or inf, times not strictly
+        increasing, no points, an omitted joint never measured); nothing is
+        changed by a call.
+        """
+        names = list(names)
+        count = len(time)
+        if count == 0:
+            raise TrajectoryError("the trajectory has no points")
+        if not names:
+            raise TrajectoryError("the trajectory names no joints")
+        positions, velocities, accelerations = (
+            None if values is None else as_samples(label, values, len(names), count)
+            for label, values in (("positions", positions), ("velocities", velocities),
+                                  ("accelerations", accelerations)))
+        held = [name for name in self.model.joint_names if name not in names]
+        if held:
+            index = self.order_of(held)
+            unmeasured = [name for name, i in zip(held, index) if not np.isfinite(self.received_at[i])]
+            if unmeasured:
+                raise InvalidInputError(f"joints {unmeasured} are not in the trajectory and no "
+                                        "joint state gave their position yet")
+            positions = np.hstack([positions, np.tile(self.position[index], (count, 1))])
+            velocities, accelerations = (
+                None if rates is None else np.hstack([rates, np.zeros((count, len(held)))])
+                for rates in (velocities, accelerations))
+        if count < 3:       # too few points to differentiate: the points are held still
+            velocities, accelerations = (np.zeros(positions.shape) if rates is None
+                                         else rates for rates in (velocities, accelerations))
+        path = trajectory_from_arrays(self.model, time, positions, velocities, accelerations,
+                                      joint_names=names + held, check_limits=False)
+        efforts = trajectory_efforts(self.model, path, self.robot_compensates_gravity)
+        return efforts[:, self.order_of(names)]
 
     def inertia_ellipsoid(self, frame, now, damping=1e-6):
         """The translational inertia ellipsoid of ``frame`` at the measured state.

@@ -90,6 +90,46 @@ def path_torques(model, trajectory, wrenches=None, progress=None, chunk=CHUNK):
     return torques
 
 
+def payload_gravity_torques(model, positions):
+    """Torques (N, dof) holding the attached payloads alone against gravity, per sample.
+
+    For each payload of mass ``m`` whose centre of mass ``p`` sits on a link:
+    ``-J_p(q)^T m g``, with ``J_p`` the linear Jacobian of ``p`` (the link
+    origin's ``[v; w]`` Jacobian shifted by the lever ``R com``).  This is the
+    part of :meth:`RobotModel.gravity_torques` that a robot compensating its
+    own gravity knows nothing about.
+    """
+    positions = np.atleast_2d(positions)
+    torques = np.zeros((len(positions), model.dof))
+    gravity = model.gravity
+    for link, mass, com, _ in model.payloads.values():
+        weight = mass * gravity
+        for k, q in enumerate(positions):
+            lever = model.frame_pose(q, link)[:3, :3] @ com
+            jacobian = model.jacobian(q, link)
+            torques[k] -= jacobian[:3].T @ weight + jacobian[3:].T @ np.cross(lever, weight)
+    return torques
+
+
+def robot_gravity_torques(model, positions):
+    """Gravity torques (N, dof) of the robot itself, without the attached payloads."""
+    return model.gravity_torques_batch(positions) - payload_gravity_torques(model, positions)
+
+
+def trajectory_efforts(model, trajectory, robot_compensates_gravity=False, progress=None):
+    """Feedforward efforts (N, dof) along a path: inverse dynamics with the attached payloads.
+
+    With ``robot_compensates_gravity`` the robot's own gravity torques are
+    left out and the payloads' are kept: a robot that compensates its own
+    gravity (Franka, KUKA LBR iiwa in torque mode) does so for its URDF
+    masses only, not for a payload attached in this model.
+    """
+    torques = path_torques(model, trajectory, progress=progress)
+    if robot_compensates_gravity:
+        torques -= robot_gravity_torques(model, trajectory.positions)
+    return torques
+
+
 @dataclass
 class TorqueReport:
     """Torques along a path and how they compare with the effort limits (``joint_names`` order)."""

@@ -115,6 +115,42 @@ def trajectory_arrays(points, count):
     return time_from_start, positions, rates("velocities"), rates("accelerations")
 
 
+def bounded_trajectory_points(points, compiled):
+    """A trajectory's points when there are few enough for the kernels in use (else a refusal)."""
+    return bounded("trajectory points" + ("" if compiled else
+                                          " (numpy path: compiled kernels not in use)"),
+                   points, MAX_TRAJECTORY_POINTS if compiled else MAX_TRAJECTORY_POINTS_NUMPY_PATH)
+
+
+def joint_trajectory_arrays(trajectory):
+    """JointTrajectory -> (names, time_from_start, positions, velocities, accelerations).
+
+    Velocities and accelerations are each given by every point or by none
+    (None); any other mix, or a point whose arrays do not match the joint
+    names, is refused as ragged.
+    """
+    names, points = list(trajectory.joint_names), trajectory.points
+    count = len(names)
+    for field_name in ("positions", "velocities", "accelerations"):
+        lengths = [len(getattr(point, field_name)) for point in points]
+        expected = count if field_name == "positions" or any(lengths) else 0
+        bad = next((i for i, length in enumerate(lengths) if length != expected), None)
+        if bad is not None:
+            raise InvalidInputError(
+                f"ragged trajectory: point {bad} has {lengths[bad]} {field_name} for {count} "
+                "joint names" + ("" if field_name == "positions" else
+                                 f" ({field_name} go with every point or with none)"))
+    time_from_start, positions, velocities, accelerations = trajectory_arrays(points, count)
+    return names, time_from_start, positions, velocities, accelerations
+
+
+def with_efforts(trajectory, efforts):
+    """``trajectory`` with each point's ``effort`` set to the rows of ``efforts`` (filled in place)."""
+    for point, row in zip(trajectory.points, efforts):
+        point.effort = _doubles(row)
+    return trajectory
+
+
 def vector_in_order(values, count, what):
     """A float array of ``count`` values, or zeros when empty."""
     values = np.asarray(values, dtype=float)

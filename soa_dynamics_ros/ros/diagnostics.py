@@ -14,6 +14,8 @@ class Statistics:
         self.compute_count = 0
         self.clamped_joints, self.last_rejection, self.withheld_reason = [], "", ""
         self.last_command_rejection = ""
+        self.trajectories = self.rejected_trajectories = 0
+        self.last_trajectory_rejection = ""
 
     def record_compute(self, seconds):
         self.compute_total += seconds
@@ -59,6 +61,9 @@ def model_status(name, host, stats, period, stamp):
         "last_rejection": stats.last_rejection,
         "rejected_commands": str(stats.rejected_commands),
         "last_command_rejection": stats.last_command_rejection,
+        "trajectories_annotated": str(stats.trajectories),
+        "rejected_trajectories": str(stats.rejected_trajectories),
+        "last_trajectory_rejection": stats.last_trajectory_rejection,
         "services_answered": str(stats.services),
         "kernels": host.kernels_status(),
         "payloads": ", ".join(f"{n} ({p[1]} kg on {p[0]})" for n, p in live.model.payloads.items()),
@@ -77,6 +82,8 @@ def model_status(name, host, stats, period, stamp):
         problems.append(f"joint states rejected: {stats.last_rejection}")
     if stats.rejected_commands:
         problems.append(stats.last_command_rejection)
+    if stats.rejected_trajectories:
+        problems.append(stats.last_trajectory_rejection)
     if host.description_error:
         problems.append(host.description_error)
     return conversions.diagnostics(name, live.model.name, "warn" if problems else "ok",

@@ -19,7 +19,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.subscription import Subscription
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
-from trajectory_msgs.msg import JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker
 
 from . import conversions, diagnostics
@@ -48,6 +48,7 @@ class EmbeddedModelNode(Node):
         self.feedforward_state_publisher = self.create_publisher(JointState, "~/feedforward_state", 1)
         self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.marker_publisher = self.create_publisher(Marker, "~/task_space_inertia_marker", 1)
+        self.trajectory_publisher = self.create_publisher(JointTrajectory, "~/trajectory_out", 10)
 
         description = description_from(config)
         if description is not None:
@@ -78,6 +79,7 @@ class EmbeddedModelNode(Node):
         self.create_subscription(Float64MultiArray, "~/desired_acceleration",
                                  self._on_desired_acceleration, 10)
         self.create_subscription(JointTrajectoryPoint, "~/desired_state", self._on_desired_state, 10)
+        self.create_subscription(JointTrajectory, "~/trajectory_in", self._on_trajectory, 10)
         ModelServices(self.host, self.stats, self.get_logger()).create(self)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(config["diagnostics_period"],
@@ -225,6 +227,37 @@ class EmbeddedModelNode(Node):
             self.stats.rejected_commands += 1
             self.stats.last_command_rejection = f"{topic} rejected: {error}"
             self.get_logger().warning(self.stats.last_command_rejection, throttle_duration_sec=2.0)
+
+    # ------------------------------------------------------------------ trajectory efforts
+    def _on_trajectory(self, message):
+        """Republish a trajectory on ~/trajectory_out with every point's effort filled.
+
+        A refused trajectory is logged and counted (/diagnostics) and nothing
+        is published.
+        """
+        try:
+            live = self.host.live
+            if live is None:
+                raise ModelNotReady("no robot model loaded yet")
+            conversions.bounded_trajectory_points(message.points, live.model.kernels[1] is not None)
+            names, time_from_start, positions, velocities, accelerations = \
+                conversions.joint_trajectory_arrays(message)
+            efforts = live.trajectory_efforts(names, time_from_start, positions, velocities,
+                                              accelerations)
+        except SoaDynamicsError as error:
+            self._refuse_trajectory(str(error))
+            return
+        except Exception as error:  # noqa: BLE001 - a bad message must not end the node
+            self._refuse_trajectory(f"internal error: {type(error).__name__}: {error}")
+            self.get_logger().error(traceback.format_exc(), throttle_duration_sec=10.0)
+            return
+        self.trajectory_publisher.publish(conversions.with_efforts(message, efforts))
+        self.stats.trajectories += 1
+
+    def _refuse_trajectory(self, reason):
+        self.stats.rejected_trajectories += 1
+        self.stats.last_trajectory_rejection = f"~/trajectory_in refused: {reason}"
+        self.get_logger().warning(self.stats.last_trajectory_rejection, throttle_duration_sec=1.0)
 
     # ------------------------------------------------------------------ diagnostics and marker
     def _publish_diagnostics(self):

@@ -172,11 +172,8 @@ class ModelServices:
         """Torques along a JointTrajectory (plant.torques); joints it omits hold their synced position."""
         model, live = self.live.model, self.live
         trajectory = request.trajectory
-        compiled = model.kernels[1] is not None
-        points = conversions.bounded(
-            "trajectory points" + ("" if compiled else " (numpy path: compiled kernels not in use)"),
-            trajectory.points, conversions.MAX_TRAJECTORY_POINTS if compiled
-            else conversions.MAX_TRAJECTORY_POINTS_NUMPY_PATH)
+        points = conversions.bounded_trajectory_points(trajectory.points,
+                                                       model.kernels[1] is not None)
         if not points:
             raise InvalidInputError("the trajectory has no points")
         names = self._joint_names("trajectory.joint_names", trajectory.joint_names)
