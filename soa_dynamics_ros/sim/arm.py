@@ -7,7 +7,16 @@ effort``) named ``effort_controller`` and a joint_state_broadcaster:
 * publishes ``/joint_states`` (``sensor_msgs/JointState``, every step,
   stamped; ``effort`` is the effort applied during the step that led there),
 * takes ``/effort_controller/commands`` (``std_msgs/Float64MultiArray``,
-  one effort per joint in the ``joints`` parameter order),
+  one effort per joint in the ``joints`` parameter order), or, with
+  ``controller:=joint_trajectory``, ``/joint_trajectory_controller/joint_trajectory``
+  (``trajectory_msgs/JointTrajectory``) and tracks it as joint_trajectory_controller
+  does on effort interfaces: PID on the sampled position and velocity error plus
+  each point's effort, every step (:mod:`.trajectory_controller`; gains
+  ``gains.<joint>.p/i/d/i_clamp/ff_velocity_scale``).  An empty trajectory holds
+  the position; a malformed one is refused with a throttled warning and the
+  active one goes on.  Lockstep and ``command_timeout`` do not apply (the
+  controller is inside the loop); time stands still until the first trajectory,
+  as it does until the first command,
 * optionally publishes ``/clock`` (``publish_clock``) and then stamps with
   simulated time, for nodes run with ``use_sim_time:=true``.
 
@@ -44,8 +53,10 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
 from .mujoco_plant import MujocoPlant, route_warnings
+from .trajectory_controller import GAIN_NAMES, JointTrajectoryControllerEmulation, trajectory_points
 from ..errors import SoaDynamicsError
 from ..ros import conversions
 from ..ros.process import run_node
@@ -53,6 +64,8 @@ from ..validation import as_vector, payload_problems
 
 NODE_NAME = "soa_dynamics_sim"
 COMMAND_TOPIC = "/effort_controller/commands"
+TRAJECTORY_TOPIC = "/joint_trajectory_controller/joint_trajectory"
+CONTROLLERS = ("effort", "joint_trajectory")
 RESET_SETTLE = 0.05   # [wall s] after ~/reset: time stopped, late commands dropped
 WAITING_REPUBLISH = 0.1   # [wall s] state republished this often while time stands still
 # Physically sane parameter ranges (docs/simulation.md); beyond them MuJoCo's
@@ -75,6 +88,10 @@ class SimNode(Node):
         declare("robot_description", "", _descriptor("URDF or xacro XML of the robot", True))
         declare("urdf_file", "", _descriptor("path of a URDF/xacro file (if robot_description is empty)", True))
         declare("joints", [""], _descriptor("joint order of the effort commands (empty: model order)", True))
+        declare("controller", "effort", _descriptor(
+            "effort: a ForwardCommandController on /effort_controller/commands; joint_trajectory: "
+            "a joint_trajectory_controller stand-in on /joint_trajectory_controller/joint_trajectory "
+            "(PID gains.<joint>.p/i/d/i_clamp/ff_velocity_scale plus each point's effort)", True))
         declare("initial_positions", [0.0], _descriptor(
             "start pose in `joints` order (one 0.0 or empty: 0, or the nearest joint limit)", True))
         declare("timestep", 0.001, _descriptor("[s]", True, number=True))
@@ -101,10 +118,13 @@ class SimNode(Node):
         if not description:
             raise SoaDynamicsError("soa_dynamics_sim needs a urdf_file or robot_description parameter")
         joints = [name for name in value("joints") if name]
+        self.controller = value("controller")
+        if self.controller not in CONTROLLERS:
+            raise SoaDynamicsError(f"controller must be one of {CONTROLLERS}, not {self.controller!r}")
         self._check_numbers(value, self.NUMBERS)
         self.stats = dict(steps=0, commands=0, rejected=0, lockstep_timeouts=0, overruns=0,
                           latencies=[], timed_out=False, mujoco_warnings=0, divergences=0,
-                          command_gap_max=0.0)
+                          command_gap_max=0.0, trajectories=0)
         route_warnings(self._on_mujoco_warning)
         self.plant = MujocoPlant(description, joints, value("timestep"), value("urdf_dynamics"),
                                  value("joint_limits"))
@@ -123,6 +143,8 @@ class SimNode(Node):
                                    f"{len(self.plant.joint_names)} joints {self.plant.joint_names}")
         self.plant.reset(self.initial)
         self.n = len(self.plant.joint_names)
+        self.trajectory_controller = self._trajectory_controller() \
+            if self.controller == "joint_trajectory" else None
         self.publish_clock = value("publish_clock")
         self.command = None                 # last valid command
         self.command_time = -math.inf       # simulated time it arrived
@@ -138,7 +160,10 @@ class SimNode(Node):
         self.state_publisher = self.create_publisher(JointState, "/joint_states", qos)
         self.clock_publisher = self.create_publisher(Clock, "/clock", 10) if self.publish_clock else None
         self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
+        if self.trajectory_controller is None:
+            self.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
+        else:
+            self.create_subscription(JointTrajectory, TRAJECTORY_TOPIC, self._on_trajectory, 10)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._state_message = conversions.JointStates(self.plant.state_names)
@@ -148,7 +173,8 @@ class SimNode(Node):
         self.get_logger().info(
             f"MuJoCo arm {self.plant.reference.name!r}: {self.n} commanded joints "
             f"({', '.join(self.plant.joint_names)}), dt {self.plant.timestep * 1e3:g} ms, "
-            f"lockstep {value('lockstep')}, real_time_factor {value('real_time_factor')}"
+            f"controller {self.controller}, lockstep {value('lockstep')}, "
+            f"real_time_factor {value('real_time_factor')}"
             + (f", payload {self.plant.payload['mass']} kg on {self.plant.payload['link']!r}"
                if self.plant.payload else ""))
 
@@ -178,6 +204,21 @@ class SimNode(Node):
                 raise SoaDynamicsError(f"diagnostics_period must be > 0, not {number}")
             if number < 0.0:
                 raise SoaDynamicsError(f"{name} must be >= 0, not {number}")
+
+    def _trajectory_controller(self):
+        """The joint_trajectory_controller stand-in, gains from ``gains.<joint>.<name>`` (JTC's names)."""
+        gains = {}
+        for joint in self.plant.joint_names:
+            gains[joint] = {}
+            for name in GAIN_NAMES:
+                parameter = f"gains.{joint}.{name}"
+                number = self.declare_parameter(parameter, 0.0, _descriptor(
+                    "joint_trajectory_controller gain (default 0, as in JTC)", True, number=True)).value
+                try:
+                    gains[joint][name] = float(number)
+                except (TypeError, ValueError):
+                    raise SoaDynamicsError(f"{parameter} must be a number, not {number!r}") from None
+        return JointTrajectoryControllerEmulation(self.plant.joint_names, gains)
 
     def _payload_from(self, value):
         """The payload the parameters describe (None: none), validated before MuJoCo sees it."""
@@ -265,12 +306,41 @@ class SimNode(Node):
             self.get_logger().info(f"commands are back (none for {gap:.3f} wall s)")
             self.stats["timed_out"] = False
 
+    def _on_trajectory(self, message):
+        if not message.points:      # JTC: an empty trajectory stops; the position is held
+            self.trajectory_controller.reset()
+            return
+        try:
+            points = trajectory_points(self.plant.joint_names, message.joint_names, [
+                dict(time=point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec,
+                     positions=point.positions, velocities=point.velocities,
+                     accelerations=point.accelerations, effort=point.effort)
+                for point in message.points])
+        except SoaDynamicsError as error:
+            self.stats["rejected"] += 1
+            self.get_logger().warning(f"{TRAJECTORY_TOPIC} rejected: {error}; the active trajectory "
+                                      "goes on", throttle_duration_sec=2.0)
+            return
+        stamp = message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+        start = None                # zero stamp: start now (at the next step)
+        if stamp:
+            clock = self.plant.time if self.publish_clock else \
+                self.get_clock().now().nanoseconds * 1e-9
+            start = self.plant.time + (stamp - clock)
+        self.trajectory_controller.set_trajectory(points, start)
+        self.stats["trajectories"] += 1
+        if self.waiting:
+            self.get_logger().info(f"first trajectory at t={self.plant.time:.3f} s: simulation running")
+            self.waiting = False
+
     def _restart(self, now):
         """Back to the initial pose at rest, time stopped until a command; sim time ``now``."""
         self.plant.reset(self.initial)
         self.plant.data.time = now     # time goes on: /clock never jumps back
         self.command, self.command_time = None, -math.inf
         self.command_arrival = math.inf     # [wall s] no gap before the first command
+        if self.trajectory_controller is not None:
+            self.trajectory_controller.reset()
         # Time stands still for a moment: commands computed for the state before
         # the reset may still be on their way; they are dropped.
         self.waiting = True
@@ -286,7 +356,11 @@ class SimNode(Node):
 
     # ------------------------------------------------------------------ loop
     def effort_now(self):
-        """The effort for the coming step: the last valid command while it is fresh, else zero."""
+        """The effort for the coming step: the trajectory controller's, or the last valid
+        command while it is fresh, else zero."""
+        if self.trajectory_controller is not None:
+            return self.trajectory_controller.update(self.plant.time, self.plant.positions(),
+                                                     self.plant.velocities(), self.plant.timestep)
         timeout = self._value("command_timeout")
         if self.command is not None and self.plant.time - self.command_time <= timeout + 1e-9:
             return self.command
@@ -335,6 +409,7 @@ class SimNode(Node):
             "sim_time": f"{self.plant.time:.3f}",
             "real_time_factor": f"{simulated / wall:.3f}" if wall > 0 else "",
             "steps": stats["steps"], "commands": stats["commands"],
+            "controller": self.controller, "trajectories": stats["trajectories"],
             "rejected_commands": stats["rejected"], "lockstep_timeouts": stats["lockstep_timeouts"],
             "overruns": stats["overruns"],
             "command_latency_median_us": f"{np.median(latencies):.0f}" if latencies.size else "",
@@ -375,7 +450,9 @@ class SimNode(Node):
                     next_tick = time.monotonic()
                     continue
             rtf = self._value("real_time_factor")
-            if self.get_parameter("lockstep").value and self.commander_present:
+            # (the trajectory controller is inside the loop: nothing to wait for)
+            if self.get_parameter("lockstep").value and self.commander_present \
+                    and self.trajectory_controller is None:
                 deadline = time.monotonic() + self._value("lockstep_timeout")
                 while not self.answered and not self.waiting and running():
                     remaining = deadline - time.monotonic()

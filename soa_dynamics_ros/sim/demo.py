@@ -9,6 +9,13 @@ still until the node's first command), as two processes on a private,
 localhost-only DDS domain; runs 5 s with gravity feedforward and 5 s without; prints the
 drift of the arm in both, the feedforward latency and one answer from each
 of the node's services; writes a PNG of joint positions and torques.
+
+Then (``--part trajectory`` alone) a fast pick-and-place on the Panda and on the
+Trossen ViperX 300s of ``rtb-data``, through the sim's joint_trajectory_controller
+stand-in (``controller:=joint_trajectory``) at the same PID gains twice: without
+trajectory efforts, and with those the node fills in (``~/trajectory_in`` ->
+``~/trajectory_out``); prints both RMS tracking errors and writes
+``trajectory_feedforward.png`` beside the first PNG.
 """
 import argparse
 import os
@@ -233,6 +240,9 @@ def main(argv=None):
     parser.add_argument("--phase", type=float, default=5.0, help="seconds per phase (two phases)")
     parser.add_argument("--warm-up", type=float, default=120.0,
                         help="longest wait [s] for the node's compiled kernels before measuring")
+    parser.add_argument("--part", choices=("all", "gravity", "trajectory"), default="all",
+                        help="gravity: hold and fall; trajectory: pick-and-place through the "
+                        "joint_trajectory_controller stand-in without and with trajectory feedforward")
     args = parser.parse_args(argv)
 
     env = os.environ.copy()
@@ -241,7 +251,15 @@ def main(argv=None):
     os.environ.update({k: env[k] for k in ("ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_DOMAIN_ID")})
     output = pathlib.Path(args.output).resolve()
     output.parent.mkdir(parents=True, exist_ok=True)
+    print(f"[demo] ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} (localhost only); logs in {output.parent}")
+    status = gravity_demo(args, env, output) if args.part in ("all", "gravity") else 0
+    if args.part in ("all", "trajectory"):
+        status = trajectory_demo(output.parent, env, args.warm_up + 180.0) or status
+    return status
 
+
+def gravity_demo(args, env, output):
+    """Gravity feedforward holds the Panda, then without it the arm falls; 0 when both are seen."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from soa_dynamics_ros.model import RobotModel
@@ -254,7 +272,6 @@ def main(argv=None):
                                  if (config.parent / "urdf" / "panda.urdf").is_file()
                                  else "package://soa_dynamics_ros/urdf/panda.urdf",
                                  kernels="off").joint_names
-    print(f"[demo] ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} (localhost only); logs in {output.parent}")
     sim = None
     model_node = start_process("soa_dynamics_node", "soa_dynamics_ros.ros.node",
                          ["--params-file", str(config / "panda.yaml"), "-p", "marker_rate:=0.0",
@@ -339,6 +356,114 @@ def main(argv=None):
         if any(codes):
             print(f"[demo] exit codes node/sim: {codes}", file=sys.stderr)
     return status
+
+
+def trajectory_demo(folder, env, timeout):
+    """The pick-and-place through the joint_trajectory_controller stand-in, on the Panda and
+    the ViperX 300s, without and with the node's trajectory efforts; prints both RMS errors,
+    writes ``folder/trajectory_feedforward.png``; 0 when feedforward cuts the error 5-fold."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from soa_dynamics_ros.model import RobotModel
+    from . import pick_and_place as pnp
+    from .arm import TRAJECTORY_TOPIC
+    from .tracking import compare, sim_gain_arguments
+
+    robots = ["panda"]
+    try:
+        pnp.zoo_description(pnp.VX300S)
+        robots.append("vx300s")
+    except ImportError:
+        print("[demo] rtb-data is not installed (requirements-dev.txt): the Panda only")
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("soa_trajectory_demo", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spinning = threading.Thread(target=lambda: _spin(executor, context), daemon=True)
+    spinning.start()
+    results, status = {}, 0
+    try:
+        for robot in robots:
+            description = pnp.description(robot)
+            model = RobotModel.from_urdf(description, kernels="off")
+            task = pnp.pick_and_place(robot, model)
+            print(f"[demo] {robot}: pick-and-place ({task.duration:.1f} s) through the "
+                  "joint_trajectory_controller stand-in, without and with trajectory feedforward ...")
+            processes = [
+                start_process(f"trajectory_{robot}_node", "soa_dynamics_ros.ros.node",
+                              ["-p", f"urdf_file:={description}", "-p", "marker_rate:=0.0",
+                               "-p", "feedforward_mode:='off'",
+                               "-r", f"~/trajectory_out:={TRAJECTORY_TOPIC}"], folder, env),
+                start_process(f"trajectory_{robot}_sim", "soa_dynamics_ros.sim.arm",
+                              ["-p", f"urdf_file:={description}",
+                               "-p", f"initial_positions:={task.poses[0].tolist()}",
+                               "-p", "controller:=joint_trajectory", "-p", "publish_clock:=true",
+                               *sim_gain_arguments(task.gains)], folder, env)]
+            try:
+                results[robot] = (task, compare(node, task, timeout))
+            except (TimeoutError, RuntimeError) as error:
+                print(f"[demo] FAILED ({robot}): {error}\n  see the logs in {folder}", file=sys.stderr)
+                status = 1
+            finally:
+                codes = [process.stop() for process in processes]
+                if any(codes):
+                    print(f"[demo] exit codes node/sim: {codes}", file=sys.stderr)
+    finally:
+        executor.shutdown()
+        rclpy.try_shutdown(context=context)
+        spinning.join(timeout=5)
+        node.destroy_node()
+    if not results:
+        return status or 1
+    path = folder / "trajectory_feedforward.png"
+    plot_tracking(path, results)
+    print()
+    print("=" * 78)
+    print("Pick-and-place through joint_trajectory_controller (stand-in in the MuJoCo sim, 1 kHz),")
+    print("same PID gains, trajectory efforts: none vs the node's ~/trajectory_out")
+    print("-" * 78)
+    for robot, (task, result) in results.items():
+        without, with_feedforward = result["off"][0], result["on"][0]
+        print(f"{robot:<7} RMS tracking error WITHOUT feedforward: {without:.2e} rad")
+        print(f"{'':<7} RMS tracking error WITH feedforward   : {with_feedforward:.2e} rad "
+              f"({without / with_feedforward:.0f}x smaller)")
+        if with_feedforward * 5 > without:
+            status = status or 2
+    print("-" * 78)
+    print(f"plot: {path}")
+    print("=" * 78)
+    return status
+
+
+def plot_tracking(path, results):
+    """Per robot: |q - q_d| over time in both runs, and the joint with the largest error."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figure, axes = plt.subplots(len(results), 2, figsize=(12, 3.6 * len(results)), squeeze=False)
+    for row, (robot, (task, result)) in enumerate(results.items()):
+        errors = {}
+        for run, label in (("off", "without feedforward"), ("on", "with feedforward")):
+            rms, t, q = result[run]
+            errors[run] = np.linalg.norm(q - task.sample(t)[0], axis=1)
+            axes[row, 0].semilogy(t, np.maximum(errors[run], 1e-9), label=f"{label} (RMS {rms:.1e})")
+        rms_off, t_off, q_off = result["off"]
+        joint = int(np.argmax(np.sqrt(np.mean((q_off - task.sample(t_off)[0]) ** 2, axis=0))))
+        axes[row, 1].plot(t_off, task.sample(t_off)[0][:, joint], "k--", label="desired")
+        for run, label in (("off", "without feedforward"), ("on", "with feedforward")):
+            axes[row, 1].plot(result[run][1], result[run][2][:, joint], label=label)
+        axes[row, 0].set_ylabel("|q - q_d| [rad]")
+        axes[row, 0].set_title(f"{robot}: joint-space tracking error", fontsize=10)
+        axes[row, 1].set_ylabel(f"{task.joint_names[joint]} [rad]")
+        axes[row, 1].set_title(f"{robot}: the joint with the largest error", fontsize=10)
+        for axis in axes[row]:
+            axis.grid(True, alpha=0.3)
+            axis.legend(fontsize=8)
+            axis.set_xlabel("time from the trajectory's start [s]")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
 
 
 def _spin(executor, context):

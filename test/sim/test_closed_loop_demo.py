@@ -1,4 +1,5 @@
-"""`make demo` (soa_dynamics_ros.sim.demo), shortened: it runs, reports and plots."""
+"""`make demo` (soa_dynamics_ros.sim.demo), shortened: it runs, reports and plots (both parts:
+gravity hold and fall; the pick-and-place without and with trajectory feedforward)."""
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ def test_demo_reports_and_plots(tmp_path):
     output = tmp_path / "loop.png"
     result = subprocess.run([sys.executable, "-m", "soa_dynamics_ros.sim.demo", "--output", str(output),
                              "--phase", "1.0", "--warm-up", "240"], cwd=REPO,
-                            capture_output=True, text=True, timeout=400)
+                            capture_output=True, text=True, timeout=900)
     report = result.stdout
     print(report[-3000:])
     assert result.returncode == 0, report[-3000:] + result.stderr[-3000:]
@@ -19,6 +20,9 @@ def test_demo_reports_and_plots(tmp_path):
                      "feedforward latency", "~/gravity_torques", "~/inverse_dynamics",
                      "~/forward_dynamics", "~/mass_matrix", "~/task_space_inertia",
                      "~/hybrid_dynamics", "~/mixed_dynamics", "~/set_payload",
-                     "~/evaluate_trajectory"):
+                     "~/evaluate_trajectory", "panda   RMS tracking error WITHOUT feedforward",
+                     "vx300s  RMS tracking error WITHOUT feedforward",
+                     "RMS tracking error WITH feedforward"):
         assert expected in report
-    assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for png in (output, tmp_path / "trajectory_feedforward.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
