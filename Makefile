@@ -18,6 +18,7 @@ bench:
 soak:
 	.venv/bin/python bench/bench_soak.py $(BENCH_ARGS)
 
-# Closed-loop demo: MuJoCo arm + model node, 10 s; prints a report, writes build/demo/closed_loop.png.
+# Closed-loop demo: MuJoCo arm + model node, gravity hold (10 s) then a pick-and-place without/with
+# trajectory feedforward; prints a report, writes build/demo/closed_loop.png and trajectory_feedforward.png.
 demo:
 	.venv/bin/python -m soa_dynamics_ros.sim.demo
