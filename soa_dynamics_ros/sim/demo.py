@@ -29,7 +29,7 @@ import numpy as np
 
 from soa_dynamics_ros.ros.processes import ChildProcess
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]     # the repository (editable install)
 
 
 def _config_dir():
