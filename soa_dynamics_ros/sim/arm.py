@@ -76,6 +76,11 @@ MAX_PAYLOAD_OFFSET = 10.0           # [m] payload COM from its link's origin
 MUJOCO_WARNING_PERIOD = 2.0         # [s] at most one MuJoCo warning line this often
 
 
+def reset_time(message):
+    """The sim time [s] of a reset, from the message of ``~/reset``'s answer."""
+    return float(message.rsplit("t=", 1)[1].split()[0])
+
+
 def _descriptor(text, read_only=False, number=False):
     # number=True: integers are accepted too (`real_time_factor:=0` on a command line)
     return conversions.parameter_descriptor(text, read_only, dynamic_typing=number)
@@ -351,7 +356,7 @@ class SimNode(Node):
         now = self.plant.time
         self._restart(now)
         response.success = True
-        response.message = f"reset to {self.initial.tolist()} at t={now:.6f}"
+        response.message = f"reset to {self.initial.tolist()} at t={now:.6f}"   # reset_time() reads it
         return response
 
     # ------------------------------------------------------------------ loop

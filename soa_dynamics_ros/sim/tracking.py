@@ -26,7 +26,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from .arm import TRAJECTORY_TOPIC
+from .arm import TRAJECTORY_TOPIC, reset_time
 from .pick_and_place import SETTLE, rms_error
 
 NODE_TRAJECTORY_IN = "/soa_dynamics/trajectory_in"
@@ -122,7 +122,7 @@ class TrackingLoop:
         answer = future.result()
         if not answer.success:
             raise RuntimeError(f"{SIM_RESET}: {answer.message}")
-        return float(answer.message.rsplit("t=", 1)[1].split()[0])
+        return reset_time(answer.message)
 
     def run(self, feedforward, timeout=120.0):
         """One run from the home pose; (rms error, times, positions) from its start on."""

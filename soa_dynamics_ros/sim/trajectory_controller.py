@@ -155,7 +155,6 @@ class JointTrajectoryControllerEmulation:
         self.start = None           # its start time, None: at the next update
         self.before = None          # (time, Point) measured at its first update
         self.hold = None            # position held while no trajectory is active
-        self.desired = None         # (q, qd, qdd, effort) of the last update
 
     def reset(self):
         """No trajectory, integral terms zero: the next update holds the measured position."""
@@ -203,7 +202,6 @@ class JointTrajectoryControllerEmulation:
                     self.start = t
                 self.before = (t, Point(0.0, q.copy(), qd.copy()))
             desired = self.sample(t)
-        self.desired = desired
         q_d, qd_d, _, effort = desired
         error, error_rate = q_d - q, qd_d - qd
         self.i_term = np.clip(self.i_term + self.i * error * dt, -self.i_clamp, self.i_clamp)

@@ -10,6 +10,7 @@ from std_srvs.srv import Trigger
 
 from support.ros_harness import RosProcess
 from support.waiting import wait_for
+from soa_dynamics_ros.sim.arm import reset_time
 
 # Non-trivial poses, inside the joint limits, with gravity torques inside the
 # effort limits (the PR2 arms have no counterbalance springs here).
@@ -139,7 +140,7 @@ def reset_sim(client, sim="/soa_dynamics_sim"):
     reset = client.client(Trigger, f"{sim}/reset")
     answer = client.call(reset, Trigger.Request())
     assert answer.success, answer.message
-    return float(answer.message.rsplit("t=", 1)[1].split()[0])
+    return reset_time(answer.message)
 
 
 def run_for(recorder, t_start, duration, timeout=None):
