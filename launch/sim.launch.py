@@ -53,8 +53,11 @@ def generate_launch_description():
             executable="soa_dynamics_node",
             name="soa_dynamics",
             output="screen",
+            # No ramp: the simulated arm is released at its first command and has
+            # no controller of its own to hold it while the feedforward ramps in.
             parameters=[LaunchConfiguration("node_params"),
-                        {"feedforward_mode": LaunchConfiguration("feedforward_mode")}],
+                        {"feedforward_mode": LaunchConfiguration("feedforward_mode"),
+                         "feedforward_ramp_time": 0.0}],
             remappings=[("~/feedforward", "/effort_controller/commands")],
         ),
     ])

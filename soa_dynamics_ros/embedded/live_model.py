@@ -129,6 +129,10 @@ class LiveModel:
         # The robot adds its own gravity torques (URDF masses, not the payloads
         # attached here): every feedforward leaves them out.
         self.robot_compensates_gravity = False
+        self.ramp_time = 0.0                                 # [s] feedforward blends in over
+        self._ramp = (-math.inf, None)     # (start [s], the effort it starts from)
+        self._last_effort_at = -math.inf   # [s] when last_effort was returned; -inf: interrupted
+        self.last_effort = np.zeros(model.dof)   # last returned, model order (zero: none yet)
         self._index = {name: i for i, name in enumerate(model.joint_names)}
         self._mimic_names = {joint.name for joint in model.joints if joint.mimic_of}
         self._layouts = {}
@@ -159,6 +163,8 @@ class LiveModel:
                 j = previous_index[name]
                 self.position[i], self.velocity[i] = previous.position[j], previous.velocity[j]
                 self.received_at[i] = previous.received_at[j]
+                # The new law ramps in from what the controller was last given.
+                self.last_effort[i] = previous.last_effort[j]
 
     # ------------------------------------------------------------------ measured state
     def _layout(self, names):
@@ -272,6 +278,14 @@ class LiveModel:
 
     def feedforward(self, mode, now):
         """The feedforward effort for the latest state, or the reason there is none."""
+        result = self._unramped(mode, now)
+        if result.effort is None:
+            self.interrupt()
+        else:
+            result.effort = self._ramped(result.effort, now)
+        return result
+
+    def _unramped(self, mode, now):
         if mode == "off":
             return Feedforward(reason="feedforward_mode is off")
         try:
@@ -279,7 +293,10 @@ class LiveModel:
         except StaleStateError as error:
             return Feedforward(reason=str(error), error=error)
         try:
-            effort = self._law(mode)[self.command_index]
+            effort = self._law(mode)
+            if self.robot_compensates_gravity:
+                effort = effort - robot_gravity_torques(self.model, self.position[None])[0]
+            effort = effort[self.command_index]
         except SoaDynamicsError as error:   # e.g. gains so large that the law leaves any range
             return Feedforward(reason=f"feedforward not computable: {error}", error=error)
         if not np.all(np.isfinite(effort)):
@@ -291,19 +308,44 @@ class LiveModel:
         clamped = [self.command_joints[i] for i in np.flatnonzero(over)]
         return Feedforward(np.clip(effort, -limits, limits), clamped=clamped)
 
-    def trajectory_efforts(self, names, time, positions, velocities=None, accelerations=None):
-        """Feedforward efforts (N, len(names)) at every point of a trajectory, in ``names`` order.
+    def interrupt(self):
+        """No effort for the latest state: the next one ramps in again (see :meth:`_ramped`)."""
+        self._last_effort_at = -math.inf
 
-        Inverse dynamics with the attached payloads and gravity (less the
-        robot's own gravity when it compensates it) at each point's positions,
-        velocities and accelerations; rates not given (None) are
-        differentiated over ``time`` as :mod:`soa_dynamics_ros.plant.trajectory`
-        describes, and are zero for a trajectory of fewer than three points.
-        Joints the trajectory omits hold their latest measured positions at
-        zero rates.  Refusals raise :class:`InvalidInputError` (unknown,
-        repeated or mimic joints, wrong shapes, NaN or inf, times not strictly
-        increasing, no points, an omitted joint never measured); nothing is
-        changed by a call.
+    def _ramped(self, effort, now):
+        """``effort`` blended in linearly over ``ramp_time`` from the effort last returned.
+
+        A ramp starts at the first effort, at the first after an interruption
+        (a state refused as stale, feedforward withheld, or no effort for
+        longer than ``state_timeout``: joint states stopped coming) and at the
+        first of a new LiveModel (a mode or setting change): from the last
+        effort returned (zero at start), which an effort controller such as
+        ForwardCommandController keeps applying while nothing is published,
+        to the law's effort.  Linear: the torque never steps, and its rate
+        stays within the smallest bound a ramp of that length allows,
+        ``|change| / ramp_time``.
+        """
+        if now - self._last_effort_at > self.state_timeout:
+            self._ramp = (now, self.last_effort[self.command_index])
+        start, origin = self._ramp
+        progress = (now - start) / self.ramp_time if self.ramp_time > 0 else 1.0
+        if progress < 1.0:
+            effort = origin + max(progress, 0.0) * (effort - origin)
+        self.last_effort[self.command_index] = effort
+        self._last_effort_at = now
+        return effort
+
+    def joint_path(self, names, time, positions, velocities=None, accelerations=None,
+                   check_limits=False):
+        """A :class:`~soa_dynamics_ros.plant.Trajectory` (model order) of a trajectory over ``names``.
+
+        Rates not given (None) are differentiated over ``time`` as
+        :mod:`soa_dynamics_ros.plant.trajectory` describes, and are zero for a
+        trajectory of fewer than three points (held still).  Joints the
+        trajectory omits hold their latest measured positions at zero rates.
+        Refusals raise :class:`InvalidInputError` (unknown, repeated or mimic
+        joints, wrong shapes, NaN or inf, times not strictly increasing, no
+        points, no joints, an omitted joint never measured); nothing changes.
         """
         names = list(names)
         count = len(time)
@@ -329,8 +371,18 @@ class LiveModel:
         if count < 3:       # too few points to differentiate: the points are held still
             velocities, accelerations = (np.zeros(positions.shape) if rates is None
                                          else rates for rates in (velocities, accelerations))
-        path = trajectory_from_arrays(self.model, time, positions, velocities, accelerations,
-                                      joint_names=names + held, check_limits=False)
+        return trajectory_from_arrays(self.model, time, positions, velocities, accelerations,
+                                      joint_names=names + held, check_limits=check_limits)
+
+    def trajectory_efforts(self, names, time, positions, velocities=None, accelerations=None):
+        """Feedforward efforts (N, len(names)) at every point of a trajectory, in ``names`` order.
+
+        Inverse dynamics with the attached payloads and gravity (less the
+        robot's own gravity when it compensates it) at each point's positions,
+        velocities and accelerations, completed as :meth:`joint_path` says;
+        its refusals, and nothing changed by a call.
+        """
+        path = self.joint_path(names, time, positions, velocities, accelerations)
         efforts = trajectory_efforts(self.model, path, self.robot_compensates_gravity)
         return efforts[:, self.order_of(names)]
 

@@ -20,7 +20,8 @@ from .warmup import BackgroundWarmup
 
 # Settings a new LiveModel is built for (the model itself stays).
 LIVE_SETTINGS = {"feedforward_mode", "command_joints", "state_timeout", "effort_limit_scale",
-                 "gravity", "computed_torque_kp", "computed_torque_kd"}
+                 "gravity", "computed_torque_kp", "computed_torque_kd",
+                 "robot_compensates_gravity", "feedforward_ramp_time"}
 DESCRIPTION_SETTINGS = {"robot_description", "urdf_file"}
 # At most one "feedforward withheld" line per this many seconds.
 WITHHELD_LOG_PERIOD = 2.0
@@ -131,6 +132,8 @@ class ModelHost:
         live = LiveModel(model, config["state_timeout"], config["command_joints"],
                          config["effort_limit_scale"])
         live.gains = (config["computed_torque_kp"], config["computed_torque_kd"])
+        live.robot_compensates_gravity = config["robot_compensates_gravity"]
+        live.ramp_time = config["feedforward_ramp_time"]
         if self.live is None:
             for payload in self._startup_payloads():
                 model.attach_payload(**payload)
@@ -243,6 +246,8 @@ class ModelHost:
             self._withheld_logged_at = now
             self._logger.warning(f"feedforward withheld: {reason}")
         self._withholding = True
+        if self.live is not None:
+            self.live.interrupt()
 
     def resume(self):
         """Log once that feedforward flows again after being withheld."""

@@ -1,6 +1,6 @@
 """``soa-dynamics``: plant description tools on the command line (no ROS needed).
 
-Subcommands: info, torques, payload, deflection, dh, criteria (``soa-dynamics
+Subcommands: info, torques, efforts, payload, deflection, dh, criteria (``soa-dynamics
 SUBCOMMAND --help``).  Every subcommand takes ``--json``; per-sample tables are
 lists of rows whose columns the output names (``columns``), joints in the
 ``joint_names`` order it states.  Bad input exits with status 2 and a one-line
@@ -262,6 +262,34 @@ def cmd_torques(args):
             print(f"{what} written to {path}")
 
 
+def cmd_efforts(args):
+    """The path written back out with the feedforward effort of every sample (docs/plant_tools.md)."""
+    from .torques import attached_payload, trajectory_efforts
+    model = _load_model(args)
+    trajectory = _trajectory(model, args)
+    payload = _payload_argument(model, args)
+    link, mass, *rest = payload or (None, 0.0)
+    with attached_payload(model, link, mass, *rest):
+        efforts = trajectory_efforts(model, trajectory, args.robot_compensates_gravity,
+                                     _Progress(not args.quiet))
+    names = trajectory.joint_names
+    columns = (["time"] + names + [f"{n}.velocity" for n in names]
+               + [f"{n}.acceleration" for n in names] + [f"{n}.effort" for n in names])
+    rows = np.column_stack((trajectory.time, trajectory.positions, trajectory.velocities,
+                            trajectory.accelerations, efforts))
+    _write_csv(args.out, columns, rows)
+    if args.json:
+        return _print_json({
+            "robot": model.name, "joint_names": names, "trajectory": _trajectory_header(trajectory),
+            "robot_compensates_gravity": args.robot_compensates_gravity, "out": args.out,
+            "columns": columns, "rows": rows})
+    print(f"{model.name}: efforts of {len(trajectory)} samples over {trajectory.duration:g} s "
+          f"(velocities {trajectory.velocity_source}, accelerations "
+          f"{trajectory.acceleration_source}"
+          + (", the robot's own gravity left out" if args.robot_compensates_gravity else "")
+          + f") written to {args.out}")
+
+
 def cmd_payload(args):
     from .payload import payload_capacity
     model = _load_model(args)
@@ -459,6 +487,18 @@ def build_parser():
     sub.add_argument("--frame", metavar="LINK", help="end-effector for --wrench without LINK")
     sub.add_argument("--plot", metavar="OUT.png", help="plot torques with their limits")
     sub.add_argument("--out", metavar="OUT.csv", help="write the torques per sample")
+
+    sub = command("efforts", cmd_efforts, "the path written back out with each sample's "
+                  "feedforward effort (as ~/trajectory_out fills JointTrajectory points)")
+    path_options(sub)
+    sub.add_argument("--payload", type=float, metavar="KG", help="payload mass")
+    sub.add_argument("--payload-link", metavar="LINK", help="link carrying the payload")
+    sub.add_argument("--payload-com", metavar="X,Y,Z", help="payload COM in the link frame (default: origin)")
+    sub.add_argument("--robot-compensates-gravity", action="store_true",
+                     help="leave the robot's own gravity torques out (the payload's stay)")
+    sub.add_argument("--out", required=True, metavar="OUT.csv",
+                     help="the annotated path: time, positions, velocities, accelerations, "
+                          "<joint>.effort columns")
 
     sub = command("payload", cmd_payload, "largest payload mass that keeps every joint within its "
                   "effort limit along a path")

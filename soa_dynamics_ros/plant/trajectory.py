@@ -3,8 +3,9 @@
 CSV format: one header row, then one row per sample.  The header holds
 ``time`` and one column per independent joint, matched by name in any order;
 optional ``<joint>.velocity`` and ``<joint>.acceleration`` columns give the
-rates (for every joint or for none).  Blank lines and lines starting with
-``#`` are skipped.
+rates (for every joint or for none).  ``<joint>.effort`` columns (as
+``soa-dynamics efforts`` writes them) are ignored.  Blank lines and lines
+starting with ``#`` are skipped.
 
 Differentiation (when rates are not given), on strictly increasing but not
 necessarily uniform times: through every three consecutive samples passes one
@@ -211,6 +212,8 @@ def read_trajectory_csv(model, source, check_limits=True, strict=False):
     position_columns, velocity_columns, acceleration_columns = [], [], []
     for index, column in enumerate(header):
         if column == "time":
+            continue
+        if column.endswith(".effort"):
             continue
         if column.endswith(".velocity"):
             velocity_columns.append((column[:-len(".velocity")], index))

@@ -9,7 +9,7 @@ import array
 import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Point, Quaternion, Vector3
+from geometry_msgs.msg import Inertia, Point, Quaternion, Vector3
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -18,6 +18,7 @@ from transforms3d.quaternions import mat2quat
 from visualization_msgs.msg import Marker
 
 from ..errors import InvalidInputError
+from ..msg import Payload
 
 # Bounds on one service request (docs/robustness.md, "Bounded requests"): with
 # them the largest accepted request of every service costs well under 50 ms
@@ -84,15 +85,27 @@ def constraints_from_messages(constraints):
 
 
 def payload_from_message(payload):
-    """Payload -> keyword arguments of RobotModel.attach_payload."""
+    """Payload (its geometry_msgs/Inertia) -> keyword arguments of RobotModel.attach_payload.
+
+    The model refuses a mass that is not positive, a non-physical inertia and
+    NaN or inf.
+    """
     bounded("payload name", payload.name, MAX_NAME_LENGTH)
-    inertia = np.asarray(payload.inertia, dtype=float)
-    if inertia.size not in (0, 9):
-        raise InvalidInputError(f"payload {payload.name!r}: inertia needs 9 values (3x3 row-major) "
-                                f"or none for a point mass, got {inertia.size}")
-    return dict(name=payload.name, link=payload.link, mass=payload.mass,
-                com=[payload.com.x, payload.com.y, payload.com.z],
-                inertia=inertia.reshape(3, 3) if inertia.size else None)
+    inertia = payload.inertia
+    tensor = np.array([[inertia.ixx, inertia.ixy, inertia.ixz],
+                       [inertia.ixy, inertia.iyy, inertia.iyz],
+                       [inertia.ixz, inertia.iyz, inertia.izz]])
+    return dict(name=payload.name, link=payload.link, mass=inertia.m,
+                com=[inertia.com.x, inertia.com.y, inertia.com.z], inertia=tensor)
+
+
+def payload_message(name, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
+    """A Payload message of a mass, a centre of mass and a 3x3 inertia about it (None: point mass)."""
+    tensor = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
+    return Payload(name=name, link=link, inertia=Inertia(
+        m=float(mass), com=vector3(com), ixx=float(tensor[0, 0]), ixy=float(tensor[0, 1]),
+        ixz=float(tensor[0, 2]), iyy=float(tensor[1, 1]), iyz=float(tensor[1, 2]),
+        izz=float(tensor[2, 2])))
 
 
 def trajectory_arrays(points, count):

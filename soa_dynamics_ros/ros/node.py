@@ -257,7 +257,8 @@ class EmbeddedModelNode(Node):
     def _refuse_trajectory(self, reason):
         self.stats.rejected_trajectories += 1
         self.stats.last_trajectory_rejection = f"~/trajectory_in refused: {reason}"
-        self.get_logger().warning(self.stats.last_trajectory_rejection, throttle_duration_sec=1.0)
+        # Not throttled: each refused trajectory is a planner's motion that did not happen.
+        self.get_logger().warning(self.stats.last_trajectory_rejection)
 
     # ------------------------------------------------------------------ diagnostics and marker
     def _publish_diagnostics(self):

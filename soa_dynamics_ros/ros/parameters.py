@@ -20,6 +20,9 @@ EXECUTORS = ("events", "single_threaded")
 # queue of 10 every joint state of a 60 s run at 1 kHz was answered.
 DEFAULT_EXECUTOR = "events"
 DEFAULT_JOINT_STATES_DEPTH = 10
+# Slower than a joint position loop settles (~0.1 s), so the controller holding
+# the arm absorbs the change; short against a motion's start (README, "Ramping").
+DEFAULT_RAMP_TIME = 0.5
 
 
 def _number(low, high, unit="", zero_allowed=False):
@@ -56,6 +59,12 @@ def _choice(options):
             raise ValueError(f"must be one of {', '.join(options)}, not {value!r}")
         return value
     return check
+
+
+def _flag(value):
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false, not {value!r}")
+    return value
 
 
 def _text(value):
@@ -112,6 +121,13 @@ PARAMETERS = {
                                     "0.001 to 10", _number(1e-3, 10.0)),
     "gravity": Spec([0.0, 0.0, -9.81], "gravity vector in the root link frame [m/s^2], "
                                        "each component within +-1000", _vector(3, 1e3, " m/s^2")),
+    "robot_compensates_gravity": Spec(False, "the robot adds its own gravity torques (Franka "
+                                      "FCI, KUKA FRI torque mode): every feedforward leaves "
+                                      "them out, payloads' gravity stays", _flag),
+    "feedforward_ramp_time": Spec(DEFAULT_RAMP_TIME, "[s] ~/feedforward blends linearly from "
+                                  "the last published effort (zero at start) to the law when it "
+                                  "starts, resumes or changes; 0 to 60, 0: no ramp",
+                                  _number(0.0, 60.0, " s")),
     "computed_torque_kp": Spec(0.0, "computed-torque position gain [1/s^2], 0 to 1e6",
                                _number(0.0, 1e6, " 1/s^2")),
     "computed_torque_kd": Spec(0.0, "computed-torque velocity gain [1/s], 0 to 1e4",

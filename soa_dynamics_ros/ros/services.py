@@ -163,9 +163,10 @@ class ModelServices:
                 raise InvalidInputError(
                     f"payload {request.payload.name!r}: {attached} payloads attached already, "
                     f"at most {conversions.MAX_PAYLOADS}; detach one first")
-            model.attach_payload(**conversions.payload_from_message(request.payload))
-            self.logger.info(f"payload {request.payload.name!r} ({request.payload.mass} kg) "
-                             f"attached to {request.payload.link!r}")
+            payload = conversions.payload_from_message(request.payload)
+            model.attach_payload(**payload)
+            self.logger.info(f"payload {payload['name']!r} ({payload['mass']} kg) attached to "
+                             f"{payload['link']!r}")
         response.payloads = list(model.payloads)
 
     def evaluate_trajectory(self, request, response):
@@ -186,16 +187,10 @@ class ModelServices:
         time_from_start, given, velocities, accelerations = conversions.trajectory_arrays(
             points, len(names))
         held = [name for name in model.joint_names if name not in names]
-        if held:
-            q, _ = live.merged_state([], [], [])
-            given = np.hstack([given, np.tile(q[live.order_of(held)], (len(points), 1))])
-        # Held joints stand still: zero rates where rates are given.
-        velocities, accelerations = (None if rates is None else np.hstack(
-            [rates, np.zeros((len(points), len(held)))]) for rates in (velocities, accelerations))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", JointLimitWarning)
-            path = plant.trajectory_from_arrays(model, time_from_start, given, velocities,
-                                                accelerations, joint_names=names + held)
+            path = live.joint_path(names, time_from_start, given, velocities, accelerations,
+                                   check_limits=True)
         added = []
         try:
             # Attached for this evaluation only, under names no attached

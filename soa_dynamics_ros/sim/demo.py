@@ -157,10 +157,10 @@ def _fmt(values, digits=2):
 def ask_every_service(node, names, q0):
     """One request to each service of the node, at the start pose; one line each."""
     from builtin_interfaces.msg import Duration
-    from geometry_msgs.msg import Vector3
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-    from soa_dynamics_ros.msg import Constraint, Payload
+    from soa_dynamics_ros.msg import Constraint
+    from soa_dynamics_ros.ros import conversions
     from soa_dynamics_ros import srv
     state = JointState(name=names, position=q0.tolist(), velocity=[0.0] * len(names))
     zero = [0.0] * len(names)
@@ -190,7 +190,7 @@ def ask_every_service(node, names, q0):
             acceleration=zero, effort=zero)
     lines.append(("mixed_dynamics", f"{names[0]} held (qdd = 0), the rest free: tau1 = "
                   f"{a.effort[0]:.2f} N m, qdd = {_fmt(a.acceleration, 1)}"))
-    box = Payload(name="demo_box", link="panda_hand", mass=1.0, com=Vector3(z=0.05))
+    box = conversions.payload_message("demo_box", "panda_hand", 1.0, [0.0, 0.0, 0.05])
     a = ask(srv.SetPayload, "set_payload", payload=box)
     g = ask(srv.GravityTorques, "gravity_torques", state=state).effort
     ask(srv.SetPayload, "set_payload", payload=box, detach=True)
@@ -275,6 +275,8 @@ def gravity_demo(args, env, output):
     sim = None
     model_node = start_process("soa_dynamics_node", "soa_dynamics_ros.ros.node",
                          ["--params-file", str(config / "panda.yaml"), "-p", "marker_rate:=0.0",
+                          # No ramp: the simulated arm is released at its first command.
+                          "-p", "feedforward_ramp_time:=0.0",
                           "-p", "feedforward_mode:='off'",   # quoted: YAML reads off as false
                           "-r", "~/feedforward:=/effort_controller/commands"], output.parent, env)
     context = rclpy.Context()

@@ -319,3 +319,46 @@ def test_payload_mass_must_be_finite(mass):
     """Once refused under an internal payload name ('__plant_payload_0__')."""
     fails("torques", PANDA, "--trajectory", EXAMPLE_CSV, "--payload", mass, "--payload-link",
           "panda_hand", match=f"--payload must be a finite mass in kg, got {mass}")
+
+
+def pinocchio_static_and_dynamic(xml, payload=None):
+    from oracles.pinocchio_reference import PinocchioReference
+    names = RobotModel.from_urdf(PANDA).joint_names
+    reference = PinocchioReference(xml, names)
+    if payload:
+        reference.attach(*payload)
+    return reference, PinocchioReference(xml, names)
+
+
+@pytest.mark.parametrize("compensates", [False, True], ids=["full", "robot-compensates-gravity"])
+def test_efforts_writes_the_path_back_with_pinocchio_efforts(tmp_path, compensates):
+    """`efforts --out`: the samples, the rates used and each sample's effort, readable again."""
+    xml = pathlib.Path(PANDA).read_text()
+    out = tmp_path / "annotated.csv"
+    flag = ["--robot-compensates-gravity"] if compensates else []
+    run("efforts", PANDA, "--trajectory", EXAMPLE_CSV, "--payload", "1.5", "--payload-link",
+        "panda_link7", "--payload-com", "0.01,0,0.1", "--out", out, *flag, "--quiet")
+    with open(out) as handle:
+        rows = list(csv.reader(handle))
+    header, data = rows[0], np.array(rows[1:], dtype=float)
+    names = RobotModel.from_urdf(PANDA).joint_names
+    column = {name: i for i, name in enumerate(header)}
+
+    def block(suffix):
+        return data[:, [column[name + suffix] for name in names]]
+    q, qd, qdd, effort = block(""), block(".velocity"), block(".acceleration"), block(".effort")
+    reference, bare = pinocchio_static_and_dynamic(
+        xml, ("panda_link7", 1.5, np.array([0.01, 0.0, 0.1]), np.zeros((3, 3))))
+    for k in range(len(data)):
+        expected = reference.inverse_dynamics(q[k], qd[k], qdd[k])
+        if compensates:
+            expected -= bare.inverse_dynamics(q[k], np.zeros(7), np.zeros(7))
+        assert_close(effort[k], expected, f"sample {k}", 1e-9)
+    # The file reads back as a path with given rates (the efforts are ignored).
+    again = read_trajectory_csv(RobotModel.from_urdf(PANDA), str(out))
+    assert again.velocity_source == "given" and again.acceleration_source == "given"
+    assert_close(again.velocities, qd, "rates read back", 0.0)
+
+
+def test_efforts_needs_an_out_file(tmp_path):
+    fails("efforts", PANDA, "--trajectory", EXAMPLE_CSV, match="--out")

@@ -120,7 +120,7 @@ def installed_directories():
 # ---------------------------------------------------------------------- static checks
 def test_every_launch_file_is_covered():
     assert {p.name for p in LAUNCH_FILES} == {"embedded_model.launch.py", "sim.launch.py",
-                                             "gazebo.launch.py"}
+                                             "gazebo.launch.py", "trajectory_feedforward.launch.py"}
 
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
@@ -159,6 +159,7 @@ def test_robot_choices_are_every_robot_with_configs():
                     if not p.stem.endswith(("_sim", "_controllers"))}
     sim_configs = {p.stem[:-len("_sim")] for p in (REPO / "config").glob("*_sim.yaml")}
     assert set(robots(parse(launch_file("embedded_model.launch.py")))) == node_configs
+    assert set(robots(parse(launch_file("trajectory_feedforward.launch.py")))) == node_configs
     assert set(robots(parse(launch_file("sim.launch.py")))) == node_configs & sim_configs
     assert sim_configs <= node_configs
 
@@ -247,6 +248,24 @@ def test_effort_controller_is_a_forward_command_controller_on_the_effort_interfa
     gazebo = parse(launch_file("gazebo.launch.py"))
     remaps = [ast.literal_eval(r) for c in our_nodes(gazebo) for r in keyword(c, "remappings").elts]
     assert remaps == [("~/feedforward", "/effort_controller/commands")]
+
+
+def test_trajectory_launch_feeds_a_joint_trajectory_controller():
+    """The planner's topic in, the controller's trajectory topic out, the ~/feedforward stream off."""
+    path = launch_file("trajectory_feedforward.launch.py")
+    tree = parse(path)
+    (node_call,) = our_nodes(tree)
+    remaps = {evaluate(source, tree, "panda"): evaluate(target, tree, "panda")
+              for source, target in (pair.elts for pair in keyword(node_call, "remappings").elts)}
+    assert remaps["~/trajectory_out"] == "/joint_trajectory_controller/joint_trajectory"
+    assert remaps["~/trajectory_in"] == "/planned_trajectory"
+    overrides = next(p for p in keyword(node_call, "parameters").elts if isinstance(p, ast.Dict))
+    values = dict(zip((ast.literal_eval(k) for k in overrides.keys), overrides.values))
+    assert ast.literal_eval(values["feedforward_mode"]) == "off"
+    assert evaluate(values["robot_compensates_gravity"], tree, "panda") == "false"
+    choices = next(c for c in calls(tree, "DeclareLaunchArgument")
+                   if ast.literal_eval(c.args[0]) == "robot_compensates_gravity")
+    assert ast.literal_eval(keyword(choices, "choices")) == ["true", "false"]
 
 
 def test_no_launch_file_or_config_names_the_removed_controller():

@@ -37,7 +37,9 @@ def client():
 
 @pytest.fixture(scope="module")
 def panda_node(tmp_path_factory):
+    # No ramp: every answer is compared with the law itself (test_node_ramp.py: the ramp).
     process = RosProcess("soa_dynamics_node", "--params-file", "config/panda.yaml",
+                         "-p", "feedforward_ramp_time:=0.0",
                          log_dir=tmp_path_factory.mktemp("node"), name="panda_node")
     yield process
     code = process.stop()
@@ -263,10 +265,14 @@ BAD_REQUESTS = [
         frame="panda_hand", alpha=[1.0] * 6, beta=[0.0, 1.0])]), "beta"),
     ("hybrid_dynamics", lambda: HybridDynamics.Request(), "at least one constraint"),
     ("mixed_dynamics", lambda: MixedDynamics.Request(prescribed=["wrist"]), "unknown joint"),
-    ("set_payload", lambda: SetPayload.Request(payload=Payload(name="box", link="panda_hand",
-                                                               mass=-2.0)), "not positive"),
-    ("set_payload", lambda: SetPayload.Request(payload=Payload(name="box", link="hand", mass=2.0)),
-     "unknown frame 'hand'"),
+    ("set_payload", lambda: SetPayload.Request(payload=conversions.payload_message(
+        "box", "panda_hand", -2.0)), "not positive"),
+    ("set_payload", lambda: SetPayload.Request(payload=conversions.payload_message(
+        "box", "panda_hand", 2.0, inertia=np.diag([0.01, 0.01, 0.03]))), "triangle"),
+    ("set_payload", lambda: SetPayload.Request(payload=conversions.payload_message(
+        "box", "panda_hand", 2.0, com=[0.0, float("nan"), 0.0])), "com"),
+    ("set_payload", lambda: SetPayload.Request(payload=conversions.payload_message(
+        "box", "hand", 2.0)), "unknown frame 'hand'"),
     ("set_payload", lambda: SetPayload.Request(payload=Payload(name="ghost"), detach=True),
      "unknown payload"),
 ]
@@ -285,8 +291,7 @@ def test_bad_requests_get_success_false_and_a_message(client, services, joint_st
 
 
 def test_payload_service_changes_every_answer(client, services, joint_states, feedforward, panda):
-    payload = Payload(name="box", link="panda_hand", mass=2.0, inertia=list(np.eye(3).ravel() * 0.01))
-    payload.com.z = 0.05
+    payload = conversions.payload_message("box", "panda_hand", 2.0, [0, 0, 0.05], np.eye(3) * 0.01)
     answer = client.call(services["set_payload"], SetPayload.Request(payload=payload))
     assert answer.success and list(answer.payloads) == ["box"]
     loaded = RobotModel.from_urdf(shipped_urdf("panda.urdf"))
@@ -308,7 +313,7 @@ def test_attached_payloads_are_bounded_and_a_refusal_changes_nothing(
     """~/set_payload keeps at most MAX_PAYLOADS attached: one more is refused by name and bound."""
     def attach(name, mass):
         return client.call(services["set_payload"], SetPayload.Request(
-            payload=Payload(name=name, link="panda_hand", mass=mass)))
+            payload=conversions.payload_message(name, "panda_hand", mass)))
 
     expected = RobotModel.from_urdf(shipped_urdf("panda.urdf"))
     names = [f"part{i}" for i in range(conversions.MAX_PAYLOADS)]
@@ -464,7 +469,7 @@ def test_evaluate_trajectory_answers_can_the_arm_do_this(client, panda_node, joi
     assert answer.within_limits and answer.first_violation_time == -1.0
     assert "'panda_joint7' not in the trajectory" in answer.message
 
-    heavy = Payload(name="anvil", link="panda_hand", mass=40.0)
+    heavy = conversions.payload_message("anvil", "panda_hand", 40.0)
     answer = client.call(evaluate, EvaluateTrajectory.Request(trajectory=trajectory, payloads=[heavy]))
     assert answer.success and not answer.within_limits and answer.first_violation_time >= 0
     assert max(answer.limit_ratio) > 1 and "exceeds its effort limit" in answer.message

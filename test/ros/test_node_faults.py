@@ -32,8 +32,12 @@ def _state(model, q, stamp=None):
     return message
 
 
+# Each answer is compared with the law itself (test_node_ramp.py: the ramp).
+NO_RAMP = ("-p", "feedforward_ramp_time:=0.0")
+
+
 def test_stop_resume_and_jumps(client, tmp_path):
-    node = RosProcess("soa_dynamics_node", "-p", "urdf_file:=urdf/panda.urdf", "-r",
+    node = RosProcess("soa_dynamics_node", "-p", "urdf_file:=urdf/panda.urdf", *NO_RAMP, "-r",
                       "__node:=faults", log_dir=tmp_path, name="faults")
     try:
         feedforward = client.collect(Float64MultiArray, "/faults/feedforward")
@@ -64,7 +68,8 @@ def test_stop_resume_and_jumps(client, tmp_path):
 
 
 def test_description_change_mid_run_never_mixes_models(client, tmp_path):
-    node = RosProcess("soa_dynamics_node", "-r", "__node:=swap", log_dir=tmp_path, name="swap")
+    node = RosProcess("soa_dynamics_node", *NO_RAMP, "-r", "__node:=swap", log_dir=tmp_path,
+                      name="swap")
     try:
         feedforward = client.collect(Float64MultiArray, "/swap/feedforward")
         description = client.latched_publisher(String, "/robot_description")
@@ -95,7 +100,7 @@ def test_description_change_mid_run_never_mixes_models(client, tmp_path):
 
 def test_clock_jumps_with_sim_time(client, tmp_path):
     node = RosProcess("soa_dynamics_node", "-p", "urdf_file:=urdf/panda.urdf", "-p", "use_sim_time:=true",
-                      "-r", "__node:=simclock", log_dir=tmp_path, name="simclock")
+                      *NO_RAMP, "-r", "__node:=simclock", log_dir=tmp_path, name="simclock")
     try:
         feedforward = client.collect(Float64MultiArray, "/simclock/feedforward")
         clock = client.node.create_publisher(Clock, "/clock", 10)

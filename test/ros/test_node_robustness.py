@@ -14,7 +14,8 @@ from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
 from support.small_robots import FIXED_ONLY
 from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels
-from soa_dynamics_ros.msg import Constraint, Payload
+from soa_dynamics_ros.msg import Constraint
+from soa_dynamics_ros.ros import conversions
 from soa_dynamics_ros.srv import EvaluateTrajectory, GravityTorques, HybridDynamics, SetPayload
 
 POSE = [0.1, -0.6, 0.2, -2.2, 0.1, 1.7, 0.6]
@@ -103,7 +104,7 @@ def test_refusals_are_explained_and_the_node_lives_on(tmp_path):
 
         # 7. request payloads apply to that evaluation only.
         set_payload = client.client(SetPayload, "/robust/set_payload")
-        persistent = Payload(name="evaluate_trajectory/box", link="panda_link7", mass=1.0)
+        persistent = conversions.payload_message("evaluate_trajectory/box", "panda_link7", 1.0)
         assert client.call(set_payload, SetPayload.Request(payload=persistent)).success
         points = []
         for i in range(5):
@@ -111,14 +112,14 @@ def test_refusals_are_explained_and_the_node_lives_on(tmp_path):
             p.time_from_start.nanosec = 100_000_000 * i
             points.append(p)
         trajectory = JointTrajectory(joint_names=NAMES, points=points)
-        box = Payload(name="box", link="panda_link7", mass=2.0)
+        box = conversions.payload_message("box", "panda_link7", 2.0)
         with_box = client.call(evaluate, EvaluateTrajectory.Request(trajectory=trajectory, payloads=[box]))
         assert with_box.success, with_box.message
         payloads = client.call(set_payload, SetPayload.Request(payload=persistent)).payloads
         assert list(payloads) == ["evaluate_trajectory/box"]
         for names in (["x", "x"], [""]):
             answer = client.call(evaluate, EvaluateTrajectory.Request(trajectory=trajectory, payloads=[
-                Payload(name=n, link="panda_link7", mass=1.0) for n in names]))
+                conversions.payload_message(n, "panda_link7", 1.0) for n in names]))
             assert not answer.success and "distinct, non-empty names" in answer.message
         assert node.alive()
     finally:

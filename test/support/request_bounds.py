@@ -10,7 +10,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from soa_dynamics_ros.ros import conversions
-from soa_dynamics_ros.msg import Constraint, LinkWrench, Payload
+from soa_dynamics_ros.msg import Constraint, LinkWrench
 from soa_dynamics_ros.srv import (EvaluateTrajectory, ForwardDynamics, HybridDynamics,
                                   InverseDynamics, MixedDynamics, SetPayload, TaskSpaceInertia)
 
@@ -43,8 +43,7 @@ def _trajectory(names, pose, points):
 
 
 def _payload(name):
-    return Payload(name=name, link="panda_link7", mass=1.5, com=Vector3(z=0.05),
-                   inertia=[0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.01])
+    return conversions.payload_message(name, "panda_link7", 1.5, [0.0, 0.0, 0.05], np.eye(3) * 0.01)
 
 
 def maximal_requests(names, pose, frame, links):

@@ -61,8 +61,11 @@ def start_sim(robot, log_dir, *extra, name=None):
 
 
 def start_node(robot, log_dir, *extra):
+    # No ramp (as in launch/sim.launch.py): the simulated arm is released at its
+    # first command, with no controller of its own to hold it during a ramp.
     return RosProcess("soa_dynamics_node", "--params-file", f"config/{robot}.yaml",
-                      "-p", "marker_rate:=0.0", "-r", "~/feedforward:=/effort_controller/commands",
+                      "-p", "marker_rate:=0.0", "-p", "feedforward_ramp_time:=0.0",
+                      "-r", "~/feedforward:=/effort_controller/commands",
                       *extra, log_dir=log_dir, name=f"node_{robot}")
 
 

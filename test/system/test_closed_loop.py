@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pytest
-from geometry_msgs.msg import Vector3
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -22,7 +21,8 @@ from support.waiting import wait_for
 from support.sim_harness import (PAYLOAD, POSES, TOOL, StateRecorder, reset_sim, run_for, set_parameters,
                          stamp_seconds, start_node, start_sim)
 from soa_dynamics_ros import RobotModel
-from soa_dynamics_ros.msg import Constraint, Payload
+from soa_dynamics_ros.msg import Constraint
+from soa_dynamics_ros.ros import conversions
 from soa_dynamics_ros.srv import HybridDynamics, SetPayload
 from std_msgs.msg import Float64MultiArray
 
@@ -235,7 +235,7 @@ def test_payload_told_holds_untold_sags(loop):
     link, com = PAYLOAD[loop.robot]
     set_parameters(loop.client, SIM, payload_link=link, payload_mass=2.0, payload_com=com)
     service = loop.client.client(SetPayload, f"{NODE}/set_payload")
-    payload = Payload(name="box", link=link, mass=2.0, com=Vector3(x=com[0], y=com[1], z=com[2]))
+    payload = conversions.payload_message("box", link, 2.0, com)
     try:
         answer = loop.client.call(service, SetPayload.Request(payload=payload))
         assert answer.success and list(answer.payloads) == ["box"], answer.message

@@ -77,8 +77,9 @@ def _start_sim(log_dir):
 
 
 def _start_node(log_dir):
+    # No ramp: the simulated arm is released at its first command (launch/sim.launch.py).
     return RosProcess("soa_dynamics_node", "-p", f"urdf_file:={URDF}",
-                      "-p", "feedforward_mode:=gravity",
+                      "-p", "feedforward_mode:=gravity", "-p", "feedforward_ramp_time:=0.0",
                       "-r", "~/feedforward:=/effort_controller/commands",
                       log_dir=log_dir, name="node")
 
