@@ -60,7 +60,9 @@ class RecordingLogger:
 
 def config(**changes):
     values = {name: spec.default for name, spec in PARAMETERS.items()}
-    values.update(package_paths=[], command_joints=[], payloads=[], kernels="off")
+    # No ramp: answers are compared with the law (test_feedforward_gravity_and_ramp.py: the ramp).
+    values.update(package_paths=[], command_joints=[], payloads=[], kernels="off",
+                  feedforward_ramp_time=0.0)
     return {**values, **changes}
 
 
