@@ -16,7 +16,7 @@ its first line (imports included) to its last call:
   by its first route in bench_dynamics.py.
 
     python bench/bench_cold.py [--robots panda ur5] [--calls 300]
-    python bench/bench_cold.py --quick     # smoke (CI): Panda, 10 calls
+    python bench/bench_cold.py --quick     # smoke (CI): dual-arm robot, 10 calls
 
 Writes bench/results/cold.md and .json (cold-quick.* with --quick).
 """

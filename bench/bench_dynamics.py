@@ -14,7 +14,7 @@ per sample over 10,000 samples against Pinocchio looped from Python.  Ratios
 
     python bench/bench_dynamics.py                  # every robot (~10-20 min)
     python bench/bench_dynamics.py --robots panda   # some robots
-    python bench/bench_dynamics.py --quick          # smoke (CI): Panda, few repeats
+    python bench/bench_dynamics.py --quick          # smoke (CI): dual-arm robot, few repeats
 
 Writes bench/results/dynamics.md and .json (dynamics-quick.* with --quick).
 """

@@ -43,10 +43,30 @@ def _shipped(name):
     return lambda: (REPO / "urdf" / name).read_text()
 
 
-def _from_zoo(relative):
+# What a link without <inertial> gets where a zoo description has none (the
+# KUKA, Puma and Panda files of rtb-data are kinematic only): the timing
+# depends on the structure, and forward, task-space and hybrid dynamics need
+# mass.  Both libraries read the same filled-in URDF.
+FILLER_INERTIAL = ('<inertial><origin xyz="0.01 0.02 0.05" rpy="0 0 0"/><mass value="1.0"/>'
+                   '<inertia ixx="0.010" ixy="0" ixz="0" iyy="0.012" iyz="0" izz="0.008"/>'
+                   '</inertial>')
+
+
+def with_inertias(xml):
+    """``xml`` with :data:`FILLER_INERTIAL` in every link that has no inertial."""
+    import xml.etree.ElementTree as ElementTree
+    robot = ElementTree.fromstring(xml)
+    for link in robot.findall("link"):
+        if link.find("inertial") is None:
+            link.append(ElementTree.fromstring(FILLER_INERTIAL))
+    return ElementTree.tostring(robot, encoding="unicode")
+
+
+def _from_zoo(relative, fill_inertias=False):
     def load():
         from soa_dynamics_ros.description.urdf import read_description_text
-        return read_description_text(str(_zoo() / relative), package_paths=[str(_zoo())])
+        xml = read_description_text(str(_zoo() / relative), package_paths=[str(_zoo())])
+        return with_inertias(xml) if fill_inertias else xml
     return load
 
 
@@ -62,15 +82,17 @@ ROBOTS = [
     ("ur5", "urdf/", _shipped("ur5.urdf")),
     ("panda", "urdf/", _shipped("panda.urdf")),
     ("dual_arm_torso", "urdf/ (PR2 upper body, mimic grippers)", _shipped("dual_arm_torso.urdf")),
-    ("puma560", "rtb-data: unimation_puma560 (6-DOF arm)",
-     _from_zoo("unimation_puma560_description/urdf/puma560_robot.urdf")),
-    ("lbr_iiwa_14", "rtb-data: kuka_lbr_iiwa (7-DOF)",
-     _from_zoo("kuka_description/kuka_lbr_iiwa/urdf/lbr_iiwa_14_r820.urdf")),
-    ("panda_arm_hand", "rtb-data: qut_frankie (Panda, mimic fingers)",
-     _from_zoo("qut_frankie_description/robots/panda_arm_hand.urdf.xacro")),
+    ("puma560", "rtb-data: unimation_puma560 (6-DOF arm; inertias filled in)",
+     _from_zoo("unimation_puma560_description/urdf/puma560_robot.urdf", fill_inertias=True)),
+    ("lbr_iiwa_14", "rtb-data: kuka_lbr_iiwa (7-DOF; inertias filled in)",
+     _from_zoo("kuka_description/kuka_lbr_iiwa/urdf/lbr_iiwa_14_r820.urdf", fill_inertias=True)),
+    ("panda_arm_hand", "rtb-data: qut_frankie (Panda, mimic fingers; inertias filled in)",
+     _from_zoo("qut_frankie_description/robots/panda_arm_hand.urdf.xacro", fill_inertias=True)),
+    ("vx300s", "rtb-data: trossen vx300s (6-DOF arm, mimic gripper, real inertias)",
+     _from_zoo("trossen_descriptions/urdf/vx300s.urdf.xacro")),
     ("random_tree_32", "test/support/robot_generator.py (seed 3030, 32 joints)", _random_tree),
 ]
-QUICK_ROBOTS = ["panda"]
+QUICK_ROBOTS = ["dual_arm_torso"]
 
 
 def robots(quick=False, only=None):
@@ -86,16 +108,17 @@ def choose_frames(model):
 
     F2 is the first of: leaves on other branches (the other arm), then the
     bodies above F1, whose stacked translational Jacobian with F1's has full
-    rank 6 at the workload's ``q`` (two fingers of one hand do not; on a UR5
-    no body does, and its two-frame Lambda raises); F3 the next body up.  The
-    wrench, task-space and hybrid cases use them.
+    rank 6 (two fingers of one hand do not; on the serial arms measured no
+    body does, so their two-frame Lambda raises SingularDynamicsError and the
+    table says so); F3 the next body up.  The wrench, task-space and hybrid
+    cases use them.
     """
     tree = model.tree
     parent = [int(b) for b in tree.parent]
-    by_body = {}
+    by_body = {}          # the last link merged into each body: the tool on the last one
     for name, frame in tree.frames.items():
         if frame.body != 0:
-            by_body.setdefault(int(frame.body), name)
+            by_body[int(frame.body)] = name
 
     def path(body):
         bodies = []
@@ -118,11 +141,13 @@ def choose_frames(model):
     def independent(b):
         """Whether F1 and body ``b`` can be moved in all 6 translational directions."""
         stacked = np.vstack((tool, model.jacobian(q, by_body[b])[:3]))
-        return np.linalg.matrix_rank(stacked) == 6
+        values = np.linalg.svd(stacked, compute_uv=False)
+        return len(values) == 6 and values[-1] > 1e-3 * values[0]
 
     branches = sorted((b for b in leaves[1:] if shared(b) < len(path(f1)) - 2), key=shared)
     candidates = branches + chain[1:] + chain[:1]
     second = next((b for b in candidates if independent(b)), candidates[0] if candidates else f1)
+
     picked = [f1, second]
     for candidate in chain[1:] + chain[:1] + sorted(by_body):
         if len(picked) < 3 and candidate not in picked:

@@ -30,7 +30,7 @@ def test_bench_script_quick(script, tmp_path):
 
 
 def test_dynamics_benchmarks_answer_every_quantity_on_the_quick_robot(tmp_path):
-    """A renamed method or option must not turn a row into a recorded error: on the Panda
+    """A renamed method or option must not turn a row into a recorded error: on the dual-arm robot (mimic grippers, two branches)
     every quantity answers, on both sides, warm and cold."""
     sys.path.insert(0, str(REPO / "bench"))
     try:
@@ -48,7 +48,7 @@ def test_dynamics_benchmarks_answer_every_quantity_on_the_quick_robot(tmp_path):
         assert row["error"] is None and row["ours_us"] > 0, row
         assert row["pinocchio_us"] and not row.get("pinocchio_errors"), row
     _run_quick(REPO / "bench" / "bench_cold.py", tmp_path)
-    assert "| panda |" in (tmp_path / "cold-quick.md").read_text()
+    assert "| dual_arm_torso |" in (tmp_path / "cold-quick.md").read_text()
     cold = json.loads((tmp_path / "cold-quick.json").read_text())
     for result in cold["results"]:
         for variant in ("ours, empty cache", "ours, robot not seen", "Pinocchio"):
