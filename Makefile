@@ -9,10 +9,9 @@ setup:
 test:
 	bash scripts/test.sh
 
-# Speed against Pinocchio/PyKDL and the node's latency; tables in bench/results/ (BENCH_ARGS=--quick for a smoke).
+# Speed against Pinocchio, warm and cold, and the node's latency; tables in bench/results/ (BENCH_ARGS=--quick for a smoke).
 bench:
-	.venv/bin/python bench/bench_dynamics.py $(BENCH_ARGS)
-	.venv/bin/python bench/bench_node_latency.py $(BENCH_ARGS)
+	bash bench/run_all.sh $(BENCH_ARGS)
 
 # Load and soak of the node: 1 kHz joint states + 200 requests/s for 10 min (docs/robustness.md).
 soak:

@@ -59,6 +59,11 @@ class TracedRobot:
             self._compiled = Kernels(self.tree)
         return self._compiled.get(kernel)
 
+    def generated_source(self, kernel):
+        """The C source of ``kernel``'s module, as the generator writes it."""
+        source, _ = generator.generate_source(self.tree, kernel, f"soa_kernels_{kernel}_test")
+        return source
+
 
 @pytest.fixture(scope="session")
 def traced_robot():
