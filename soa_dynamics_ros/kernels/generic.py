@@ -81,12 +81,13 @@ class CompiledTree:
         names the problem."""
         try:
             frames = np.array([self.frame_index[link] for link in wrenches], dtype=float)
-            values = np.array(list(wrenches.values()), dtype=float)
-        except (KeyError, TypeError, ValueError):
+            values = np.array(list(wrenches.values()))
+        except (LookupError, TypeError, ValueError):
             return None
-        if values.shape != (len(frames), 6):
+        # Only real numbers convert silently: complex, huge integers (object) and text do not.
+        if values.shape != (len(frames), 6) or values.dtype.kind not in "biuf":
             return None
-        return frames, values
+        return frames, np.ascontiguousarray(values, dtype=float)
 
     def task_space_compliance(self, frame_names, rows, q, params):
         """``J M^-1 J^T`` of unit wrenches along ``rows`` (a slice of ``[f; t]``) at each
