@@ -28,7 +28,11 @@ def measure(name, xml):
     generic = RobotModel.from_urdf(xml, kernels="generic")
     robot = RobotModel.from_urdf(xml, kernels="c")
     numpy_path = RobotModel.from_urdf(xml, kernels="off")
-    frame = generic.frame_names[-1]
+    tree = generic.tree
+
+    def depth(body):
+        return 0 if body <= 0 else 1 + depth(tree.parent[body])
+    frame = max(generic.frame_names, key=lambda name: depth(tree.frames[name].body))
     robot.prepare_kernels(frames=[frame])
     pinocchio = pin.buildModelFromXML(xml)
     data = pinocchio.createData()
@@ -37,7 +41,8 @@ def measure(name, xml):
     q, qd, qdd = rng.uniform(-1, 1, (3, n))
     wrenches = {frame: rng.normal(size=6)}
     # Pinocchio on its own configuration (continuous joints: cos, sin): same work per call.
-    pq, pv = pin.neutral(pinocchio), np.zeros(pinocchio.nv)
+    np.random.seed(1)
+    pq, pv = pin.randomConfiguration(pinocchio), np.zeros(pinocchio.nv)
     frame_id = pinocchio.getFrameId(frame)
 
     def pin_jacobian(config):
@@ -47,7 +52,7 @@ def measure(name, xml):
         pin.computeMinverse(pinocchio, data, config)
         jacobian = pin.computeFrameJacobian(pinocchio, data, config, frame_id,
                                             pin.LOCAL_WORLD_ALIGNED)
-        return np.linalg.inv(jacobian @ data.Minv @ jacobian.T)
+        return np.linalg.pinv(jacobian @ data.Minv @ jacobian.T)
 
     rows = [
         ("gravity", lambda m: m.gravity_torques(q),
@@ -61,8 +66,12 @@ def measure(name, xml):
         ("FD + wrench", lambda m: m.forward_dynamics(q, qd, qdd, wrenches), None),
         ("jacobian", lambda m: m.jacobian(q, frame), lambda: pin_jacobian(pq)),
         ("frame pose", lambda m: m.frame_pose(q, frame), None),
-        ("Lambda (1 frame)", lambda m: m.task_space_inertia(q, frame), lambda: pin_lambda(pq)),
-        ("Lambda return_info", lambda m: m.task_space_inertia(q, frame, return_info=True), None),
+        ("Lambda (1 frame)", lambda m: m.task_space_inertia(q, frame, damping=1e-9),
+         lambda: pin_lambda(pq)),
+        ("Lambda 2 frames, info", lambda m: m.task_space_inertia(
+            q, [frame, m.frame_names[len(m.frame_names) // 2]], "translational", 1e-9, True), None),
+        ("hybrid (1 frame, 3 rows)", lambda m: m.hybrid_dynamics(
+            q, qd, [(frame, np.eye(6)[:, :3], np.zeros(3))]), None),
         ("mixed dynamics", lambda m: m.mixed_dynamics(q, qd, qdd, qdd, m.joint_names[:2]), None),
     ]
     print(f"\n{name} ({n} dof)\n")

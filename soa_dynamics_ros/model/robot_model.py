@@ -172,6 +172,7 @@ class RobotModel:
                 _logger.exception("the generic kernels failed to build; using numpy")
         self._generic = {} if self._compiled is None else {
             name: self._compiled.function(name) for name in GENERIC_FUNCTIONS}
+        self._generic_frames = {}  # (function, frame) -> generic function bound to the frame
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
         self._requests = {}        # auto mode: how often each kernel was asked for
         # The single-call model kernels as attributes, the cheapest lookup there
@@ -637,10 +638,14 @@ class RobotModel:
 
     def _generic_frame_function(self, name, frame):
         """Generic function ``name`` bound to ``frame`` (a known frame's name), else None."""
-        compiled = self._compiled
-        if compiled is None or type(frame) is not str or frame not in compiled.frame_index:
-            return None
-        return compiled.function(name, compiled.frame_index[frame])
+        function = self._generic_frames.get((name, frame))
+        if function is None:
+            compiled = self._compiled
+            if compiled is None or type(frame) is not str or frame not in compiled.frame_index:
+                return None
+            function = self._generic_frames[(name, frame)] = compiled.function(
+                name, compiled.frame_index[frame])
+        return function
 
     def _reference_frame_pose(self, q, frame):
         target = self.tree.frame(frame)
