@@ -210,6 +210,11 @@ def generic_module():
     return module
 
 
+def generic_cached():
+    """Whether :func:`generic_module` would only load (it is compiled in the cache)."""
+    return (cache_dir() / f"{generic.module_name()}{build.EXTENSION}").exists()
+
+
 def compiled_tree(tree):
     """``tree`` as a model of the generic module (:class:`.generic.CompiledTree`)."""
     return generic.CompiledTree(generic_module(), tree)
@@ -220,4 +225,4 @@ def pack_parameters(tree, gravity, out=None):
 
 
 __all__ = ["Kernels", "BACKENDS", "compiler_available", "default_backend", "cache_dir",
-           "generic_module", "compiled_tree", "pack_parameters"]
+           "generic_module", "generic_cached", "compiled_tree", "pack_parameters"]

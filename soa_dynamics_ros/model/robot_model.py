@@ -210,8 +210,12 @@ class RobotModel:
         return dict(self._kernel_set.compile_seconds)
 
     def kernels_cached(self, frames=()):
-        """True when :meth:`prepare_kernels` would load every kernel from the disk cache."""
-        return self._kernel_set is None or self._kernel_set.cached(frames)
+        """True when :meth:`prepare_kernels` would load every kernel from the disk cache
+        (the generic module included: ``set_kernels("c")`` then compiles nothing)."""
+        from .. import kernels as kernel_module
+        if self._kernel_set is None:
+            return True
+        return kernel_module.generic_cached() and self._kernel_set.cached(frames)
 
     def _set_ready(self, key, function):
         self._ready[key] = function
