@@ -12,7 +12,8 @@
 #   4. points the wheels' CMake files at this venv's Python/numpy headers;
 #   5. builds and installs this package with CMake into .venv (share/ files,
 #      ament index entry, generated interfaces);
-#   6. pip-installs the Python library from the checkout in editable mode.
+#   6. pip-installs the Python library from the checkout in editable mode,
+#      and builds its generic compiled kernels (once per machine).
 # Environment: PYTHON (default python3) picks the interpreter for a new .venv.
 set -euo pipefail
 
@@ -258,6 +259,16 @@ else
   log "  soa_dynamics_ros.__path__ = $LIB_OUT"
 fi
 
+# The generic compiled kernels (one module for every robot, soa_dynamics_ros/kernels/
+# generic.c) are built once per machine: build them now so a first model never waits.
+KERNELS_STATUS="not built (see the warning above)"
+if KERNELS_OUT="$(cd / && "$VPY" -c 'from soa_dynamics_ros import kernels as k; print(k.generic_module().__name__, "in", k.cache_dir())' 2>&1)"; then
+  KERNELS_STATUS="$KERNELS_OUT"
+else
+  warn "the generic compiled kernels did not build (models use numpy):
+$KERNELS_OUT"
+fi
+
 ROS_VER="$("$VPY" -c 'import importlib.metadata as m; print(m.version("ros-kilted-rclpy"))' 2>/dev/null || echo '?')"
 cat <<EOF
 [setup] ------------------------------------------------------------------
@@ -267,6 +278,7 @@ cat <<EOF
 [setup]   share dir:     $V/share/soa_dynamics_ros
 [setup]   library:       editable from $ROOT ($LIB_STATUS)
 [setup]   PyKDL:         $PYKDL_STATUS
+[setup]   C kernels:     $KERNELS_STATUS
 [setup]   apt:           $([ $APT_OK -eq 1 ] && echo ok || echo 'INCOMPLETE (see warnings above)')
 [setup]   run the tests: bash scripts/test.sh   (or: make test)
 [setup] ------------------------------------------------------------------

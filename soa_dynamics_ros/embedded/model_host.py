@@ -82,12 +82,15 @@ class ModelHost:
         require_moving_joints(model)
         if not self._kernels_wanted():
             return model, None
-        model.set_kernels("c")
         frames = [f for f in [config["marker_frame"]] if f in model.frame_names]
-        if model.kernels_cached(frames):
-            model.prepare_kernels(frames)
-            return model, None
-        model.set_kernels("off")
+        # set_kernels("c") builds the generic module when it is not in the cache: only the
+        # warm-up child may compile.
+        if kernels.generic_cached():
+            model.set_kernels("c")
+            if model.kernels_cached(frames):
+                model.prepare_kernels(frames)
+                return model, None
+            model.set_kernels("off")
         return model, (xml, frames)
 
     def load_now(self, description, source):

@@ -1,4 +1,14 @@
-"""Structure-specialized compiled kernels.
+"""Compiled kernels: one generic module for every robot, and per-robot specializations.
+
+Design (issue 14): every call of a model with kernels takes compiled code from
+its first call on.  :mod:`.generic` (``generic.c``) runs the recursions of
+:mod:`soa_dynamics_ros.algorithms` as loops over the parent array of any
+tree; it is one extension module, compiled once per machine (not per robot)
+and shared by every model.  The per-robot straight-line kernels below are the
+specialization for hot paths: when one is ready it replaces the generic
+function in ``RobotModel._fast``.  The numpy recursions stay the reference
+(the tests hold both compiled paths to them at 1e-12) and the fallback where
+no compiler exists or a compiled function declines (a status).
 
 Per robot, :mod:`.generator` traces the reference recursions into
 straight-line C; :mod:`.build` compiles it with the system C compiler into an
@@ -23,6 +33,7 @@ import time
 
 from . import build
 from . import generator
+from . import generic
 
 logger = logging.getLogger("soa_dynamics_ros.kernels")
 
@@ -82,6 +93,7 @@ def _module_lock(name):
 def _load_module(name, make_source, label):
     """The compiled module ``make_source()`` describes: imported, built first if needed.
 
+    ``make_source`` returns ``(source, stats)``, stats (operation counts) or None.
     Returns ``(module, seconds)``.  Different modules build concurrently (the
     compiler runs as a child process); one module is built once per process.
     """
@@ -99,9 +111,11 @@ def _load_module(name, make_source, label):
         module = build.load(name, path)
         sys.modules[name] = module
         seconds = time.perf_counter() - started
-        if compiled:
+        if compiled and stats:
             logger.info("kernel %s compiled in %.2f s (%d mul, %d add)", label, seconds,
                         stats["mul"], stats["add"] + stats["sub"])
+        elif compiled:
+            logger.info("kernel %s compiled in %.2f s", label, seconds)
         else:
             logger.info("kernel %s loaded from cache in %.3f s", label, seconds)
         return module, seconds
@@ -185,9 +199,30 @@ class Kernels:
             for kernel, frame in self._wanted(frames) if generator.exists(self.tree, kernel))
 
 
+def generic_module():
+    """The generic compiled recursions (:mod:`.generic`): built once per machine, loaded once
+    per process.  Raises ImportError without a compiler, KernelBuildError if it fails."""
+    problem = build.toolchain_problem()
+    if problem is not None:
+        raise ImportError(f"compiled kernels are unavailable: {problem}")
+    name = generic.module_name()
+    module, _ = _load_module(name, lambda: (generic.module_source(name), None), "generic")
+    return module
+
+
+def generic_cached():
+    """Whether :func:`generic_module` would only load (it is compiled in the cache)."""
+    return (cache_dir() / f"{generic.module_name()}{build.EXTENSION}").exists()
+
+
+def compiled_tree(tree):
+    """``tree`` as a model of the generic module (:class:`.generic.CompiledTree`)."""
+    return generic.CompiledTree(generic_module(), tree)
+
+
 def pack_parameters(tree, gravity, out=None):
     return generator.pack_parameters(tree, gravity, out)
 
 
 __all__ = ["Kernels", "BACKENDS", "compiler_available", "default_backend", "cache_dir",
-           "pack_parameters"]
+           "generic_module", "generic_cached", "compiled_tree", "pack_parameters"]

@@ -21,6 +21,8 @@ from ..validation import MAX_MAGNITUDE, as_float_array, as_vector
 from .evaluation import Evaluation, select_joints
 
 TASK_SPACE_PARTS = {"full": slice(0, 6), "translational": slice(0, 3), "rotational": slice(3, 6)}
+COMPILED_COMPLIANCE = "O(N) articulated-body compliance recursion, compiled (generic module)"
+COMPILED_HYBRID = "O(N) Popov-Vereshchagin sweeps on the tree, compiled (generic module)"
 
 
 @dataclass
@@ -95,15 +97,25 @@ def selected_forward_dynamics(model, selection, q, qd, tau, wrenches=None):
 
 
 def task_space_inertia(model, selection, q, frame, part="full", damping=None, return_info=False,
-                       rcond=DEFAULT_RCOND):
+                       rcond=DEFAULT_RCOND, kernels=(None, None)):
+    """``kernels``: ``(compiled tree, p)`` of the generic module for ``selection``
+    (:meth:`~soa_dynamics_ros.kernels.generic.CompiledTree.task_space_compliance`
+    then computes the compliance), or ``(None, None)``."""
     rows = _check_part(part)
     names, frames = _frames_of(model, frame)
     if damping is not None and not (np.isfinite(damping) and damping >= 0):
         raise InvalidInputError(f"damping must be a finite non-negative number, not {damping!r}")
-    evaluation = _evaluation(model, selection, q)
-    blocks = [np.eye(6)[:, rows] for _ in frames]
-    compliance, method = dynamics_for(selection).task_space_compliance(evaluation, frames, blocks)
-    compliance = 0.5 * (compliance + compliance.T)
+    compiled, params = kernels
+    compliance = None if compiled is None else compiled.task_space_compliance(names, rows, q,
+                                                                               params)
+    if compliance is not None:
+        method = COMPILED_COMPLIANCE
+    else:
+        evaluation = _evaluation(model, selection, q)
+        blocks = [np.eye(6)[:, rows] for _ in frames]
+        compliance, method = dynamics_for(selection).task_space_compliance(evaluation, frames,
+                                                                           blocks)
+        compliance = 0.5 * (compliance + compliance.T)
     values = np.linalg.eigvalsh(compliance)
     strongest = max(values[-1], 0.0)
     rank = int((values > rcond * strongest).sum()) if strongest > 0 else 0
@@ -162,13 +174,24 @@ def _truncated_solve(matrix, rhs, rcond):
 
 
 def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=None,
-                    rcond=DEFAULT_RCOND):
+                    rcond=DEFAULT_RCOND, kernels=(None, None)):
+    """``kernels``: ``(compiled tree, p)`` of the generic module for ``selection``, which
+    answers when the constraints are clearly independent (else the recursions below
+    decide the rank), or ``(None, None)``."""
     names, frames, blocks, beta = _parse_constraints(model, constraints)
-    evaluation = _evaluation(model, selection, q, qd, tau, wrenches)
     slices, start = [], 0
     for block in blocks:
         slices.append(slice(start, start + block.shape[1]))
         start += block.shape[1]
+    compiled, params = kernels
+    if compiled is not None and rcond == DEFAULT_RCOND:
+        answer = compiled.hybrid_dynamics(names, blocks, beta, q, qd, tau, wrenches, params)
+        if answer is not None:
+            qdd, constraint_torques, nu, accelerations = answer
+            return HybridDynamics(qdd, constraint_torques, nu, dict(zip(names, accelerations)),
+                                  len(nu), np.zeros((len(nu), 0)), list(selection.names),
+                                  COMPILED_HYBRID, slices)
+    evaluation = _evaluation(model, selection, q, qd, tau, wrenches)
 
     def drift_of(velocity, accelerations):
         """alpha^T a of every constraint at these body velocities and accelerations."""
@@ -187,12 +210,18 @@ def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=Non
                           list(selection.names), method, slices)
 
 
-def mixed_dynamics(model, q, qd, qdd, tau, prescribed, wrenches=None):
+def prescribed_mask(model, prescribed):
+    """Per joint of ``model``: is it in ``prescribed`` (a joint name or a list of them)?"""
     if isinstance(prescribed, str):
         prescribed = [prescribed]
     prescribed_columns = [model.joint_index(name) for name in prescribed]
     mask = np.zeros(model.tree.dof, dtype=bool)
     mask[prescribed_columns] = True
+    return mask
+
+
+def mixed_dynamics(model, q, qd, qdd, tau, prescribed, wrenches=None):
+    mask = prescribed_mask(model, prescribed)
     selection = select_joints(model.tree)
     evaluation = _evaluation(model, selection, q, qd, tau, wrenches)
     qdd = as_vector("qdd", qdd, model.tree.dof)

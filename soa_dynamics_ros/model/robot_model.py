@@ -16,19 +16,30 @@ Conventions (stated once; README repeats them):
   origin, then angular velocity, both in root-link axes.
 * Inverse dynamics returns ``tau`` with ``M qdd + h = tau + sum J_i^T w_i``.
 
-Compiled kernels (:mod:`soa_dynamics_ros.kernels`): gravity, bias, inverse and
-forward dynamics, mass matrix, frame Jacobian and task-space inertia have a
-second implementation generated per robot from the same recursions as C and
-compiled with the system C compiler.  ``kernels=`` picks it: ``"auto"``
-(default) uses it when a compiler is there, compiling in a background thread
-once a kernel has been asked for :data:`AUTO_COMPILE_AFTER` times (answers
-come from the numpy path until it is ready; :meth:`RobotModel.prepare_kernels`
-compiles at once); ``"c"`` compiles at first use, in the caller; ``"off"``
-keeps the numpy path only.
+Compiled kernels (:mod:`soa_dynamics_ros.kernels`) are two more
+implementations of the same recursions in C, built with the system C
+compiler: the *generic* module, compiled once per machine for every robot,
+answers gravity, bias, inverse, forward, mixed and hybrid dynamics
+(wrenches included), mass matrix, Jacobians, frame poses, centre of mass,
+batches, the task-space compliance ``J M^-1 J^T`` of any frames and parts,
+and the same for subgraphs, from a model's first call;
+*per-robot* straight-line
+kernels (gravity, bias, inverse and forward dynamics without wrenches, mass
+matrix, one frame's Jacobian and task-space inertia) replace it where they
+exist once compiled.  ``kernels=`` picks: ``"auto"`` (default) uses the
+generic module when a compiler is there and compiles a per-robot kernel in a
+background thread once it has been asked for :data:`AUTO_COMPILE_AFTER`
+times (:meth:`RobotModel.prepare_kernels` compiles them at once); ``"c"``
+compiles per-robot kernels at first use, in the caller; ``"generic"`` uses
+the generic module only; ``"off"`` keeps the numpy path only.
 The environment variable ``SOA_DYNAMICS_KERNELS`` (one of those modes)
 replaces what ``"auto"`` means for a whole process.
-Arguments are validated the same way on every path; calls with wrenches,
-subgraphs, damping or ``return_info`` use the numpy path.
+Arguments are validated the same way on every path (what compiled code
+declines, the numpy path answers or names the problem).  Task-space inertia
+decides the rank and inverts the compiled compliance with numpy (one frame's
+full Lambda without options: the per-robot kernel when ready); hybrid
+dynamics whose constraints are not clearly independent, and mimic robots'
+mixed, hybrid and task-space queries use the numpy path.
 """
 import logging
 import os
@@ -47,7 +58,8 @@ from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
 from ..errors import InvalidInputError, UnknownNameError
-from ..multibody.spatial import homogeneous, inertia_parameters, motion_transform, spatial_inertia
+from ..multibody.spatial import (homogeneous, inertia_parameters, inertia_to_parameters,
+                                 motion_transform, spatial_inertia)
 from ..multibody.tree import BodyTree
 from ..validation import (as_float_array, as_samples, as_vector, check_link_inertias,
                           payload_problems)
@@ -56,10 +68,15 @@ from .evaluation import hinge_positions, select_joints
 from .subgraph import Subgraph
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
-KERNEL_MODES = ("auto", "off", "c")
+KERNEL_MODES = ("auto", "off", "c", "generic")
 # Kernels the single-call methods reach through RobotModel._fast.
 FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
                 "forward_dynamics")
+# Functions of the generic module a model binds to its compiled tree at once.
+GENERIC_FUNCTIONS = FAST_KERNELS + (
+    "inverse_dynamics_wrenches", "forward_dynamics_wrenches", "mixed_dynamics",
+    "mixed_dynamics_wrenches", "gravity_torques_batch",
+    "inverse_dynamics_batch", "forward_dynamics_batch")
 # kernels="auto": a kernel is compiled (in the background) once this many
 # calls (or batch samples) asked for it: a model used a few times never pays
 # for tracing and compiling; a controller at 1 kHz gets its kernel after ~2 s.
@@ -116,7 +133,7 @@ class RobotModel:
 
         ``strict_inertia=True`` turns inertia warnings (zero mass, not positive
         definite, triangle inequality) into :class:`~soa_dynamics_ros.errors.InertiaError`.
-        ``kernels``: ``"auto"``, ``"off"`` or ``"c"`` (module docstring).
+        ``kernels``: ``"auto"``, ``"off"``, ``"c"`` or ``"generic"`` (module docstring).
         ``package_paths``: directories searched for ROS packages named by
         ``$(find pkg)`` and ``package://pkg/`` when the ament index lacks them.
         ``xacro_timeout``: seconds a xacro expansion may take before it is
@@ -130,31 +147,54 @@ class RobotModel:
 
     # ------------------------------------------------------------------ compiled kernels
     def set_kernels(self, mode):
-        """Switch the kernel backend: ``"auto"``, ``"off"`` or ``"c"``."""
+        """Switch the kernel backend: ``"auto"``, ``"off"``, ``"c"`` or ``"generic"``."""
         from .. import kernels as kernel_module
         if mode not in KERNEL_MODES:
             raise InvalidInputError(f"kernels must be one of {KERNEL_MODES}, not {mode!r}")
         if mode == "auto" and os.environ.get(KERNELS_ENV, "auto") in KERNEL_MODES:
             mode = os.environ.get(KERNELS_ENV, "auto")
         backend = kernel_module.default_backend() if mode == "auto" else (
-            None if mode == "off" else mode)
+            None if mode in ("off", "generic") else mode)
+        generic = mode != "off" and (mode != "auto" or backend is not None)
         if self._parsed_tree.dof == 0:
             # Nothing moves: every answer is empty and the numpy path gives its shape.
-            backend = None
+            backend, generic = None, False
         self._kernel_mode = mode
         self._kernel_set = None if backend is None else kernel_module.Kernels(
             self._parsed_tree, backend, self.name)
+        self._compiled = None
+        if generic:
+            try:
+                self._compiled = kernel_module.compiled_tree(self._parsed_tree)
+            except Exception:
+                if mode == "generic":
+                    raise
+                _logger.exception("the generic kernels failed to build; using numpy")
+        self._generic = {} if self._compiled is None else {
+            name: self._compiled.function(name) for name in GENERIC_FUNCTIONS}
+        self._generic_frames = {}  # (function, frame) -> generic function bound to the frame
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
         self._requests = {}        # auto mode: how often each kernel was asked for
         # The single-call model kernels as attributes, the cheapest lookup there
-        # is: a stand-in until the kernel is ready (see _pending).
-        self._fast = types.SimpleNamespace(**{name: self._pending(name) for name in FAST_KERNELS})
+        # is: the generic function, or a stand-in until a per-robot kernel is
+        # ready (see _pending).
+        self._fast = types.SimpleNamespace(**{
+            name: self._generic[name] if self._kernel_set is None and self._generic
+            else self._pending(name) for name in FAST_KERNELS})
         self._pack_parameters()
 
     @property
     def kernels(self):
         """The kernel mode and backend in use: ``(mode, backend or None)``."""
-        return self._kernel_mode, None if self._kernel_set is None else self._kernel_set.backend
+        if self._kernel_set is not None:
+            return self._kernel_mode, self._kernel_set.backend
+        return self._kernel_mode, None if self._compiled is None else "c"
+
+    def generic_kernels(self):
+        """For the model layer (:mod:`.subgraph`): ``(compiled tree, p)`` of the generic
+        module (:class:`soa_dynamics_ros.kernels.generic.CompiledTree`), or
+        ``(None, None)`` when this model uses none."""
+        return self._compiled, None if self._compiled is None else self._params
 
     def prepare_kernels(self, frames=()):
         """Compile (or load from the on-disk cache) every kernel now; seconds per kernel module.
@@ -170,8 +210,12 @@ class RobotModel:
         return dict(self._kernel_set.compile_seconds)
 
     def kernels_cached(self, frames=()):
-        """True when :meth:`prepare_kernels` would load every kernel from the disk cache."""
-        return self._kernel_set is None or self._kernel_set.cached(frames)
+        """True when :meth:`prepare_kernels` would load every kernel from the disk cache
+        (the generic module included: ``set_kernels("c")`` then compiles nothing)."""
+        from .. import kernels as kernel_module
+        if self._kernel_set is None:
+            return True
+        return kernel_module.generic_cached() and self._kernel_set.cached(frames)
 
     def _set_ready(self, key, function):
         self._ready[key] = function
@@ -179,9 +223,12 @@ class RobotModel:
             setattr(self._fast, key, function)
 
     def _pending(self, name):
-        """Stands in for kernel ``name`` until it is ready: None sends callers to the numpy path."""
+        """Stands in for per-robot kernel ``name`` until it is ready: the generic function
+        meanwhile, or None (no generic module), which sends callers to the numpy path."""
+        generic = self._generic.get(name)
+
         def pending(*arguments):
-            kernel = self._kernel(name)
+            kernel = self._kernel(name) or generic
             return None if kernel is None else kernel(*arguments)
         return pending
 
@@ -312,7 +359,8 @@ class RobotModel:
                 return tau
             return self._fallback(self._fast.inverse_dynamics, tau, (q, qd, qdd),
                                   self._reference_inverse_dynamics)
-        return self._reference_inverse_dynamics(q, qd, qdd, wrenches)
+        return self._wrenched("inverse_dynamics_wrenches", (q, qd, qdd), wrenches,
+                              self._reference_inverse_dynamics)
 
     def gravity_torques(self, q):
         """Torques that hold the robot still against gravity, g(q)."""
@@ -351,7 +399,25 @@ class RobotModel:
                 return qdd
             return self._fallback(self._fast.forward_dynamics, qdd, (q, qd, tau),
                                   self._reference_forward_dynamics)
-        return self._reference_forward_dynamics(q, qd, tau, wrenches)
+        return self._wrenched("forward_dynamics_wrenches", (q, qd, tau), wrenches,
+                              self._reference_forward_dynamics)
+
+    def _wrenched(self, name, vectors, wrenches, reference):
+        """Generic function ``name`` with the wrenches as arrays; ``reference`` when there is
+        none or it declines."""
+        function = self._generic.get(name)
+        arrays = None if function is None or type(wrenches) is not dict else (
+            self._compiled.wrench_arrays(wrenches))
+        if arrays is None:
+            return reference(*vectors, wrenches)
+
+        def kernel(*arguments):
+            return function(*arguments[:-1], *arrays, arguments[-1])
+        result = kernel(*vectors, self._params)
+        if type(result) is _NDARRAY:
+            return result
+        return self._fallback(kernel, result, vectors,
+                              lambda *vectors: reference(*vectors, wrenches))
 
     # The numpy reference path.
     def _reference_inverse_dynamics(self, q, qd, qdd, wrenches=None):
@@ -388,6 +454,7 @@ class RobotModel:
         """
         count = len(arrays[0])
         kernel = None if self._kernel_set is None else self._kernel(name, weight=max(count, 1))
+        kernel = kernel or self._generic.get(name)
         if kernel is not None:
             result = kernel(*arrays, self._params)
             if type(result) is _NDARRAY:
@@ -437,14 +504,17 @@ class RobotModel:
                     return inertia
                 # Status 3 (ill-conditioned): the numpy path decides on the rank and raises.
                 return self._fallback(kernel, inertia, (q,), lambda q: (
-                    self._reference_task_space_inertia(q, frame)))
-        return self._reference_task_space_inertia(q, frame, part, damping, return_info)
+                    self._rank_checked_task_space_inertia(q, frame)))
+        return self._rank_checked_task_space_inertia(q, frame, part, damping, return_info)
 
-    def _reference_task_space_inertia(self, q, frame, part="full", damping=None,
+    def _rank_checked_task_space_inertia(self, q, frame, part="full", damping=None,
                                       return_info=False):
+        """The compliance from the generic module where it answers, then the numpy path's
+        rank decision, inversion and errors."""
         with self.parameters_lock:
             return constrained.task_space_inertia(self, self._all_joints, q, frame, part,
-                                                  damping, return_info)
+                                                  damping, return_info,
+                                                  kernels=self.generic_kernels())
 
     def hybrid_dynamics(self, q, qd, constraints, tau=None, wrenches=None):
         """Constrained (Popov-Vereshchagin) hybrid dynamics, generalized to trees.
@@ -461,10 +531,19 @@ class RobotModel:
         """
         with self.parameters_lock:
             return constrained.hybrid_dynamics(self, self._all_joints, q, qd, constraints, tau,
-                                               wrenches)
+                                               wrenches, kernels=self.generic_kernels())
 
     def mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches=None):
         """``(qdd_all, tau_all)``: joints in ``prescribed`` take their ``qdd``, the rest their ``tau``."""
+        if self._compiled is not None and not self.tree.has_mimic:
+            mask = constrained.prescribed_mask(self, prescribed).astype(float)
+            if self._no_wrenches(wrenches):
+                both = self._generic["mixed_dynamics"](q, qd, qdd, tau, mask, self._params)
+            else:
+                both = self._wrenched("mixed_dynamics_wrenches", (q, qd, qdd, tau, mask),
+                                      wrenches, lambda *_: None)
+            if type(both) is _NDARRAY:
+                return both[0], both[1]
         with self.parameters_lock:
             return constrained.mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches)
 
@@ -527,6 +606,18 @@ class RobotModel:
 
     def center_of_mass(self, q):
         """Centre of mass of the whole robot (root included), root-link axes."""
+        compiled = self._compiled
+        if compiled is not None:
+            poses = compiled.module.frame_poses(compiled.model, -1, q, self._params)
+            if type(poses) is _NDARRAY:
+                # Placements from the compiled scatter; sum of m p + R (m c) over bodies.
+                bodies = poses[compiled.body_frames]
+                parameters = inertia_to_parameters(self.tree.body_inertia)
+                mass, first_moment = parameters[:, 0], parameters[:, 1:4]
+                weighted = (mass[:, None] * bodies[:, :3, 3]
+                            + np.einsum("kij,kj->ki", bodies[:, :3, :3], first_moment)).sum(axis=0)
+                total_mass = mass.sum()
+                return weighted / total_mass if total_mass > 0 else weighted
         tree = self.tree
         rotations, translations = body_placements(tree, hinge_positions(tree, q))
         weighted = np.zeros(3)
@@ -540,26 +631,57 @@ class RobotModel:
     # ------------------------------------------------------------------ kinematics
     def frame_pose(self, q, frame):
         """4x4 pose of a link frame in the root link frame."""
+        kernel = self._generic_frame_function("frame_poses", frame)
+        if kernel is not None:
+            pose = kernel(q, self._params)
+            if type(pose) is _NDARRAY:
+                return pose
+            return self._fallback(kernel, pose, (q,),
+                                  lambda q: self._reference_frame_pose(q, frame))
+        return self._reference_frame_pose(q, frame)
+
+    def _generic_frame_function(self, name, frame):
+        """Generic function ``name`` bound to ``frame`` (a known frame's name), else None."""
+        function = self._generic_frames.get((name, frame))
+        if function is None:
+            compiled = self._compiled
+            if compiled is None or type(frame) is not str or frame not in compiled.frame_index:
+                return None
+            function = self._generic_frames[(name, frame)] = compiled.function(
+                name, compiled.frame_index[frame])
+        return function
+
+    def _reference_frame_pose(self, q, frame):
         target = self.tree.frame(frame)
         placements = body_placements(self.tree, hinge_positions(self.tree, q))
         return homogeneous(*frame_placement(self.tree, placements, target))
 
     def frame_poses(self, q):
         """Poses of every link frame, computed in one scatter: ``{name: 4x4}``."""
+        compiled = self._compiled
+        if compiled is not None:
+            kernel = compiled.function("frame_poses", -1)
+            poses = kernel(q, self._params)
+            if type(poses) is not _NDARRAY:
+                poses = self._fallback(kernel, poses, (q,), lambda q: None)
+            if poses is not None:
+                return dict(zip(compiled.frame_names, poses))
         placements = body_placements(self.tree, hinge_positions(self.tree, q))
         return {name: homogeneous(*frame_placement(self.tree, placements, frame))
                 for name, frame in self.tree.frames.items()}
 
     def jacobian(self, q, frame):
         """6 x dof Jacobian of the frame origin, rows ``[v; w]`` in root-link axes."""
+        kernel = None
         if self._kernel_set is not None and type(frame) is str and frame in self.tree.frames:
             kernel = self._kernel("jacobian", frame)
-            if kernel is not None:
-                jacobian = kernel(q, self._params)
-                if type(jacobian) is _NDARRAY:
-                    return jacobian
-                return self._fallback(kernel, jacobian, (q,),
-                                      lambda q: self._reference_jacobian(q, frame))
+        kernel = kernel or self._generic_frame_function("jacobian", frame)
+        if kernel is not None:
+            jacobian = kernel(q, self._params)
+            if type(jacobian) is _NDARRAY:
+                return jacobian
+            return self._fallback(kernel, jacobian, (q,),
+                                  lambda q: self._reference_jacobian(q, frame))
         return self._reference_jacobian(q, frame)
 
     def _reference_jacobian(self, q, frame):

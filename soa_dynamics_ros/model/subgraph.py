@@ -5,16 +5,44 @@ carries the subtree rigidly in the recursions.  Vectors other than ``q`` are
 sized and ordered as :attr:`Subgraph.joint_names`; ``q`` is always the full
 model configuration (it places the locked joints).
 """
+import numpy as np
+
 from . import constrained
 from ..algorithms.kinematics import body_placements, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix as composite_body_mass_matrix
 from .evaluation import hinge_positions, select_joints
 
 
+_NDARRAY = np.ndarray
+
+
 class Subgraph:
     def __init__(self, model, joint_names):
         self.model = model
         self.selection = select_joints(model.tree, joint_names)
+        self._base = self._restricted = None
+
+    def _restricted_kernels(self):
+        """``(compiled tree, p)`` of the generic module on this selection, or ``(None, None)``."""
+        base, params = self.model.generic_kernels()
+        if base is None:
+            return None, None
+        if self._base is not base:
+            self._restricted, self._base = base.restricted(self.selection.coordinates), base
+        return self._restricted, params
+
+    def _kernel(self, name, *bound):
+        """Generic compiled function ``name`` on this selection (``(function, p)``), or
+        ``(None, None)``; anything it declines goes to the numpy path, which names it."""
+        compiled, params = self._restricted_kernels()
+        return (None, None) if compiled is None else (compiled.function(name, *bound), params)
+
+    def _compiled_answer(self, name, arguments, *bound):
+        function, params = self._kernel(name, *bound)
+        if function is None:
+            return None
+        result = function(*arguments, params)
+        return result if type(result) is _NDARRAY else None
 
     @property
     def joint_names(self):
@@ -25,18 +53,37 @@ class Subgraph:
         return len(self.selection.names)
 
     def mass_matrix(self, q):
+        mass = self._compiled_answer("mass_matrix", (q,))
+        if mass is not None:
+            return mass
         with self.model.parameters_lock:
             tree = self.model.tree
             return self.selection.coordinates.joint_mass_matrix(
                 composite_body_mass_matrix(tree, hinge_positions(tree, q)))
 
     def jacobian(self, q, frame):
+        base, _ = self.model.generic_kernels()
+        if base is not None and type(frame) is str and frame in base.frame_index:
+            jacobian = self._compiled_answer("jacobian", (q,), base.frame_index[frame])
+            if jacobian is not None:
+                return jacobian
         tree = self.model.tree
         target = tree.frame(frame)
         placements = body_placements(tree, hinge_positions(tree, q))
         return self.selection.coordinates.joint_columns(hinge_jacobian(tree, placements, target))
 
     def forward_dynamics(self, q, qd, tau, wrenches=None):
+        base, _ = self.model.generic_kernels()
+        if base is not None and (wrenches is None or (type(wrenches) is dict and not wrenches)):
+            qdd = self._compiled_answer("forward_dynamics", (q, qd, tau))
+        elif base is not None and type(wrenches) is dict:
+            arrays = base.wrench_arrays(wrenches)
+            qdd = None if arrays is None else self._compiled_answer(
+                "forward_dynamics_wrenches", (q, qd, tau, *arrays))
+        else:
+            qdd = None
+        if qdd is not None:
+            return qdd
         with self.model.parameters_lock:
             return constrained.selected_forward_dynamics(self.model, self.selection, q, qd, tau,
                                                          wrenches)
@@ -44,9 +91,10 @@ class Subgraph:
     def task_space_inertia(self, q, frame, part="full", damping=None, return_info=False):
         with self.model.parameters_lock:
             return constrained.task_space_inertia(self.model, self.selection, q, frame, part,
-                                                  damping, return_info)
+                                                  damping, return_info,
+                                                  kernels=self._restricted_kernels())
 
     def hybrid_dynamics(self, q, qd, constraints, tau=None, wrenches=None):
         with self.model.parameters_lock:
             return constrained.hybrid_dynamics(self.model, self.selection, q, qd, constraints,
-                                               tau, wrenches)
+                                               tau, wrenches, kernels=self._restricted_kernels())

@@ -231,8 +231,9 @@ def test_concurrent_first_compiles_share_one_cache(tmp_path):
     for process, (stdout, stderr) in zip(processes, outputs):
         assert process.returncode == 0, stderr
         assert_close(np.array(eval(stdout)), expected, "concurrent compile", TOL)
-    libraries = list((tmp_path / "kernels").glob(f"*{build.EXTENSION}"))
+    libraries = list((tmp_path / "kernels").glob(f"soa_kernels_*{build.EXTENSION}"))
     assert len(libraries) == len(Kernels.MODEL_KERNELS)          # one per kernel, none twice
+    assert len(list((tmp_path / "kernels").glob(f"soa_generic_*{build.EXTENSION}"))) == 1
     assert not list((tmp_path / "kernels").glob(".*"))           # no partial file left
 
 

@@ -1,0 +1,1437 @@
+/* The generic compiled recursions: one extension module for every robot.
+ *
+ * The per-robot kernels (generator.py) are straight-line code traced from the
+ * numpy recursions of soa_dynamics_ros.algorithms.  This module runs the same
+ * recursions as loops over the parent array of any tree: compiled once per
+ * machine, it answers from a model's first call.  The loops keep the numpy
+ * reference's structure, names and order of operations (algorithms/*.py), so
+ * both agree to round-off (test/kernels/test_generic_kernels.py holds them
+ * to 1e-12).
+ *
+ * A model is a capsule made by make_model() from a BodyTree packed by
+ * generic.py: parent array, joint types, joint frames, hinge maps, the
+ * coordinate maps (positions: the whole map; rates and forces: the map of a
+ * joint selection, locked hinges with master -1) and the frames.  Inertias
+ * and gravity are the packed parameter vector p of the traced kernels
+ * (generator.pack_parameters), an argument of every call.
+ *
+ * Calling convention: f(model, [frame,] arrays..., p) -> new ndarray, or an
+ * int status as the traced kernels (runtime.h): 1 bad input (type, dtype,
+ * layout, length, NaN/inf or beyond MAX_MAGNITUDE, checked before any
+ * arithmetic), 2 singular hinge or mass matrix, 3 ill-conditioned.  Batch
+ * functions answer 4 * (first failing sample) + status.
+ *
+ * The including source defines SOA_GENERIC_MODULE (the module name) and
+ * SOA_CONDITION_LIMIT (runtime.h) before including this file (generic.py).
+ *
+ * The workspace lives in the model and is sized once; every function holds
+ * the GIL from start to end, so calls from several threads never share it.
+ */
+#include "runtime.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define SOA_MAX_MAGNITUDE 1e50      /* validation.MAX_MAGNITUDE */
+#define HEADER 4                    /* generator.HEADER: gravity (3), singular threshold */
+#define PARAMS_PER_BODY 10
+#define JOINT_NONE 0
+#define JOINT_ROTATION 1
+#define JOINT_TRANSLATION 2
+#define CAPSULE_NAME "soa_dynamics_ros.generic_model"
+
+typedef struct {
+    int nb, dof, rate_dof, nf, couples, params;
+    int *parent, *type, *master, *rate_master, *frame_body;
+    double *axis, *joint_rotation, *joint_translation, *hinge_map;
+    double *multiplier, *offset, *rate_multiplier, *frame_rotation, *frame_translation;
+    /* workspace, per body unless said */
+    double *q_hinge, *qd_hinge, *qdd_hinge, *qdd_given, *tau_hinge, *torque;
+    double *local_rotation, *local_translation, *transforms;    /* parent -> body */
+    double *rotations, *translations;                           /* world placements */
+    double *inertia, *articulated, *velocity, *acceleration, *force, *body_forces;
+    double *bias_acceleration, *bias_force, *gain, *inverse_d, *residual_torque;
+    double *hinge_mass;                                         /* nb x nb */
+    double *joint_mass;                                         /* rate_dof x rate_dof */
+    unsigned char *free;                                        /* hinge moved by a rate */
+    unsigned char *call_free;                                   /* mixed dynamics: not prescribed */
+    void *block;
+} Model;
+
+/* ------------------------------------------------------------------ small algebra */
+static void mat3_mul(const double *a, const double *b, double *out)
+{
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            out[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
+}
+
+static void mat3_vec(const double *a, const double *v, double *out)
+{
+    for (int i = 0; i < 3; ++i)
+        out[i] = a[3 * i] * v[0] + a[3 * i + 1] * v[1] + a[3 * i + 2] * v[2];
+}
+
+static void mat3t_vec(const double *a, const double *v, double *out)
+{
+    for (int i = 0; i < 3; ++i)
+        out[i] = a[i] * v[0] + a[3 + i] * v[1] + a[6 + i] * v[2];
+}
+
+static void cross(const double *a, const double *b, double *out)
+{
+    double x = a[1] * b[2] - a[2] * b[1], y = a[2] * b[0] - a[0] * b[2],
+           z = a[0] * b[1] - a[1] * b[0];
+    out[0] = x; out[1] = y; out[2] = z;
+}
+
+static double dot6(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
+static void mat6_vec(const double *x, const double *v, double *out)
+{
+    for (int i = 0; i < 6; ++i)
+        out[i] = dot6(x + 6 * i, v);
+}
+
+static void mat6t_vec(const double *x, const double *v, double *out)
+{
+    for (int i = 0; i < 6; ++i) {
+        double s = 0.0;
+        for (int k = 0; k < 6; ++k)
+            s += x[6 * k + i] * v[k];
+        out[i] = s;
+    }
+}
+
+/* out += X^T A X */
+static void add_congruence(const double *x, const double *a, double *out)
+{
+    double ax[36];
+    for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 6; ++j) {
+            double s = 0.0;
+            for (int k = 0; k < 6; ++k)
+                s += a[6 * i + k] * x[6 * k + j];
+            ax[6 * i + j] = s;
+        }
+    for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 6; ++j) {
+            double s = 0.0;
+            for (int k = 0; k < 6; ++k)
+                s += x[6 * k + i] * ax[6 * k + j];
+            out[6 * i + j] += s;
+        }
+}
+
+/* spatial.motion_cross(v) @ m */
+static void motion_cross(const double *v, const double *m, double *out)
+{
+    double a[3], b[3], c[3];
+    cross(v + 3, m, a);
+    cross(v, m + 3, b);
+    cross(v + 3, m + 3, c);
+    for (int k = 0; k < 3; ++k) {
+        out[k] = a[k] + b[k];
+        out[3 + k] = c[k];
+    }
+}
+
+/* spatial.force_cross(v) @ f */
+static void force_cross(const double *v, const double *f, double *out)
+{
+    double a[3], b[3], c[3];
+    cross(v + 3, f, a);
+    cross(v, f, b);
+    cross(v + 3, f + 3, c);
+    for (int k = 0; k < 3; ++k) {
+        out[k] = a[k];
+        out[3 + k] = b[k] + c[k];
+    }
+}
+
+/* ------------------------------------------------------------------ model data */
+/* Spatial inertias of the moving bodies from p (spatial.inertia_from_parameters). */
+static void unpack_inertias(Model *m, const double *p)
+{
+    for (int body = 1; body < m->nb; ++body) {
+        const double *c = p + HEADER + PARAMS_PER_BODY * (body - 1);
+        double mass = c[0], mcx = c[1], mcy = c[2], mcz = c[3];
+        double values[36] = {
+            mass, 0.0, 0.0, 0.0, mcz, -mcy,
+            0.0, mass, 0.0, -mcz, 0.0, mcx,
+            0.0, 0.0, mass, mcy, -mcx, 0.0,
+            0.0, -mcz, mcy, c[4], c[5], c[6],
+            mcz, 0.0, -mcx, c[5], c[7], c[8],
+            -mcy, mcx, 0.0, c[6], c[8], c[9]};
+        memcpy(m->inertia + 36 * body, values, sizeof values);
+    }
+}
+
+/* coordinates.hinge_positions and hinge_rates (of the rate map) */
+static void hinge_positions(const Model *m, const double *q)
+{
+    m->q_hinge[0] = 0.0;
+    for (int i = 1; i < m->nb; ++i)
+        m->q_hinge[i] = m->master[i] < 0 ? m->offset[i]
+                        : m->multiplier[i] * q[m->master[i]] + m->offset[i];
+}
+
+static void hinge_rates(const Model *m, const double *rates, double *out)
+{
+    out[0] = 0.0;
+    for (int i = 1; i < m->nb; ++i)
+        out[i] = m->rate_master[i] < 0 ? 0.0 : m->rate_multiplier[i] * rates[m->rate_master[i]];
+}
+
+/* coordinates.joint_forces: out = G^T hinge (hinges sharing a master add up in hinge order) */
+static void joint_forces(const Model *m, const double *hinge, double *out)
+{
+    for (int k = 0; k < m->rate_dof; ++k)
+        out[k] = 0.0;
+    for (int i = 1; i < m->nb; ++i)
+        if (m->rate_master[i] >= 0)
+            out[m->rate_master[i]] += hinge[i] * m->rate_multiplier[i];
+}
+
+/* joints.placement: the body's placement in its parent at the hinge coordinate. */
+static void hinge_placement(const Model *m, int body, double q, double *rotation,
+                            double *translation)
+{
+    const double *e = m->joint_rotation + 9 * body, *r = m->joint_translation + 3 * body;
+    const double *axis = m->axis + 3 * body;
+    if (m->type[body] == JOINT_ROTATION) {
+        /* rotation_about_axis: I + sin(q) K + (1 - cos(q)) K K */
+        double k[9] = {0.0, -axis[2], axis[1], axis[2], 0.0, -axis[0], -axis[1], axis[0], 0.0};
+        double kk[9], turn[9], s = sin(q), c = 1.0 - cos(q);
+        mat3_mul(k, k, kk);
+        for (int i = 0; i < 9; ++i)
+            turn[i] = (i % 4 == 0 ? 1.0 : 0.0) + s * k[i] + c * kk[i];
+        mat3_mul(e, turn, rotation);
+        memcpy(translation, r, 3 * sizeof(double));
+    } else {
+        memcpy(rotation, e, 9 * sizeof(double));
+        memcpy(translation, r, 3 * sizeof(double));
+        if (m->type[body] == JOINT_TRANSLATION) {
+            double moved[3] = {axis[0] * q, axis[1] * q, axis[2] * q}, step[3];
+            mat3_vec(e, moved, step);
+            for (int k = 0; k < 3; ++k)
+                translation[k] += step[k];
+        }
+    }
+}
+
+/* kinematics.parent_to_child_transforms, keeping each (R, p) too */
+static void transforms(Model *m)
+{
+    for (int body = 1; body < m->nb; ++body) {
+        double *rotation = m->local_rotation + 9 * body, *p = m->local_translation + 3 * body;
+        double *x = m->transforms + 36 * body;
+        hinge_placement(m, body, m->q_hinge[body], rotation, p);
+        /* spatial.motion_transform: [[R^T, -R^T skew(p)], [0, R^T]] */
+        double skew_p[9] = {0.0, -p[2], p[1], p[2], 0.0, -p[0], -p[1], p[0], 0.0};
+        memset(x, 0, 36 * sizeof(double));
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+                double rt = rotation[3 * j + i];
+                x[6 * i + j] = rt;
+                x[6 * (i + 3) + j + 3] = rt;
+                x[6 * i + j + 3] = -(rotation[i] * skew_p[j] + rotation[3 + i] * skew_p[3 + j]
+                                     + rotation[6 + i] * skew_p[6 + j]);
+            }
+    }
+}
+
+/* kinematics.body_placements (after hinge_positions) */
+static void body_placements(Model *m)
+{
+    static const double identity[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    memcpy(m->rotations, identity, sizeof identity);
+    memset(m->translations, 0, 3 * sizeof(double));
+    for (int body = 1; body < m->nb; ++body) {
+        int parent = m->parent[body];
+        double rotation[9], translation[3], moved[3];
+        hinge_placement(m, body, m->q_hinge[body], rotation, translation);
+        mat3_mul(m->rotations + 9 * parent, rotation, m->rotations + 9 * body);
+        mat3_vec(m->rotations + 9 * parent, translation, moved);
+        for (int k = 0; k < 3; ++k)
+            m->translations[3 * body + k] = m->translations[3 * parent + k] + moved[k];
+    }
+}
+
+/* kinematics.frame_placement */
+static void frame_placement(const Model *m, int frame, double *rotation, double *translation)
+{
+    int body = m->frame_body[frame];
+    double moved[3];
+    mat3_mul(m->rotations + 9 * body, m->frame_rotation + 9 * frame, rotation);
+    mat3_vec(m->rotations + 9 * body, m->frame_translation + 3 * frame, moved);
+    for (int k = 0; k < 3; ++k)
+        translation[k] = m->translations[3 * body + k] + moved[k];
+}
+
+/* external_forces.body_forces: wrenches [f; t] (root axes, about the frame origin) on
+ * frames, as body wrenches; body placements must be current.  Returns whether any. */
+static int body_forces(Model *m, const double *frames, const double *wrenches, int count)
+{
+    memset(m->body_forces, 0, 6 * m->nb * sizeof(double));
+    for (int k = 0; k < count; ++k) {
+        int frame = (int)frames[k], body = m->frame_body[frame];
+        const double *wrench = wrenches + 6 * k, *origin = m->translations + 3 * body;
+        double rotation[9], point[3], arm[3], moment[3], turned[3];
+        frame_placement(m, frame, rotation, point);
+        for (int i = 0; i < 3; ++i)
+            arm[i] = point[i] - origin[i];
+        cross(arm, wrench, turned);
+        for (int i = 0; i < 3; ++i)
+            moment[i] = wrench[3 + i] + turned[i];
+        double *out = m->body_forces + 6 * body, force_body[3], moment_body[3];
+        mat3t_vec(m->rotations + 9 * body, wrench, force_body);
+        mat3t_vec(m->rotations + 9 * body, moment, moment_body);
+        for (int i = 0; i < 3; ++i) {
+            out[i] += force_body[i];
+            out[3 + i] += moment_body[i];
+        }
+    }
+    return count > 0;
+}
+
+/* ------------------------------------------------------------------ recursions */
+/* inverse_dynamics.inverse_dynamics on hinge arrays (q_hinge and transforms current). */
+static void newton_euler(Model *m, const double *p, const double *qd, const double *qdd,
+                         int with_forces)
+{
+    const double *h = m->hinge_map;
+    double *v = m->velocity, *a = m->acceleration, *f = m->force;
+    memset(v, 0, 6 * sizeof(double));
+    a[0] = -p[0]; a[1] = -p[1]; a[2] = -p[2]; a[3] = a[4] = a[5] = 0.0;
+    for (int body = 1; body < m->nb; ++body) {
+        int parent = m->parent[body];
+        const double *x = m->transforms + 36 * body, *hb = h + 6 * body;
+        double joint_velocity[6], carried[6], product[6];
+        mat6_vec(x, v + 6 * parent, carried);
+        for (int k = 0; k < 6; ++k) {
+            joint_velocity[k] = hb[k] * qd[body];
+            v[6 * body + k] = carried[k] + joint_velocity[k];
+        }
+        mat6_vec(x, a + 6 * parent, carried);
+        motion_cross(v + 6 * body, joint_velocity, product);
+        for (int k = 0; k < 6; ++k)
+            a[6 * body + k] = carried[k] + hb[k] * qdd[body] + product[k];
+    }
+    for (int body = 1; body < m->nb; ++body) {
+        const double *inertia = m->inertia + 36 * body;
+        double momentum[6], accelerating[6], gyroscopic[6];
+        mat6_vec(inertia, a + 6 * body, accelerating);
+        mat6_vec(inertia, v + 6 * body, momentum);
+        force_cross(v + 6 * body, momentum, gyroscopic);
+        for (int k = 0; k < 6; ++k)
+            f[6 * body + k] = accelerating[k] + gyroscopic[k]
+                              - (with_forces ? m->body_forces[6 * body + k] : 0.0);
+    }
+    /* force_gather */
+    for (int body = m->nb - 1; body > 0; --body) {
+        m->torque[body] = dot6(h + 6 * body, f + 6 * body);
+        int parent = m->parent[body];
+        if (parent > 0) {
+            double carried[6];
+            mat6t_vec(m->transforms + 36 * body, f + 6 * body, carried);
+            for (int k = 0; k < 6; ++k)
+                f[6 * parent + k] += carried[k];
+        }
+    }
+    m->torque[0] = 0.0;
+}
+
+/* mass_matrix.mass_matrix into hinge_mass (transforms current) */
+static void composite_body(Model *m)
+{
+    int nb = m->nb;
+    double *composite = m->articulated;
+    memcpy(composite, m->inertia, 36 * nb * sizeof(double));
+    for (int body = nb - 1; body > 0; --body) {
+        int parent = m->parent[body];
+        if (parent > 0)
+            add_congruence(m->transforms + 36 * body, composite + 36 * body,
+                           composite + 36 * parent);
+    }
+    memset(m->hinge_mass, 0, nb * nb * sizeof(double));
+    for (int body = 1; body < nb; ++body) {
+        const double *hb = m->hinge_map + 6 * body;
+        double force[6], carried[6];
+        mat6_vec(composite + 36 * body, hb, force);
+        m->hinge_mass[body * nb + body] = dot6(hb, force);
+        int ancestor = body;
+        while (m->parent[ancestor] > 0) {
+            mat6t_vec(m->transforms + 36 * ancestor, force, carried);
+            memcpy(force, carried, sizeof force);
+            ancestor = m->parent[ancestor];
+            m->hinge_mass[body * nb + ancestor] = m->hinge_mass[ancestor * nb + body]
+                = dot6(m->hinge_map + 6 * ancestor, force);
+        }
+    }
+}
+
+/* G^T M G of the rate map into joint_mass */
+static void joint_mass_matrix(Model *m)
+{
+    int nb = m->nb, n = m->rate_dof;
+    memset(m->joint_mass, 0, n * n * sizeof(double));
+    for (int i = 1; i < nb; ++i) {
+        if (m->rate_master[i] < 0)
+            continue;
+        for (int j = 1; j < nb; ++j)
+            if (m->rate_master[j] >= 0)
+                m->joint_mass[m->rate_master[i] * n + m->rate_master[j]] +=
+                    m->rate_multiplier[i] * m->hinge_mass[i * nb + j] * m->rate_multiplier[j];
+    }
+}
+
+/* articulated_body.gather (transforms current): hinges not `free` are prescribed */
+static int articulated_gather(Model *m, const double *p, const double *qd, const double *tau,
+                              const double *qdd_prescribed, const unsigned char *free,
+                              int with_forces)
+{
+    int nb = m->nb;
+    const double *h = m->hinge_map;
+    double *v = m->velocity, *c = m->bias_acceleration, *z = m->bias_force;
+    double *articulated = m->articulated;
+    memcpy(articulated, m->inertia, 36 * nb * sizeof(double));
+    memset(v, 0, 6 * sizeof(double));
+    for (int body = 1; body < nb; ++body) {
+        const double *hb = h + 6 * body;
+        double joint_velocity[6], carried[6], momentum[6];
+        mat6_vec(m->transforms + 36 * body, v + 6 * m->parent[body], carried);
+        for (int k = 0; k < 6; ++k) {
+            joint_velocity[k] = hb[k] * qd[body];
+            v[6 * body + k] = carried[k] + joint_velocity[k];
+        }
+        motion_cross(v + 6 * body, joint_velocity, c + 6 * body);
+        mat6_vec(articulated + 36 * body, v + 6 * body, momentum);
+        force_cross(v + 6 * body, momentum, z + 6 * body);
+        if (with_forces)
+            for (int k = 0; k < 6; ++k)
+                z[6 * body + k] -= m->body_forces[6 * body + k];
+    }
+    double singular_below = p[3];
+    for (int body = nb - 1; body > 0; --body) {
+        int parent = m->parent[body];
+        const double *hb = h + 6 * body;
+        double *pb = articulated + 36 * body, *u = m->gain + 6 * body;
+        double reduced[36], carried[6], moved[6];
+        if (free[body]) {
+            mat6_vec(pb, hb, u);
+            double d = dot6(hb, u);
+            if (!(d > singular_below))
+                return SOA_SINGULAR;
+            double inverse_d = 1.0 / d;
+            m->inverse_d[body] = inverse_d;
+            m->residual_torque[body] = tau[body] - dot6(hb, z + 6 * body);
+            for (int i = 0; i < 6; ++i)
+                for (int j = 0; j < 6; ++j)
+                    reduced[6 * i + j] = pb[6 * i + j] - u[i] * u[j] * inverse_d;
+            mat6_vec(reduced, c + 6 * body, moved);
+            for (int k = 0; k < 6; ++k)
+                carried[k] = z[6 * body + k] + moved[k]
+                             + u[k] * m->residual_torque[body] * inverse_d;
+        } else {
+            double known[6];
+            memcpy(reduced, pb, sizeof reduced);
+            for (int k = 0; k < 6; ++k)
+                known[k] = c[6 * body + k]
+                           + hb[k] * (qdd_prescribed ? qdd_prescribed[body] : 0.0);
+            mat6_vec(reduced, known, moved);
+            for (int k = 0; k < 6; ++k)
+                carried[k] = z[6 * body + k] + moved[k];
+            memset(u, 0, 6 * sizeof(double));
+            m->inverse_d[body] = 0.0;
+            m->residual_torque[body] = 0.0;
+        }
+        if (parent > 0) {
+            double through[6];
+            add_congruence(m->transforms + 36 * body, reduced, articulated + 36 * parent);
+            mat6t_vec(m->transforms + 36 * body, carried, through);
+            for (int k = 0; k < 6; ++k)
+                z[6 * parent + k] += through[k];
+        }
+    }
+    return SOA_OK;
+}
+
+/* articulated_body.scatter into qdd_hinge and acceleration */
+static void articulated_scatter(Model *m, const double *p, const double *qdd_prescribed,
+                                const unsigned char *free)
+{
+    double *a = m->acceleration, *qdd = m->qdd_hinge;
+    a[0] = -p[0]; a[1] = -p[1]; a[2] = -p[2]; a[3] = a[4] = a[5] = 0.0;
+    qdd[0] = 0.0;
+    for (int body = 1; body < m->nb; ++body) {
+        const double *hb = m->hinge_map + 6 * body;
+        double incoming[6];
+        mat6_vec(m->transforms + 36 * body, a + 6 * m->parent[body], incoming);
+        for (int k = 0; k < 6; ++k)
+            incoming[k] += m->bias_acceleration[6 * body + k];
+        qdd[body] = qdd_prescribed ? qdd_prescribed[body] : 0.0;
+        if (free[body])
+            qdd[body] = m->inverse_d[body] * (m->residual_torque[body]
+                                              - dot6(m->gain + 6 * body, incoming));
+        for (int k = 0; k < 6; ++k)
+            a[6 * body + k] = incoming[k] + hb[k] * qdd[body];
+    }
+}
+
+/* ------------------------------------------------------------------ cores */
+/* The selected joints' accelerations: articulated-body recursion, or with coupled
+ * hinges (mimic joints) G^T M G qdd = tau - G^T h by Cholesky, as model/dense.py. */
+static int forward_core(Model *m, const double *qd, const double *tau,
+                        const double *p, int with_forces, double *out)
+{
+    transforms(m);
+    hinge_rates(m, qd, m->qd_hinge);
+    if (m->couples) {
+        memset(m->qdd_hinge, 0, m->nb * sizeof(double));
+        newton_euler(m, p, m->qd_hinge, m->qdd_hinge, with_forces);
+        joint_forces(m, m->torque, out);
+        for (int k = 0; k < m->rate_dof; ++k)
+            out[k] = tau[k] - out[k];
+        composite_body(m);
+        joint_mass_matrix(m);
+        return soa_cholesky_solve(m->joint_mass, out, m->rate_dof, 1);
+    }
+    hinge_rates(m, tau, m->tau_hinge);
+    int status = articulated_gather(m, p, m->qd_hinge, m->tau_hinge, NULL, m->free, with_forces);
+    if (status != SOA_OK)
+        return status;
+    articulated_scatter(m, p, NULL, m->free);
+    joint_forces(m, m->qdd_hinge, out);
+    return SOA_OK;
+}
+
+/* mixed_dynamics.mixed_dynamics: joints where `prescribed` is nonzero take their qdd, the
+ * others their tau; out = [qdd_all; tau_all].  Hinges must not be coupled. */
+static int mixed_core(Model *m, const double *qd, const double *qdd, const double *tau,
+                      const double *prescribed, const double *p, int with_forces, double *out)
+{
+    transforms(m);
+    hinge_rates(m, qd, m->qd_hinge);
+    hinge_rates(m, qdd, m->qdd_given);
+    hinge_rates(m, tau, m->tau_hinge);
+    for (int body = 0; body < m->nb; ++body)
+        m->call_free[body] = m->free[body] && prescribed[m->rate_master[body]] == 0.0;
+    int status = articulated_gather(m, p, m->qd_hinge, m->tau_hinge, m->qdd_given, m->call_free,
+                                    with_forces);
+    if (status != SOA_OK)
+        return status;
+    articulated_scatter(m, p, m->qdd_given, m->call_free);
+    /* hinge_forces: f = P a + z across each prescribed hinge, projected on it */
+    for (int body = 1; body < m->nb; ++body) {
+        if (m->call_free[body])
+            continue;
+        double force[6];
+        mat6_vec(m->articulated + 36 * body, m->acceleration + 6 * body, force);
+        for (int k = 0; k < 6; ++k)
+            force[k] += m->bias_force[6 * body + k];
+        m->tau_hinge[body] = dot6(m->hinge_map + 6 * body, force);
+    }
+    joint_forces(m, m->qdd_hinge, out);
+    joint_forces(m, m->tau_hinge, out + m->rate_dof);
+    return SOA_OK;
+}
+
+/* frame_wrench_map: wrench columns w (6 x width, row stride `stride`, root axes, about the
+ * frame origin) as body wrenches added to carried[body] (6 x columns) from column `start`.
+ * Body placements must be current. */
+static void add_wrench_columns(const Model *m, int frame, const double *w, int stride, int width,
+                               double *carried, int columns, int start)
+{
+    int body = m->frame_body[frame];
+    const double *r = m->rotations + 9 * body, *offset = m->frame_translation + 3 * frame;
+    double *z = carried + (size_t)body * 6 * columns + start;
+    for (int c = 0; c < width; ++c) {
+        /* [f; t] -> [R^T f; offset x R^T f + R^T t] */
+        double f[3] = {w[c], w[stride + c], w[2 * stride + c]};
+        double t[3] = {w[3 * stride + c], w[4 * stride + c], w[5 * stride + c]};
+        double force[3], moment[3], turned[3];
+        mat3t_vec(r, f, force);
+        mat3t_vec(r, t, moment);
+        cross(offset, force, turned);
+        for (int i = 0; i < 3; ++i) {
+            z[i * columns + c] += force[i];
+            z[(3 + i) * columns + c] += turned[i] + moment[i];
+        }
+    }
+}
+
+/* task_space.compliance_gather: out = J M^-1 J^T of the wrench columns in `carried`
+ * (nb x 6 x columns, kept: the correction scatter reads them), after the articulated-body
+ * gather; `scratch` holds 7 x columns. */
+static void compliance_gather(const Model *m, const double *carried, int columns, double *out,
+                              double *scratch)
+{
+    double *row = scratch, *through = scratch + columns;      /* H Z; Z - U D^-1 H Z */
+    double *mutable_carried = (double *)carried;
+    memset(out, 0, (size_t)columns * columns * sizeof(double));
+    for (int body = m->nb - 1; body > 0; --body) {
+        const double *z = carried + (size_t)body * 6 * columns, *hb = m->hinge_map + 6 * body;
+        for (int c = 0; c < columns; ++c) {
+            double s = 0.0;
+            for (int i = 0; i < 6; ++i)
+                s += hb[i] * z[i * columns + c];
+            row[c] = s;
+        }
+        memcpy(through, z, 6 * columns * sizeof(double));
+        if (m->free[body]) {
+            double inverse_d = m->inverse_d[body];
+            const double *u = m->gain + 6 * body;
+            for (int a = 0; a < columns; ++a)
+                for (int b = 0; b < columns; ++b)
+                    out[a * columns + b] += inverse_d * (row[a] * row[b]);
+            for (int i = 0; i < 6; ++i)
+                for (int c = 0; c < columns; ++c)
+                    through[i * columns + c] -= u[i] * row[c] * inverse_d;
+        }
+        int parent = m->parent[body];
+        if (parent > 0) {
+            const double *x = m->transforms + 36 * body;
+            double *target = mutable_carried + (size_t)parent * 6 * columns;
+            for (int i = 0; i < 6; ++i)
+                for (int c = 0; c < columns; ++c) {
+                    double s = 0.0;
+                    for (int k = 0; k < 6; ++k)
+                        s += x[6 * k + i] * through[k * columns + c];
+                    target[i * columns + c] += s;
+                }
+        }
+    }
+}
+
+static void symmetrize(double *a, int n)
+{
+    for (int i = 0; i < n; ++i)
+        for (int j = i + 1; j < n; ++j) {
+            double value = 0.5 * (a[i * n + j] + a[j * n + i]);
+            a[i * n + j] = a[j * n + i] = value;
+        }
+}
+
+/* Unit wrenches along rows first..first+width-1 of [f; t] at each of `count` frames:
+ * out = J M^-1 J^T, (count width) squared, symmetrized.  Hinges must not be coupled.
+ * `carried` holds nb x 6 x columns, then 7 x columns of scratch. */
+static int compliance_core(Model *m, const double *frames, int count, int first, int width,
+                           const double *p, double *carried, double *out)
+{
+    int nb = m->nb, columns = count * width;
+    static const double identity[36] = {1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+                                        0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1};
+    transforms(m);
+    body_placements(m);
+    memset(m->qd_hinge, 0, nb * sizeof(double));
+    int status = articulated_gather(m, p, m->qd_hinge, m->qd_hinge, NULL, m->free, 0);
+    if (status != SOA_OK)
+        return status;
+    memset(carried, 0, (size_t)nb * 6 * columns * sizeof(double));
+    for (int k = 0; k < count; ++k)
+        add_wrench_columns(m, (int)frames[k], identity + first, 6, width, carried, columns,
+                           k * width);
+    compliance_gather(m, carried, columns, out, carried + (size_t)nb * 6 * columns);
+    symmetrize(out, columns);
+    return SOA_OK;
+}
+
+/* task_space.classical_acceleration of frame `frame` from its body's velocity and
+ * acceleration (body axes) and gravity g: [dv/dt; dw/dt] in root axes. */
+static void classical_acceleration(const Model *m, int frame, const double *velocity,
+                                   const double *acceleration, const double *g, double *out)
+{
+    int body = m->frame_body[frame];
+    const double *offset = m->frame_translation + 3 * frame, *r = m->rotations + 9 * body;
+    const double *v = velocity, *w = velocity + 3, *a_lin = acceleration,
+                 *a_ang = acceleration + 3;
+    double turned[3], moving[3], whirl[3], linear[3];
+    cross(a_ang, offset, turned);
+    cross(w, offset, moving);
+    for (int i = 0; i < 3; ++i)
+        moving[i] += v[i];
+    cross(w, moving, whirl);
+    for (int i = 0; i < 3; ++i)
+        linear[i] = a_lin[i] + turned[i] + whirl[i];
+    mat3_vec(r, linear, out);
+    for (int i = 0; i < 3; ++i)
+        out[i] += g[i];
+    mat3_vec(r, a_ang, out + 3);
+}
+
+/* Popov-Vereshchagin on the tree (model/recursive.py hybrid_dynamics) for constraints
+ * alpha_k^T a_k = beta_k at frames[k] (alpha: 6 x columns, blocks of widths[k] columns).
+ * Status 3 when the compliance is not clearly of full rank: the numpy path then decides
+ * the rank (DEFAULT_RCOND) and drops directions.  Output: qdd, constraint torques (rate_dof
+ * each), nu (columns), then each constraint frame's classical acceleration (6).
+ * `work` holds nb x 6 x columns twice, columns^2 + 7 columns. */
+static int hybrid_core(Model *m, const double *qd, const double *tau, const double *frames,
+                       const double *widths, int count, const double *alpha, const double *beta,
+                       int columns, const double *p, int with_forces, double *work, double *out)
+{
+    int nb = m->nb, n = m->rate_dof;
+    size_t block = (size_t)nb * 6 * columns;
+    double *wrench_columns = work, *carried = work + block, *compliance = carried + block;
+    double *scratch = compliance + (size_t)columns * columns, *nu = out + 2 * n;
+    transforms(m);
+    hinge_rates(m, qd, m->qd_hinge);
+    hinge_rates(m, tau, m->tau_hinge);
+    int status = articulated_gather(m, p, m->qd_hinge, m->tau_hinge, NULL, m->free, with_forces);
+    if (status != SOA_OK)
+        return status;
+    articulated_scatter(m, p, NULL, m->free);           /* free motion: qdd_hinge, acceleration */
+    memset(wrench_columns, 0, block * sizeof(double));
+    for (int k = 0, start = 0; k < count; start += (int)widths[k], ++k)
+        add_wrench_columns(m, (int)frames[k], alpha + start, columns, (int)widths[k],
+                           wrench_columns, columns, start);
+    memcpy(carried, wrench_columns, block * sizeof(double));
+    compliance_gather(m, carried, columns, compliance, scratch);
+    symmetrize(compliance, columns);
+    /* rhs = beta - alpha^T a_free */
+    for (int k = 0, start = 0; k < count; start += (int)widths[k], ++k) {
+        int frame = (int)frames[k], body = m->frame_body[frame];
+        double a[6];
+        classical_acceleration(m, frame, m->velocity + 6 * body, m->acceleration + 6 * body, p,
+                               a);
+        for (int c = start; c < start + (int)widths[k]; ++c) {
+            double drift = 0.0;
+            for (int i = 0; i < 6; ++i)
+                drift += alpha[i * columns + c] * a[i];
+            nu[c] = beta[c] - drift;
+        }
+    }
+    /* nu = compliance^-1 rhs when its 2-norm condition number is surely below 1 / rcond */
+    double norm = soa_one_norm(compliance, columns);
+    if (!(norm > 0.0) || soa_cholesky_solve(compliance, nu, columns, 1) != SOA_OK)
+        return SOA_ILL_CONDITIONED;
+    double inverse_norm = 0.0;
+    for (int j = 0; j < columns; ++j) {
+        /* the 1-norm of compliance^-1, a column at a time from the factor */
+        double *e = scratch + columns, s = 0.0;
+        for (int i = 0; i < columns; ++i)
+            e[i] = i == j ? 1.0 : 0.0;
+        soa_cholesky_solve(compliance, e, columns, 0);
+        for (int i = 0; i < columns; ++i)
+            s += fabs(e[i]);
+        inverse_norm = s > inverse_norm ? s : inverse_norm;
+    }
+    /* cond_2 <= columns cond_1: below SOA_CONDITION_LIMIT = 1 / (10 DEFAULT_RCOND), the
+     * reference keeps every direction */
+    if (!(norm * inverse_norm * columns < SOA_CONDITION_LIMIT))
+        return SOA_ILL_CONDITIONED;
+    /* correction_scatter: accelerations added by the constraint wrenches */
+    double *delta_acceleration = m->force, *delta_qdd = m->torque;
+    memset(delta_acceleration, 0, 6 * sizeof(double));
+    for (int body = 1; body < nb; ++body) {
+        const double *hb = m->hinge_map + 6 * body;
+        double incoming[6];
+        mat6_vec(m->transforms + 36 * body, delta_acceleration + 6 * m->parent[body], incoming);
+        delta_qdd[body] = 0.0;
+        if (m->free[body]) {
+            const double *z = carried + (size_t)body * 6 * columns;
+            double force[6];
+            for (int i = 0; i < 6; ++i) {
+                double s = 0.0;
+                for (int c = 0; c < columns; ++c)
+                    s += z[i * columns + c] * nu[c];
+                force[i] = s;
+            }
+            delta_qdd[body] = m->inverse_d[body] * (dot6(hb, force)
+                                                    - dot6(m->gain + 6 * body, incoming));
+        }
+        for (int k = 0; k < 6; ++k)
+            delta_acceleration[6 * body + k] = incoming[k] + hb[k] * delta_qdd[body];
+    }
+    for (int body = 1; body < nb; ++body) {
+        m->qdd_hinge[body] += delta_qdd[body];
+        for (int k = 0; k < 6; ++k)
+            m->acceleration[6 * body + k] += delta_acceleration[6 * body + k];
+    }
+    joint_forces(m, m->qdd_hinge, out);
+    /* constraint torques: force_gather of the wrenches (columns nu), J^T alpha nu */
+    double *applied = carried;
+    for (int body = 0; body < nb; ++body)
+        for (int i = 0; i < 6; ++i) {
+            double s = 0.0;
+            for (int c = 0; c < columns; ++c)
+                s += wrench_columns[((size_t)body * 6 + i) * columns + c] * nu[c];
+            applied[6 * body + i] = s;
+        }
+    for (int body = nb - 1; body > 0; --body) {
+        m->tau_hinge[body] = dot6(m->hinge_map + 6 * body, applied + 6 * body);
+        int parent = m->parent[body];
+        if (parent > 0) {
+            double carried_force[6];
+            mat6t_vec(m->transforms + 36 * body, applied + 6 * body, carried_force);
+            for (int k = 0; k < 6; ++k)
+                applied[6 * parent + k] += carried_force[k];
+        }
+    }
+    joint_forces(m, m->tau_hinge, out + n);
+    for (int k = 0; k < count; ++k) {
+        int frame = (int)frames[k], body = m->frame_body[frame];
+        classical_acceleration(m, frame, m->velocity + 6 * body, m->acceleration + 6 * body, p,
+                               out + 2 * n + columns + 6 * k);
+    }
+    return SOA_OK;
+}
+
+/* Inverse dynamics with the full map (qd and qdd NULL: zero). */
+static void inverse_core(Model *m, const double *qd, const double *qdd, const double *p,
+                         int with_forces, double *out)
+{
+    transforms(m);
+    if (qd)
+        hinge_rates(m, qd, m->qd_hinge);
+    else
+        memset(m->qd_hinge, 0, m->nb * sizeof(double));
+    if (qdd)
+        hinge_rates(m, qdd, m->qdd_hinge);
+    else
+        memset(m->qdd_hinge, 0, m->nb * sizeof(double));
+    newton_euler(m, p, m->qd_hinge, m->qdd_hinge, with_forces);
+    joint_forces(m, m->torque, out);
+}
+
+/* ------------------------------------------------------------------ Python glue */
+static Model *model_of(PyObject *object)
+{
+    return (Model *)PyCapsule_GetPointer(object, CAPSULE_NAME);
+}
+
+/* `count` vectors of the given lengths from args, checked (runtime.h rules) */
+static int vectors(PyObject *const *args, int count, const npy_intp *lengths,
+                   const double **out)
+{
+    for (int k = 0; k < count; ++k)
+        if (!(out[k] = soa_array(args[k], 1, lengths[k], 0)))
+            return SOA_BAD_INPUT;
+    for (int k = 0; k < count; ++k)
+        if (soa_check(out[k], (int)lengths[k], SOA_MAX_MAGNITUDE))
+            return SOA_BAD_INPUT;
+    return SOA_OK;
+}
+
+static PyObject *new_array(int ndim, npy_intp rows, npy_intp cols, double **data)
+{
+    npy_intp shape[3] = {rows, cols, cols};
+    PyObject *result = PyArray_SimpleNew(ndim, shape, NPY_DOUBLE);
+    if (result)
+        *data = (double *)PyArray_DATA((PyArrayObject *)result);
+    return result;
+}
+
+static PyObject *answer(PyObject *result, int status)
+{
+    if (status == SOA_OK)
+        return result;
+    Py_XDECREF(result);
+    return PyLong_FromLong(status);
+}
+
+/* The wrenches of a call: frame indices (float64, one per wrench) and (k, 6) wrenches. */
+static int wrench_arrays(Model *m, PyObject *frames, PyObject *wrenches, const double **frame_data,
+                         const double **wrench_data, int *count)
+{
+    if (!PyArray_Check(frames))
+        return SOA_BAD_INPUT;
+    npy_intp k = PyArray_SIZE((PyArrayObject *)frames);
+    *frame_data = soa_array(frames, 1, k, 0);
+    *wrench_data = soa_array(wrenches, 2, k, 6);
+    if (!*frame_data || !*wrench_data || soa_check(*wrench_data, 6 * (int)k, SOA_MAX_MAGNITUDE))
+        return SOA_BAD_INPUT;
+    for (npy_intp i = 0; i < k; ++i)
+        if (!((*frame_data)[i] >= 0 && (*frame_data)[i] < m->nf))
+            return SOA_BAD_INPUT;
+    *count = (int)k;
+    return SOA_OK;
+}
+
+/* f(model, q, [qd, [qdd,]] [frames, wrenches,] p) -> tau: inputs vectors of length dof */
+static PyObject *inverse_call(PyObject *const *args, Py_ssize_t nargs, int inputs, int wrenched)
+{
+    if (soa_wrong_count(nargs, 2 + inputs + 2 * wrenched))
+        return NULL;
+    Model *m = model_of(args[0]);
+    if (!m)
+        return NULL;
+    const double *data[4];
+    npy_intp lengths[4] = {m->dof, m->dof, m->dof, m->params};
+    data[3] = soa_array(args[1 + inputs + 2 * wrenched], 1, m->params, 0);
+    if (!data[3] || vectors(args + 1, inputs, lengths, data) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    const double *frames = NULL, *wrenches = NULL;
+    int count = 0;
+    if (wrenched && wrench_arrays(m, args[1 + inputs], args[2 + inputs], &frames, &wrenches,
+                                  &count) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    double *out;
+    PyObject *result = new_array(1, m->dof, 0, &out);
+    if (!result)
+        return NULL;
+    unpack_inertias(m, data[3]);
+    hinge_positions(m, data[0]);
+    if (wrenched) {
+        body_placements(m);
+        body_forces(m, frames, wrenches, count);
+    }
+    inverse_core(m, inputs > 1 ? data[1] : NULL, inputs > 2 ? data[2] : NULL, data[3],
+                 wrenched, out);
+    return result;
+}
+
+static PyObject *gravity_torques(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return inverse_call(args, nargs, 1, 0);
+}
+
+static PyObject *bias_torques(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return inverse_call(args, nargs, 2, 0);
+}
+
+static PyObject *inverse_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return inverse_call(args, nargs, 3, 0);
+}
+
+static PyObject *inverse_dynamics_wrenches(PyObject *self, PyObject *const *args,
+                                           Py_ssize_t nargs)
+{
+    (void)self;
+    return inverse_call(args, nargs, 3, 1);
+}
+
+/* f(model, q, qd, tau, [frames, wrenches,] p) -> qdd of the selected joints */
+static PyObject *forward_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
+{
+    if (soa_wrong_count(nargs, 5 + 2 * wrenched))
+        return NULL;
+    Model *m = model_of(args[0]);
+    if (!m)
+        return NULL;
+    const double *data[3], *p = soa_array(args[4 + 2 * wrenched], 1, m->params, 0);
+    npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
+    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    const double *frames = NULL, *wrenches = NULL;
+    int count = 0;
+    if (wrenched && wrench_arrays(m, args[4], args[5], &frames, &wrenches, &count) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    double *out;
+    PyObject *result = new_array(1, m->rate_dof, 0, &out);
+    if (!result)
+        return NULL;
+    unpack_inertias(m, p);
+    hinge_positions(m, data[0]);
+    if (wrenched) {
+        body_placements(m);
+        body_forces(m, frames, wrenches, count);
+    }
+    return answer(result, forward_core(m, data[1], data[2], p, wrenched, out));
+}
+
+/* f(model, q, qd, qdd, tau, prescribed, [frames, wrenches,] p) -> [qdd_all; tau_all], (2, dof);
+ * prescribed: per joint, nonzero where its qdd is given. */
+static PyObject *mixed_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
+{
+    if (soa_wrong_count(nargs, 7 + 2 * wrenched))
+        return NULL;
+    Model *m = model_of(args[0]);
+    if (!m)
+        return NULL;
+    const double *data[5], *p = soa_array(args[6 + 2 * wrenched], 1, m->params, 0);
+    npy_intp lengths[5] = {m->dof, m->rate_dof, m->rate_dof, m->rate_dof, m->rate_dof};
+    if (m->couples || !p || vectors(args + 1, 5, lengths, data) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    const double *frames = NULL, *wrenches = NULL;
+    int count = 0;
+    if (wrenched && wrench_arrays(m, args[6], args[7], &frames, &wrenches, &count) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    double *out;
+    PyObject *result = new_array(2, 2, m->rate_dof, &out);
+    if (!result)
+        return NULL;
+    unpack_inertias(m, p);
+    hinge_positions(m, data[0]);
+    if (wrenched) {
+        body_placements(m);
+        body_forces(m, frames, wrenches, count);
+    }
+    return answer(result, mixed_core(m, data[1], data[2], data[3], data[4], p, wrenched, out));
+}
+
+static PyObject *mixed_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return mixed_call(args, nargs, 0);
+}
+
+static PyObject *mixed_dynamics_wrenches(PyObject *self, PyObject *const *args,
+                                         Py_ssize_t nargs)
+{
+    (void)self;
+    return mixed_call(args, nargs, 1);
+}
+
+/* f(model, frames, first, width, q, p) -> J M^-1 J^T of unit wrenches along rows
+ * first..first+width-1 of [f; t] at each frame (float64 frame indices): the task-space
+ * compliance of the selected joints; status 3 (the dense numpy path) when mimic joints
+ * couple hinges.  The only call that allocates: its size depends on the frames. */
+static PyObject *task_space_compliance(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (soa_wrong_count(nargs, 6))
+        return NULL;
+    Model *m = model_of(args[0]);
+    if (!m)
+        return NULL;
+    if (m->couples)
+        return PyLong_FromLong(SOA_ILL_CONDITIONED);
+    long first = PyLong_Check(args[2]) ? PyLong_AsLong(args[2]) : -1;
+    long width = PyLong_Check(args[3]) ? PyLong_AsLong(args[3]) : -1;
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    const double *frames = PyArray_Check(args[1])
+        ? soa_array(args[1], 1, PyArray_SIZE((PyArrayObject *)args[1]), 0) : NULL;
+    const double *q, *p = soa_array(args[5], 1, m->params, 0);
+    npy_intp length = m->dof;
+    if (!frames || !p || first < 0 || width < 1 || first + width > 6
+        || vectors(args + 4, 1, &length, &q) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    int count = (int)PyArray_SIZE((PyArrayObject *)args[1]);
+    for (int k = 0; k < count; ++k)
+        if (!(frames[k] >= 0 && frames[k] < m->nf))
+            return PyLong_FromLong(SOA_BAD_INPUT);
+    int columns = count * (int)width;
+    double *out, *carried = malloc(((size_t)m->nb * 6 + 7) * columns * sizeof(double));
+    if (!carried)
+        return PyErr_NoMemory();
+    PyObject *result = new_array(2, columns, columns, &out);
+    if (!result) {
+        free(carried);
+        return NULL;
+    }
+    unpack_inertias(m, p);
+    hinge_positions(m, q);
+    int status = compliance_core(m, frames, count, (int)first, (int)width, p, carried, out);
+    free(carried);
+    return answer(result, status);
+}
+
+/* f(model, q, qd, tau, frames, widths, alpha, beta, [wrench frames, wrenches,] p) ->
+ * [qdd, constraint torques, nu, frame accelerations (6 per constraint)] (hybrid_core). */
+static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
+{
+    if (soa_wrong_count(nargs, 9 + 2 * wrenched))
+        return NULL;
+    Model *m = model_of(args[0]);
+    if (!m)
+        return NULL;
+    if (m->couples)
+        return PyLong_FromLong(SOA_ILL_CONDITIONED);
+    const double *data[3], *p = soa_array(args[8 + 2 * wrenched], 1, m->params, 0);
+    npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
+    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK || !PyArray_Check(args[4])
+        || !PyArray_Check(args[7]))
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    npy_intp count = PyArray_SIZE((PyArrayObject *)args[4]);
+    npy_intp columns = PyArray_SIZE((PyArrayObject *)args[7]);
+    const double *frames = soa_array(args[4], 1, count, 0);
+    const double *widths = soa_array(args[5], 1, count, 0);
+    const double *alpha = soa_array(args[6], 2, 6, columns);
+    const double *beta = soa_array(args[7], 1, columns, 0);
+    if (!frames || !widths || !alpha || !beta || count < 1
+        || soa_check(alpha, 6 * (int)columns, SOA_MAX_MAGNITUDE)
+        || soa_check(beta, (int)columns, SOA_MAX_MAGNITUDE))
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    npy_intp total = 0;
+    for (npy_intp k = 0; k < count; ++k) {
+        if (!(frames[k] >= 0 && frames[k] < m->nf && widths[k] >= 1 && widths[k] <= 6))
+            return PyLong_FromLong(SOA_BAD_INPUT);
+        total += (npy_intp)widths[k];
+    }
+    if (total != columns)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    const double *wrench_frames = NULL, *wrenches = NULL;
+    int wrench_count = 0;
+    if (wrenched && wrench_arrays(m, args[8], args[9], &wrench_frames, &wrenches,
+                                  &wrench_count) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    size_t size = 2 * (size_t)m->nb * 6 * columns + (size_t)columns * columns + 7 * columns;
+    double *out, *work = malloc(size * sizeof(double));
+    if (!work)
+        return PyErr_NoMemory();
+    PyObject *result = new_array(1, 2 * m->rate_dof + columns + 6 * count, 0, &out);
+    if (!result) {
+        free(work);
+        return NULL;
+    }
+    unpack_inertias(m, p);
+    hinge_positions(m, data[0]);
+    body_placements(m);
+    if (wrenched)
+        body_forces(m, wrench_frames, wrenches, wrench_count);
+    int status = hybrid_core(m, data[1], data[2], frames, widths, (int)count, alpha, beta,
+                             (int)columns, p, wrenched, work, out);
+    free(work);
+    return answer(result, status);
+}
+
+static PyObject *hybrid_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return hybrid_call(args, nargs, 0);
+}
+
+static PyObject *hybrid_dynamics_wrenches(PyObject *self, PyObject *const *args,
+                                          Py_ssize_t nargs)
+{
+    (void)self;
+    return hybrid_call(args, nargs, 1);
+}
+
+static PyObject *forward_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return forward_call(args, nargs, 0);
+}
+
+static PyObject *forward_dynamics_wrenches(PyObject *self, PyObject *const *args,
+                                           Py_ssize_t nargs)
+{
+    (void)self;
+    return forward_call(args, nargs, 1);
+}
+
+/* f(model, q, p) -> G^T M G of the selected joints */
+static PyObject *mass_matrix(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (soa_wrong_count(nargs, 3))
+        return NULL;
+    Model *m = model_of(args[0]);
+    if (!m)
+        return NULL;
+    const double *q, *p = soa_array(args[2], 1, m->params, 0);
+    npy_intp length = m->dof;
+    if (!p || vectors(args + 1, 1, &length, &q) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    double *out;
+    PyObject *result = new_array(2, m->rate_dof, m->rate_dof, &out);
+    if (!result)
+        return NULL;
+    unpack_inertias(m, p);
+    hinge_positions(m, q);
+    transforms(m);
+    composite_body(m);
+    joint_mass_matrix(m);
+    memcpy(out, m->joint_mass, m->rate_dof * m->rate_dof * sizeof(double));
+    return result;
+}
+
+static int frame_index(Model *m, PyObject *object)
+{
+    long frame = PyLong_Check(object) ? PyLong_AsLong(object) : -1;
+    if (frame == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    return frame >= 0 && frame < m->nf ? (int)frame : -1;
+}
+
+/* f(model, frame, q, p) -> 6 x (selected joints) Jacobian (kinematics.hinge_jacobian, J G) */
+static PyObject *jacobian(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (soa_wrong_count(nargs, 4))
+        return NULL;
+    Model *m = model_of(args[0]);
+    if (!m)
+        return NULL;
+    int frame = frame_index(m, args[1]);
+    const double *q, *p = soa_array(args[3], 1, m->params, 0);
+    npy_intp length = m->dof;
+    if (frame < 0 || !p || vectors(args + 2, 1, &length, &q) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    double *out;
+    PyObject *result = new_array(2, 6, m->rate_dof, &out);
+    if (!result)
+        return NULL;
+    int n = m->rate_dof;
+    memset(out, 0, 6 * n * sizeof(double));
+    hinge_positions(m, q);
+    body_placements(m);
+    double rotation[9], point[3];
+    frame_placement(m, frame, rotation, point);
+    for (int body = m->frame_body[frame]; body > 0; body = m->parent[body]) {
+        int column = m->rate_master[body];
+        if (column < 0)
+            continue;
+        const double *r = m->rotations + 9 * body, *hb = m->hinge_map + 6 * body;
+        double linear[3], angular[3], arm[3], turned[3];
+        mat3_vec(r, hb, linear);
+        mat3_vec(r, hb + 3, angular);
+        for (int k = 0; k < 3; ++k)
+            arm[k] = point[k] - m->translations[3 * body + k];
+        cross(angular, arm, turned);
+        double scale = m->rate_multiplier[body];
+        for (int k = 0; k < 3; ++k) {
+            out[k * n + column] += (linear[k] + turned[k]) * scale;
+            out[(3 + k) * n + column] += angular[k] * scale;
+        }
+    }
+    return result;
+}
+
+static void write_pose(const double *rotation, const double *translation, double *out)
+{
+    for (int i = 0; i < 3; ++i) {
+        for (int j = 0; j < 3; ++j)
+            out[4 * i + j] = rotation[3 * i + j];
+        out[4 * i + 3] = translation[i];
+    }
+    out[12] = out[13] = out[14] = 0.0;
+    out[15] = 1.0;
+}
+
+/* f(model, frame, q, p) -> 4x4 pose of the frame; frame -1: (frames, 4, 4) of every frame.
+ * p is checked but not read: poses take the calling convention of the other functions. */
+static PyObject *frame_poses(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (soa_wrong_count(nargs, 4))
+        return NULL;
+    Model *m = model_of(args[0]);
+    if (!m)
+        return NULL;
+    int every = PyLong_Check(args[1]) && PyLong_AsLong(args[1]) == -1;
+    int frame = every ? -1 : frame_index(m, args[1]);
+    const double *q;
+    npy_intp length = m->dof;
+    if ((!every && frame < 0) || !soa_array(args[3], 1, m->params, 0)
+        || vectors(args + 2, 1, &length, &q) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    double *out;
+    PyObject *result = every ? new_array(3, m->nf, 4, &out) : new_array(2, 4, 4, &out);
+    if (!result)
+        return NULL;
+    hinge_positions(m, q);
+    body_placements(m);
+    double rotation[9], translation[3];
+    for (int k = every ? 0 : frame; k < (every ? m->nf : frame + 1); ++k) {
+        frame_placement(m, k, rotation, translation);
+        write_pose(rotation, translation, out + (every ? 16 * k : 0));
+    }
+    return result;
+}
+
+/* Batches: f(model, Q, [QD, QDD | QD, TAU], p) over the rows of (N, dof) arrays */
+static PyObject *batch_call(PyObject *const *args, Py_ssize_t nargs, int inputs, int forward)
+{
+    if (soa_wrong_count(nargs, 2 + inputs))
+        return NULL;
+    Model *m = model_of(args[0]);
+    if (!m)
+        return NULL;
+    const double *data[3], *p = soa_array(args[1 + inputs], 1, m->params, 0);
+    npy_intp count = -1;
+    if (!p)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    for (int k = 0; k < inputs; ++k) {
+        if (!(data[k] = soa_array(args[1 + k], 2, count, m->dof)))
+            return PyLong_FromLong(SOA_BAD_INPUT);
+        count = PyArray_DIM((PyArrayObject *)args[1 + k], 0);
+    }
+    double *out;
+    PyObject *result = new_array(2, count, m->dof, &out);
+    if (!result)
+        return NULL;
+    unpack_inertias(m, p);
+    for (npy_intp s = 0; s < count; ++s) {
+        const double *sample[3];
+        for (int k = 0; k < inputs; ++k) {
+            sample[k] = data[k] + s * m->dof;
+            if (soa_check(sample[k], m->dof, SOA_MAX_MAGNITUDE))
+                return answer(result, (int)(4 * s + SOA_BAD_INPUT));
+        }
+        hinge_positions(m, sample[0]);
+        int status = SOA_OK;
+        if (forward)
+            status = forward_core(m, sample[1], sample[2], p, 0, out + s * m->dof);
+        else
+            inverse_core(m, inputs > 1 ? sample[1] : NULL, inputs > 2 ? sample[2] : NULL, p, 0,
+                         out + s * m->dof);
+        if (status != SOA_OK)
+            return answer(result, (int)(4 * s + status));
+    }
+    return result;
+}
+
+static PyObject *gravity_torques_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return batch_call(args, nargs, 1, 0);
+}
+
+static PyObject *inverse_dynamics_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return batch_call(args, nargs, 3, 0);
+}
+
+static PyObject *forward_dynamics_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return batch_call(args, nargs, 3, 1);
+}
+
+/* ------------------------------------------------------------------ the model object */
+static void free_model(PyObject *capsule)
+{
+    Model *m = model_of(capsule);
+    if (m) {
+        free(m->block);
+        free(m);
+    }
+}
+
+/* make_model(sizes, parent, type, axis, joint_rotation, joint_translation, hinge_map,
+ *            master, multiplier, offset, rate_master, rate_multiplier,
+ *            frame_body, frame_rotation, frame_translation)
+ * sizes = [nb, dof, rate_dof, frames, couples]; every argument a float64 array
+ * (generic.py packs them). */
+static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (soa_wrong_count(nargs, 15))
+        return NULL;
+    const double *sizes = soa_array(args[0], 1, 5, 0);
+    if (!sizes) {
+        PyErr_SetString(PyExc_ValueError, "make_model: sizes must be 5 float64 values");
+        return NULL;
+    }
+    int nb = (int)sizes[0], nf = (int)sizes[3];
+    npy_intp lengths[14] = {nb, nb, 3 * nb, 9 * nb, 3 * nb, 6 * nb, nb, nb, nb, nb, nb,
+                            nf, 9 * nf, 3 * nf};
+    const double *data[14];
+    for (int k = 0; k < 14; ++k)
+        if (!(data[k] = soa_array(args[1 + k], 1, lengths[k], 0))) {
+            PyErr_Format(PyExc_ValueError, "make_model: argument %d has the wrong shape", k + 1);
+            return NULL;
+        }
+    Model *m = calloc(1, sizeof(Model));
+    if (!m)
+        return PyErr_NoMemory();
+    m->nb = nb;
+    m->dof = (int)sizes[1];
+    m->rate_dof = (int)sizes[2];
+    m->nf = nf;
+    m->couples = (int)sizes[4];
+    m->params = HEADER + PARAMS_PER_BODY * (nb - 1);
+    int n = m->rate_dof > 0 ? m->rate_dof : 1;
+    /* per body: the structure (24), then the workspace in the order TAKE lays it out */
+    size_t doubles = (size_t)nb * (24 + 6 + 9 + 3 + 36 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + nb)
+                     + (size_t)nf * 12 + (size_t)n * n;
+    size_t ints = (size_t)nb * 5 + nf;
+    m->block = calloc(doubles * sizeof(double) + ints * sizeof(int) + 2 * nb, 1);
+    if (!m->block) {
+        free(m);
+        return PyErr_NoMemory();
+    }
+    double *d = (double *)m->block;
+#define TAKE(field, count) (m->field = d, d += (count))
+    TAKE(axis, 3 * nb); TAKE(joint_rotation, 9 * nb); TAKE(joint_translation, 3 * nb);
+    TAKE(hinge_map, 6 * nb); TAKE(multiplier, nb); TAKE(offset, nb); TAKE(rate_multiplier, nb);
+    TAKE(frame_rotation, 9 * nf); TAKE(frame_translation, 3 * nf);
+    TAKE(q_hinge, nb); TAKE(qd_hinge, nb); TAKE(qdd_hinge, nb); TAKE(qdd_given, nb); TAKE(tau_hinge, nb);
+    TAKE(torque, nb); TAKE(local_rotation, 9 * nb); TAKE(local_translation, 3 * nb);
+    TAKE(transforms, 36 * nb); TAKE(rotations, 9 * nb); TAKE(translations, 3 * nb);
+    TAKE(inertia, 36 * nb); TAKE(articulated, 36 * nb); TAKE(velocity, 6 * nb);
+    TAKE(acceleration, 6 * nb); TAKE(force, 6 * nb); TAKE(body_forces, 6 * nb);
+    TAKE(bias_acceleration, 6 * nb); TAKE(bias_force, 6 * nb); TAKE(gain, 6 * nb);
+    TAKE(inverse_d, nb); TAKE(residual_torque, nb); TAKE(hinge_mass, nb * nb);
+    TAKE(joint_mass, n * n);
+#undef TAKE
+    int *i = (int *)d;
+#define TAKE_INT(field, count) (m->field = i, i += (count))
+    TAKE_INT(parent, nb); TAKE_INT(type, nb); TAKE_INT(master, nb); TAKE_INT(rate_master, nb);
+    TAKE_INT(frame_body, nf);
+#undef TAKE_INT
+    m->free = (unsigned char *)i;
+    m->call_free = m->free + nb;
+    for (int b = 0; b < nb; ++b) {
+        m->parent[b] = (int)data[0][b];
+        m->type[b] = (int)data[1][b];
+        m->master[b] = (int)data[6][b];
+        m->multiplier[b] = data[7][b];
+        m->offset[b] = data[8][b];
+        m->rate_master[b] = (int)data[9][b];
+        m->rate_multiplier[b] = data[10][b];
+        m->free[b] = b > 0 && m->rate_master[b] >= 0;
+    }
+    memcpy(m->axis, data[2], 3 * nb * sizeof(double));
+    memcpy(m->joint_rotation, data[3], 9 * nb * sizeof(double));
+    memcpy(m->joint_translation, data[4], 3 * nb * sizeof(double));
+    memcpy(m->hinge_map, data[5], 6 * nb * sizeof(double));
+    for (int f = 0; f < nf; ++f)
+        m->frame_body[f] = (int)data[11][f];
+    memcpy(m->frame_rotation, data[12], 9 * nf * sizeof(double));
+    memcpy(m->frame_translation, data[13], 3 * nf * sizeof(double));
+    PyObject *capsule = PyCapsule_New(m, CAPSULE_NAME, free_model);
+    if (!capsule) {
+        free(m->block);
+        free(m);
+    }
+    return capsule;
+}
+
+#define METHOD(name, doc) {#name, (PyCFunction)(void (*)(void))name, METH_FASTCALL, doc}
+static PyMethodDef methods[] = {
+    METHOD(make_model, "A model capsule from a packed BodyTree (generic.py)."),
+    METHOD(gravity_torques, "g(q): f(model, q, p)"),
+    METHOD(bias_torques, "h(q, qd): f(model, q, qd, p)"),
+    METHOD(inverse_dynamics, "M qdd + h: f(model, q, qd, qdd, p)"),
+    METHOD(inverse_dynamics_wrenches, "M qdd + h - sum J^T w: f(model, q, qd, qdd, frames, "
+                                      "wrenches, p)"),
+    METHOD(forward_dynamics, "qdd of the selected joints: f(model, q, qd, tau, p)"),
+    METHOD(forward_dynamics_wrenches, "qdd with wrenches: f(model, q, qd, tau, frames, "
+                                      "wrenches, p)"),
+    METHOD(mass_matrix, "G^T M G: f(model, q, p)"),
+    METHOD(hybrid_dynamics, "[qdd, constraint torques, nu, frame accelerations]: "
+                            "f(model, q, qd, tau, frames, widths, alpha, beta, p)"),
+    METHOD(hybrid_dynamics_wrenches, "hybrid dynamics with wrenches: f(model, q, qd, tau, "
+                                     "frames, widths, alpha, beta, wrench frames, wrenches, p)"),
+    METHOD(task_space_compliance, "J M^-1 J^T of frames' wrench rows: "
+                                  "f(model, frames, first, width, q, p)"),
+    METHOD(mixed_dynamics, "[qdd_all; tau_all]: f(model, q, qd, qdd, tau, prescribed, p)"),
+    METHOD(mixed_dynamics_wrenches, "mixed dynamics with wrenches: f(model, q, qd, qdd, tau, "
+                                    "prescribed, frames, wrenches, p)"),
+    METHOD(jacobian, "6 x dof Jacobian of a frame: f(model, frame, q, p)"),
+    METHOD(frame_poses, "4x4 pose of a frame, or (frames, 4, 4) for frame -1: "
+                        "f(model, frame, q, p)"),
+    METHOD(gravity_torques_batch, "g over (N, dof) rows: f(model, Q, p)"),
+    METHOD(inverse_dynamics_batch, "inverse dynamics over rows: f(model, Q, QD, QDD, p)"),
+    METHOD(forward_dynamics_batch, "forward dynamics over rows: f(model, Q, QD, TAU, p)"),
+    {NULL, NULL, 0, NULL}};
+
+#ifndef SOA_GENERIC_MODULE
+#error "SOA_GENERIC_MODULE (the module name) must be defined by the build"
+#endif
+#define SOA_CONCAT(a, b) a##b
+#define SOA_INIT(name) SOA_CONCAT(PyInit_, name)
+#define SOA_STRING(name) #name
+#define SOA_NAME(name) SOA_STRING(name)
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, SOA_NAME(SOA_GENERIC_MODULE), NULL,
+                                    -1, methods};
+
+PyMODINIT_FUNC SOA_INIT(SOA_GENERIC_MODULE)(void)
+{
+    import_array();
+    return PyModule_Create(&module);
+}

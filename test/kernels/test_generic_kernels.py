@@ -1,0 +1,340 @@
+"""The generic compiled recursions (kernels/generic.c, issue 14) against the numpy reference.
+
+Every answer of a ``kernels="generic"`` model is compared with a ``kernels="off"``
+model (the numpy recursions) at 1e-12 on the shipped robots (mimic ones
+included), random trees and a few rtb-data robots, on random states with
+wrenches, payloads and another gravity.  The generic model's numpy path is
+disabled in these comparisons, so an answer that silently came from numpy
+fails them.
+"""
+import os
+import pathlib
+import subprocess
+import sys
+from unittest import mock
+
+import numpy as np
+import pytest
+
+from support.numerics import assert_close, random_wrenches
+from support.robot_generator import random_tree_urdf
+from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
+from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError, UnknownNameError
+from soa_dynamics_ros.kernels import build, generic_module
+from soa_dynamics_ros.model import RobotModel
+from soa_dynamics_ros.model import constrained, subgraph as subgraph_module
+
+TOL = 1e-12
+RANDOM_TREES = [  # (seed, moving joints, mimic fraction)
+    (21, 9, 0.0), (22, 12, 0.3), (23, 30, 0.0), (24, 14, 0.2)]
+# A few rtb-data robots (test/system/test_zoo.py reads all of them against Pinocchio),
+# ones whose every body has mass (mimic grippers).
+ZOO_ROBOTS = ["trossen_descriptions/urdf/vx300s.urdf.xacro",
+              "trossen_descriptions/urdf/px150.urdf.xacro",
+              "trossen_descriptions/urdf/wx250.urdf.xacro"]
+
+
+def _zoo_source(relative):
+    rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
+    root = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
+    return RobotModel.from_urdf, str(root / relative), {"package_paths": [str(root)]}
+
+
+SOURCES = ([pytest.param(shipped_urdf(name), None, id=name) for name in SHIPPED_ROBOTS]
+           + [pytest.param(random_tree_urdf(seed, moving_joints=n, mimic_fraction=mimic,
+                                            prismatic_fraction=0.25, continuous_fraction=0.25),
+                           None, id=f"random{seed}") for seed, n, mimic in RANDOM_TREES]
+           + [pytest.param(None, relative, id=relative.split("/")[-1]) for relative in ZOO_ROBOTS])
+
+
+def _load(source, zoo, kernels):
+    if zoo is None:
+        return RobotModel.from_urdf(source, kernels=kernels)
+    load, path, options = _zoo_source(zoo)
+    return load(path, kernels=kernels, **options)
+
+
+def _refuse(*_, **__):
+    raise AssertionError("the numpy path answered")
+
+
+def _numpy_path_disabled(model):
+    """Make ``model``'s numpy path raise: its answers must then come from compiled code."""
+    for name in ("_reference_inverse_dynamics", "_reference_mass_matrix",
+                 "_reference_forward_dynamics", "_reference_jacobian", "_reference_frame_pose"):
+        setattr(model, name, _refuse)
+    return model
+
+
+def _pair(source, zoo):
+    return _numpy_path_disabled(_load(source, zoo, "generic")), _load(source, zoo, "off")
+
+
+def _frames(model, rng, count=3):
+    names = model.frame_names
+    return [str(name) for name in rng.choice(names, size=min(count, len(names)), replace=False)]
+
+
+def _compare_everything(fast, slow, rng, samples=3):
+    n = fast.dof
+    for _ in range(samples):
+        q, qd, qdd = rng.uniform(-2, 2, (3, n))
+        wrenches = random_wrenches(slow, rng)
+        tau = slow.inverse_dynamics(q, qd, qdd)
+        assert_close(fast.gravity_torques(q), slow.gravity_torques(q), "gravity", TOL)
+        assert_close(fast.bias_torques(q, qd), slow.bias_torques(q, qd), "bias", TOL)
+        assert_close(fast.inverse_dynamics(q, qd, qdd), tau, "inverse dynamics", TOL)
+        assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches),
+                     slow.inverse_dynamics(q, qd, qdd, wrenches), "ID with wrenches", TOL)
+        assert_close(fast.mass_matrix(q), slow.mass_matrix(q), "mass matrix", TOL)
+        assert_close(fast.forward_dynamics(q, qd, tau), slow.forward_dynamics(q, qd, tau),
+                     "forward dynamics", TOL)
+        assert_close(fast.forward_dynamics(q, qd, tau, wrenches),
+                     slow.forward_dynamics(q, qd, tau, wrenches), "FD with wrenches", TOL)
+        for frame in _frames(slow, rng):
+            assert_close(fast.jacobian(q, frame), slow.jacobian(q, frame), f"J {frame}", TOL)
+            assert_close(fast.frame_pose(q, frame), slow.frame_pose(q, frame), f"T {frame}", TOL)
+        if not slow.tree.has_mimic:
+            prescribed = [str(name) for name in rng.choice(slow.joint_names, size=max(1, n // 2),
+                                                           replace=False)]
+            for load in (None, wrenches):
+                expected = slow.mixed_dynamics(q, qd, qdd, tau, prescribed, load)
+                with mock.patch.object(constrained, "mixed_dynamics", _refuse):
+                    answer = fast.mixed_dynamics(q, qd, qdd, tau, prescribed, load)
+                assert_close(answer[0], expected[0], "mixed qdd", TOL)
+                assert_close(answer[1], expected[1], "mixed tau", TOL)
+        assert_close(fast.center_of_mass(q), slow.center_of_mass(q), "centre of mass", TOL)
+        poses = fast.frame_poses(q)
+        for frame, pose in slow.frame_poses(q).items():
+            assert_close(poses[frame], pose, f"frame_poses {frame}", TOL)
+    Q, QD, QDD = rng.uniform(-2, 2, (3, 4, n))
+    TAU = slow.inverse_dynamics_batch(Q, QD, QDD)
+    assert_close(fast.inverse_dynamics_batch(Q, QD, QDD), TAU, "ID batch", TOL)
+    assert_close(fast.gravity_torques_batch(Q), slow.gravity_torques_batch(Q), "g batch", TOL)
+    assert_close(fast.forward_dynamics_batch(Q, QD, TAU), slow.forward_dynamics_batch(Q, QD, TAU),
+                 "FD batch", TOL)
+
+
+@pytest.mark.parametrize("source,zoo", SOURCES)
+def test_generic_matches_the_numpy_recursions(source, zoo, rng):
+    fast, slow = _pair(source, zoo)
+    _compare_everything(fast, slow, rng)
+    # Payloads and gravity are the parameter vector: the same compiled model answers.
+    link = slow.frame_names[-1]
+    for model in (fast, slow):
+        model.attach_payload("box", link, 2.5, (0.0, 0.01, 0.1), np.diag([0.01, 0.02, 0.03]))
+        model.gravity = [0.5, -1.0, -9.7]
+    _compare_everything(fast, slow, rng, samples=2)
+
+
+@pytest.mark.parametrize("source,zoo", SOURCES)
+def test_subgraphs_match_the_numpy_recursions(source, zoo, rng, monkeypatch):
+    fast, slow = _pair(source, zoo)
+    names = slow.joint_names
+    subsets = [list(rng.choice(names, size=max(1, len(names) // 2), replace=False)),
+               names[-1:], names]
+    q = rng.uniform(-2, 2, slow.dof)
+    expected = []
+    for subset in subsets:
+        view = slow.subgraph(subset)
+        qd, tau = rng.uniform(-2, 2, (2, view.dof))
+        wrenches = random_wrenches(slow, rng)
+        frame = _frames(slow, rng, 1)[0]
+        expected.append((subset, qd, tau, wrenches, frame, view.mass_matrix(q),
+                         view.jacobian(q, frame), view.forward_dynamics(q, qd, tau),
+                         view.forward_dynamics(q, qd, tau, wrenches)))
+
+    monkeypatch.setattr(constrained, "selected_forward_dynamics", _refuse)
+    monkeypatch.setattr(subgraph_module, "composite_body_mass_matrix", _refuse)
+    monkeypatch.setattr(subgraph_module, "hinge_jacobian", _refuse)
+    for subset, qd, tau, wrenches, frame, mass, jacobian, qdd, qdd_wrenched in expected:
+        view = fast.subgraph(subset)
+        assert_close(view.mass_matrix(q), mass, f"M {subset}", TOL)
+        assert_close(view.jacobian(q, frame), jacobian, f"J {subset}", TOL)
+        assert_close(view.forward_dynamics(q, qd, tau), qdd, f"FD {subset}", TOL)
+        assert_close(view.forward_dynamics(q, qd, tau, wrenches), qdd_wrenched,
+                     f"FD wrenches {subset}", TOL)
+
+
+def _task_space_queries(model, rng):
+    frames = _frames(model, rng, 3)
+    return [(frames[:1], "full", None), (frames[:2], "translational", None),
+            (frames, "rotational", 1e-3), (frames, "full", 1e-2)]
+
+
+@pytest.mark.parametrize("source,zoo", SOURCES)
+def test_task_space_inertia_matches_the_numpy_recursions(source, zoo, rng):
+    fast, slow = _pair(source, zoo)
+    views = [(fast, slow), (fast.subgraph(slow.joint_names[1:]), slow.subgraph(slow.joint_names[1:]))]
+    for q in rng.uniform(-2, 2, (3, slow.dof)):
+        for fast_view, slow_view in views:
+            for frames, part, damping in _task_space_queries(slow, rng):
+                try:
+                    expected = slow_view.task_space_inertia(q, frames, part, damping,
+                                                            return_info=True)
+                except SingularDynamicsError:
+                    with pytest.raises(SingularDynamicsError):
+                        fast_view.task_space_inertia(q, frames, part, damping)
+                    continue
+                answer = fast_view.task_space_inertia(q, frames, part, damping, return_info=True)
+                assert answer.rank == expected.rank
+                assert_close(answer.inertia_inverse, expected.inertia_inverse, "Lambda^-1", TOL)
+                # Lambda = (Lambda^-1 + damping I)^-1 amplifies round-off by the condition
+                # number of Lambda^-1 + damping I.
+                values = np.linalg.eigvalsh(expected.inertia_inverse) + (damping or 0.0)
+                scale = max(1.0, values[-1] / values[0])
+                assert_close(answer.inertia, expected.inertia, f"Lambda {frames} {part}",
+                             TOL * scale)
+                if not slow.tree.has_mimic:
+                    assert answer.method == constrained.COMPILED_COMPLIANCE
+
+
+def _constraints(model, rng):
+    moved = [name for name in model.frame_names if np.any(model.jacobian(np.zeros(model.dof), name))]
+    frames = [str(name) for name in rng.choice(moved, size=min(2, len(moved)), replace=False)]
+    return [(frame, rng.normal(size=(6, int(rng.integers(1, 4)))), rng.normal(size=0))
+            for frame in frames]
+
+
+@pytest.mark.parametrize("source,zoo", SOURCES)
+def test_hybrid_dynamics_matches_the_numpy_recursions(source, zoo, rng):
+    fast, slow = _pair(source, zoo)
+    views = [(fast, slow), (fast.subgraph(slow.joint_names[1:]), slow.subgraph(slow.joint_names[1:]))]
+    for _ in range(3):
+        q = rng.uniform(-2, 2, slow.dof)
+        constraints = [(frame, alpha, rng.normal(size=alpha.shape[1]))
+                       for frame, alpha, _ in _constraints(slow, rng)]
+        wrenches = random_wrenches(slow, rng)
+        for fast_view, slow_view in views:
+            qd, tau = rng.uniform(-2, 2, (2, slow_view.dof))
+            rows = np.vstack([alpha.T @ slow_view.jacobian(q, frame)
+                              for frame, alpha, _ in constraints])
+            compliance = rows @ np.linalg.solve(slow_view.mass_matrix(q), rows.T)
+            condition = np.linalg.cond(compliance)
+            # Dependent constraints (infinite condition): both answers come from numpy.
+            tolerance = TOL * max(1.0, condition) if np.isfinite(condition) else TOL
+            for load in (None, wrenches):
+                expected = slow_view.hybrid_dynamics(q, qd, constraints, tau, load)
+                answer = fast_view.hybrid_dynamics(q, qd, constraints, tau, load)
+                if (not slow.tree.has_mimic and expected.rank == len(expected.nu)
+                        and np.linalg.cond(compliance) < 1e6):
+                    # Clearly independent constraints: compiled code answers.
+                    assert answer.method == constrained.COMPILED_HYBRID
+                assert answer.rank == expected.rank
+                assert_close(answer.qdd, expected.qdd, "hybrid qdd", tolerance)
+                assert_close(answer.nu, expected.nu, "hybrid nu", tolerance)
+                assert_close(answer.constraint_torques, expected.constraint_torques,
+                             "constraint torques", tolerance)
+                for frame, acceleration in expected.frame_accelerations.items():
+                    assert_close(answer.frame_accelerations[frame], acceleration,
+                                 f"acceleration of {frame}", tolerance)
+                assert answer.dropped_directions.shape == expected.dropped_directions.shape
+
+
+def test_inputs_the_compiled_code_declines_get_the_numpy_answer_or_error(rng):
+    fast = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="generic")
+    slow = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="off")
+    n = fast.dof
+    q, qd, qdd = rng.uniform(-2, 2, (3, n))
+    strided = np.zeros(2 * n)
+    strided[::2] = q
+    for variant in (list(q), q.astype(np.float32), strided[::2], q.astype(">f8")):
+        assert_close(fast.inverse_dynamics(variant, qd, qdd),
+                     slow.inverse_dynamics(variant, qd, qdd), "converted input", TOL)
+        assert_close(fast.frame_pose(variant, "panda_hand"), slow.frame_pose(variant, "panda_hand"),
+                     "converted pose", TOL)
+    wrenches = {"panda_hand": list(rng.normal(size=6))}
+    assert_close(fast.forward_dynamics(list(q), qd, qdd, wrenches),
+                 slow.forward_dynamics(list(q), qd, qdd, wrenches), "list + wrench list", TOL)
+    bad = q.copy()
+    bad[3] = np.nan
+    for model in (fast, slow):
+        with pytest.raises(InvalidInputError, match="index"):
+            model.inverse_dynamics(bad, qd, qdd)
+        with pytest.raises(InvalidInputError, match="shape"):
+            model.gravity_torques(np.zeros(n + 1))
+        with pytest.raises(InvalidInputError):
+            model.frame_pose(bad, "panda_hand")
+        with pytest.raises(InvalidInputError):
+            model.jacobian(np.zeros(n - 1), "panda_hand")
+        with pytest.raises(UnknownNameError):
+            model.frame_pose(q, "no_such_link")
+        with pytest.raises(UnknownNameError):
+            model.inverse_dynamics(q, qd, qdd, {"no_such_link": np.zeros(6)})
+        with pytest.raises(InvalidInputError):
+            model.inverse_dynamics(q, qd, qdd, {"panda_hand": np.zeros(5)})
+        with pytest.raises(InvalidInputError):
+            model.forward_dynamics(q, qd, qdd, {"panda_hand": [np.nan] * 6})
+        with pytest.raises(InvalidInputError):
+            model.forward_dynamics(q, qd, qdd, [("panda_hand", np.zeros(6))])
+        with pytest.raises(InvalidInputError, match="sample"):
+            model.inverse_dynamics_batch(np.zeros((3, n)), np.zeros((3, n)),
+                                         np.full((3, n), np.inf))
+        with pytest.raises(InvalidInputError):
+            model.subgraph(model.joint_names[:3]).forward_dynamics(q, np.zeros(3), np.zeros(4))
+
+
+MASSLESS = """<robot name="massless">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <link name="l1"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
+</robot>"""
+
+
+def test_a_singular_hinge_raises_like_the_reference():
+    fast = RobotModel.from_urdf(MASSLESS, kernels="generic")
+    with pytest.raises(SingularDynamicsError):
+        fast.forward_dynamics([0.0], [0.0], [1.0])
+    with pytest.raises(SingularDynamicsError):
+        fast.forward_dynamics_batch(np.zeros((2, 1)), np.zeros((2, 1)), np.ones((2, 1)))
+
+
+def test_a_wrongly_called_generic_function_is_a_type_error_or_a_status():
+    module = generic_module()
+    fast = RobotModel.from_urdf(shipped_urdf("double_pendulum.urdf"), kernels="generic")
+    compiled, params = fast.generic_kernels()
+    with pytest.raises(TypeError, match="arguments"):
+        module.gravity_torques(compiled.model, np.zeros(2))
+    with pytest.raises(ValueError):
+        module.gravity_torques(object(), np.zeros(2), params)     # not a model capsule
+    assert module.gravity_torques(compiled.model, np.zeros(3), params) == 1
+    assert module.gravity_torques(compiled.model, np.zeros(2), np.zeros(3)) == 1
+    assert module.jacobian(compiled.model, 10 ** 6, np.zeros(2), params) == 1
+
+
+def _run(script, cache):
+    env = dict(os.environ, SOA_DYNAMICS_CACHE=str(cache))
+    env.pop("SOA_DYNAMICS_KERNELS", None)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=REPO, env=env, timeout=600)
+
+
+def test_one_generic_compile_per_machine_and_compiled_answers_from_the_first_call(tmp_path):
+    """With an empty cache, the first call of a model is answered by compiled code after
+    one compile (the generic module); a second robot and a second process compile nothing."""
+    script = (
+        "import logging, sys\n"
+        "logging.basicConfig(level=logging.INFO, stream=sys.stdout, format='%(message)s')\n"
+        "from soa_dynamics_ros.model import RobotModel\n"
+        "answers = []\n"
+        f"for path in ({shipped_urdf('panda.urdf')!r}, {shipped_urdf('ur5.urdf')!r}):\n"
+        "    m = RobotModel.from_urdf(path)\n"
+        "    def refuse(*_):\n"
+        "        raise AssertionError('numpy path')\n"
+        "    m._reference_inverse_dynamics = refuse\n"
+        "    answers.append(m.gravity_torques([0.1] * m.dof).tolist())\n"
+        "print('answers', answers)\n")
+    first, second = _run(script, tmp_path), _run(script, tmp_path)
+    for run in (first, second):
+        assert run.returncode == 0, run.stderr
+    assert first.stdout.count("compiling kernel") == 1, first.stdout
+    assert "compiling kernel generic" in first.stdout
+    assert "compiling" not in second.stdout, second.stdout
+    libraries = list((tmp_path / "kernels").glob(f"soa_generic_*{build.EXTENSION}"))
+    assert len(libraries) == 1
+    expected = [RobotModel.from_urdf(shipped_urdf(name), kernels="off").gravity_torques(
+        [0.1] * dof).tolist() for name, dof in (("panda.urdf", 7), ("ur5.urdf", 6))]
+    answers = eval(first.stdout.split("answers", 1)[1])
+    for answer, reference in zip(answers, expected):
+        assert_close(np.array(answer), np.array(reference), "first call", TOL)
