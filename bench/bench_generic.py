@@ -1,8 +1,8 @@
 """Microseconds per call: generic compiled module vs per-robot kernels vs numpy vs Pinocchio.
 
-Not a test (no timing assertions anywhere) and not the benchmark (bench/):
+Not a test (no timing assertions anywhere) and not the full benchmark (bench_dynamics.py):
 a quick measurement of the generic module of issue 14 on the Panda and a
-30-DOF random tree.  Run: .venv/bin/python scripts/time_generic_kernels.py
+30-DOF random tree.  Run: .venv/bin/python bench/bench_generic.py
 """
 import pathlib
 import sys
