@@ -1,9 +1,12 @@
 """Microseconds per call: generic compiled module vs per-robot kernels vs numpy vs Pinocchio.
 
 Not a test (no timing assertions anywhere) and not the full benchmark (bench_dynamics.py):
-a quick measurement of the generic module of issue 14 on the Panda and a
-30-DOF random tree.  Run: .venv/bin/python bench/bench_generic.py
+the generic module against the per-robot kernels, the numpy path and
+Pinocchio, per call, on the Panda and a 30-DOF random tree.
+Run: .venv/bin/python bench/bench_generic.py [--quick]; writes
+bench/results/generic.md and .json (generic-quick.* with --quick).
 """
+import argparse
 import pathlib
 import sys
 import timeit
@@ -13,18 +16,21 @@ import pinocchio as pin
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "test"))
+sys.path.insert(0, str(ROOT / "bench"))
+from results_file import run_header, write_results  # noqa: E402
 from support.robot_generator import random_tree_urdf  # noqa: E402
 from soa_dynamics_ros.model import RobotModel  # noqa: E402
 
 
-def per_call(function, *arguments, repeat=5, number=None):
-    number = number or max(10, int(2e-2 / max(1e-7, timeit.timeit(
+def per_call(function, *arguments, repeat=5, number=None, budget=2e-2):
+    number = number or max(10, int(budget / max(1e-7, timeit.timeit(
         lambda: function(*arguments), number=3) / 3)))
     best = min(timeit.repeat(lambda: function(*arguments), repeat=repeat, number=number))
     return 1e6 * best / number
 
 
-def measure(name, xml):
+def measure(name, xml, quick=False):
+    """Markdown lines and JSON rows of one robot's table."""
     generic = RobotModel.from_urdf(xml, kernels="generic")
     robot = RobotModel.from_urdf(xml, kernels="c")
     numpy_path = RobotModel.from_urdf(xml, kernels="off")
@@ -74,16 +80,43 @@ def measure(name, xml):
             q, qd, [(frame, np.eye(6)[:, :3], np.zeros(3))]), None),
         ("mixed dynamics", lambda m: m.mixed_dynamics(q, qd, qdd, qdd, m.joint_names[:2]), None),
     ]
-    print(f"\n{name} ({n} dof)\n")
-    print("| quantity | generic | per-robot | numpy | Pinocchio | generic/Pin |")
-    print("|---|---|---|---|---|---|")
+    lines = [f"## {name} ({n} dof)", "",
+             "| quantity | generic | per-robot | numpy | Pinocchio | generic/Pin |",
+             "|---|---|---|---|---|---|"]
+    repeat, budget = (1, 1e-3) if quick else (5, 2e-2)
+    records = []
     for label, call, reference in rows:
-        times = [per_call(call, model) for model in (generic, robot, numpy_path)]
-        pin_time = per_call(reference) if reference else float("nan")
-        print(f"| {label} | {times[0]:.2f} | {times[1]:.2f} | {times[2]:.1f} | {pin_time:.2f} | "
-              f"{times[0] / pin_time:.2f} |")
+        times = [per_call(call, model, repeat=repeat, budget=budget)
+                 for model in (generic, robot, numpy_path)]
+        pin_time = per_call(reference, repeat=repeat, budget=budget) if reference else float("nan")
+        lines.append(f"| {label} | {times[0]:.2f} | {times[1]:.2f} | {times[2]:.1f} | "
+                     f"{pin_time:.2f} | {times[0] / pin_time:.2f} |")
+        print(lines[-1], flush=True)
+        records.append({"robot": name, "quantity": label, "generic_us": times[0],
+                     "per_robot_us": times[1], "numpy_us": times[2],
+                     "pinocchio_us": None if reference is None else pin_time})
+    return lines + [""], records
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short smoke run (CI): the Panda only")
+    parser.add_argument("--output", default=str(ROOT / "bench" / "results"), help="results directory")
+    settings = parser.parse_args()
+    robots = [("panda", (ROOT / "urdf" / "panda.urdf").read_text())]
+    if not settings.quick:
+        robots.append(("random tree", random_tree_urdf(30, moving_joints=30, mimic_fraction=0.0)))
+    lines = [f"# {run_header('Generic module' + (' (quick smoke)' if settings.quick else ''))}", "",
+             "Microseconds per call (best of 5 runs; numpy: the reference path).", ""]
+    rows = []
+    for name, xml in robots:
+        print(f"[bench] {name}", flush=True)
+        robot_lines, robot_rows = measure(name, xml, settings.quick)
+        lines += robot_lines
+        rows += robot_rows
+    write_results(settings.output, "generic-quick" if settings.quick else "generic",
+                  "\n".join(lines), rows)
 
 
 if __name__ == "__main__":
-    measure("panda", (ROOT / "urdf" / "panda.urdf").read_text())
-    measure("random tree", random_tree_urdf(30, moving_joints=30, mimic_fraction=0.0))
+    main()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole benchmark in one command:   bash bench/run_all.sh [--quick]   (or: make bench)
-# Warm per-call (bench_dynamics.py), cold start (bench_cold.py), then the node's
+# Warm per-call (bench_dynamics.py), the generic module against the per-robot
+# kernels (bench_generic.py), cold start (bench_cold.py), then the node's
 # latency (bench_node_latency.py); each prints a progress line per robot and
 # writes its table to bench/results/.  Extra arguments go to every script:
 # the options they share, --quick (the CI smoke) and --output DIR.  The machine's other load shows in the numbers:
@@ -14,7 +15,7 @@ PYTHON="$ROOT/.venv/bin/python"
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( RANDOM % 100 + 1 ))}"
 
-for script in bench_dynamics.py bench_cold.py bench_node_latency.py; do
+for script in bench_dynamics.py bench_generic.py bench_cold.py bench_node_latency.py; do
   echo "[bench] === $script $* ($(date -u +%H:%M:%S) UTC)"
   "$PYTHON" "bench/$script" "$@"
 done
