@@ -274,22 +274,6 @@ def test_inputs_the_compiled_code_declines_get_the_numpy_answer_or_error(rng):
             model.subgraph(model.joint_names[:3]).forward_dynamics(q, np.zeros(3), np.zeros(4))
 
 
-MASSLESS = """<robot name="massless">
-  <link name="base"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
-  <link name="l1"/>
-  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
-    <limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
-</robot>"""
-
-
-def test_a_singular_hinge_raises_like_the_reference():
-    fast = RobotModel.from_urdf(MASSLESS, kernels="generic")
-    with pytest.raises(SingularDynamicsError):
-        fast.forward_dynamics([0.0], [0.0], [1.0])
-    with pytest.raises(SingularDynamicsError):
-        fast.forward_dynamics_batch(np.zeros((2, 1)), np.zeros((2, 1)), np.ones((2, 1)))
-
-
 def test_a_wrongly_called_generic_function_is_a_type_error_or_a_status():
     module = generic_module()
     fast = RobotModel.from_urdf(shipped_urdf("double_pendulum.urdf"), kernels="generic")
