@@ -469,6 +469,12 @@ def build_parser():
                          help="a path outside the URDF position/velocity limits is an error "
                               "(default: a warning)")
 
+    def payload_options(sub):
+        sub.add_argument("--payload", type=float, metavar="KG", help="payload mass")
+        sub.add_argument("--payload-link", metavar="LINK", help="link carrying the payload")
+        sub.add_argument("--payload-com", metavar="X,Y,Z",
+                         help="payload COM in the link frame (default: origin)")
+
     def wrench_option(sub, default_help):
         sub.add_argument("--wrench", action="append", metavar="[LINK:]FX,FY,FZ,TX,TY,TZ",
                          help="constant wrench on the robot, root axes, about the link origin "
@@ -480,9 +486,7 @@ def build_parser():
     sub = command("torques", cmd_torques, "joint torques along a path, peaks and ratio to the "
                   "effort limits")
     path_options(sub)
-    sub.add_argument("--payload", type=float, metavar="KG", help="payload mass")
-    sub.add_argument("--payload-link", metavar="LINK", help="link carrying the payload")
-    sub.add_argument("--payload-com", metavar="X,Y,Z", help="payload COM in the link frame (default: origin)")
+    payload_options(sub)
     wrench_option(sub, "; without LINK: on the end-effector")
     sub.add_argument("--frame", metavar="LINK", help="end-effector for --wrench without LINK")
     sub.add_argument("--plot", metavar="OUT.png", help="plot torques with their limits")
@@ -491,9 +495,7 @@ def build_parser():
     sub = command("efforts", cmd_efforts, "the path written back out with each sample's "
                   "feedforward effort (as ~/trajectory_out fills JointTrajectory points)")
     path_options(sub)
-    sub.add_argument("--payload", type=float, metavar="KG", help="payload mass")
-    sub.add_argument("--payload-link", metavar="LINK", help="link carrying the payload")
-    sub.add_argument("--payload-com", metavar="X,Y,Z", help="payload COM in the link frame (default: origin)")
+    payload_options(sub)
     sub.add_argument("--robot-compensates-gravity", action="store_true",
                      help="leave the robot's own gravity torques out (the payload's stay)")
     sub.add_argument("--out", required=True, metavar="OUT.csv",

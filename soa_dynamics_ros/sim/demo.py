@@ -18,6 +18,7 @@ trajectory efforts, and with those the node fills in (``~/trajectory_in`` ->
 ``trajectory_feedforward.png`` beside the first PNG.
 """
 import argparse
+import contextlib
 import os
 import pathlib
 import random
@@ -260,8 +261,6 @@ def main(argv=None):
 
 def gravity_demo(args, env, output):
     """Gravity feedforward holds the Panda, then without it the arm falls; 0 when both are seen."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from soa_dynamics_ros.model import RobotModel
     import yaml
 
@@ -279,81 +278,71 @@ def gravity_demo(args, env, output):
                           "-p", "feedforward_ramp_time:=0.0",
                           "-p", "feedforward_mode:='off'",   # quoted: YAML reads off as false
                           "-r", "~/feedforward:=/effort_controller/commands"], output.parent, env)
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node("soa_demo", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    spinning = threading.Thread(target=lambda: _spin(executor, context), daemon=True)
-    spinning.start()
     status = 1
     try:
-        recorder = Recorder(node, names)
-        # In order, as on a real arm: the node ready first (its kernels compiled),
-        # then the arm, whose time stands still until the node's first command.
-        print("[demo] starting the model node ...")
-        wait_for_compiled_kernels(node, args.warm_up)
-        print("[demo] starting the MuJoCo arm ...")
-        sim = start_process("soa_dynamics_sim", "soa_dynamics_ros.sim.arm",
-                            ["--params-file", str(config / "panda_sim.yaml"),
-                             "-p", "publish_clock:=true"], output.parent, env)
-        recorder.wait_until(0.0, 90)
-        # Recording from the first command on: this process may discover the sim
-        # later than the node does (it missed the first second once), so the
-        # node's feedforward is switched on only now; the arm waits for it.
-        _set_parameter(node, "feedforward_mode", "gravity")
-        recorder.wait_for_answers(60)
-        t0 = 0.0        # the first command's time: the sim's clock starts with it
-        print(f"[demo] arm at {_fmt(q0)}; {args.phase:g} s with gravity feedforward ...")
-        recorder.wait_until(t0 + args.phase, 60)
-        _set_parameter(node, "feedforward_mode", "off")
-        t1 = recorder.latest_time()
-        print(f"[demo] feedforward off at t={t1 - t0:.2f} s; {args.phase:g} s more ...")
-        recorder.wait_until(t1 + args.phase, 60)
-        lines = ask_every_service(node, names, q0)
-        _set_parameter(node, "feedforward_mode", "gravity")
+        with _spinning_node("soa_demo") as node:
+            recorder = Recorder(node, names)
+            # In order, as on a real arm: the node ready first (its kernels compiled),
+            # then the arm, whose time stands still until the node's first command.
+            print("[demo] starting the model node ...")
+            wait_for_compiled_kernels(node, args.warm_up)
+            print("[demo] starting the MuJoCo arm ...")
+            sim = start_process("soa_dynamics_sim", "soa_dynamics_ros.sim.arm",
+                                ["--params-file", str(config / "panda_sim.yaml"),
+                                 "-p", "publish_clock:=true"], output.parent, env)
+            recorder.wait_until(0.0, 90)
+            # Recording from the first command on: this process may discover the sim
+            # later than the node does (it missed the first second once), so the
+            # node's feedforward is switched on only now; the arm waits for it.
+            _set_parameter(node, "feedforward_mode", "gravity")
+            recorder.wait_for_answers(60)
+            t0 = 0.0        # the first command's time: the sim's clock starts with it
+            print(f"[demo] arm at {_fmt(q0)}; {args.phase:g} s with gravity feedforward ...")
+            recorder.wait_until(t0 + args.phase, 60)
+            _set_parameter(node, "feedforward_mode", "off")
+            t1 = recorder.latest_time()
+            print(f"[demo] feedforward off at t={t1 - t0:.2f} s; {args.phase:g} s more ...")
+            recorder.wait_until(t1 + args.phase, 60)
+            lines = ask_every_service(node, names, q0)
+            _set_parameter(node, "feedforward_mode", "gravity")
 
-        t, arrival, q, effort = recorder.window(t0, t1 + args.phase)
-        held, fell = t <= t0 + args.phase, t > t1
-        drift_on = np.abs(q[held] - q0).max()
-        drift_off = np.abs(q[fell] - q[fell][0]).max()
-        off_error = np.abs(q[fell] - q[fell][0]).max(axis=1)
-        over = np.flatnonzero(off_error > 1e-3)
-        with recorder.lock:
-            answered = dict(recorder.answered)
-        latency = np.array([answered[s] - a for s, a in zip(t[held], arrival[held]) if s in answered]) * 1e3
-        wall = arrival[held][-1] - arrival[held][0]
-        plot(output, t - t0, q, effort, names, t1 - t0, q0)
+            t, arrival, q, effort = recorder.window(t0, t1 + args.phase)
+            held, fell = t <= t0 + args.phase, t > t1
+            drift_on = np.abs(q[held] - q0).max()
+            drift_off = np.abs(q[fell] - q[fell][0]).max()
+            off_error = np.abs(q[fell] - q[fell][0]).max(axis=1)
+            over = np.flatnonzero(off_error > 1e-3)
+            with recorder.lock:
+                answered = dict(recorder.answered)
+            latency = np.array([answered[s] - a for s, a in zip(t[held], arrival[held]) if s in answered]) * 1e3
+            wall = arrival[held][-1] - arrival[held][0]
+            plot(output, t - t0, q, effort, names, t1 - t0, q0)
 
-        print()
-        print("=" * 78)
-        print("Closed loop: Panda in MuJoCo (soa_dynamics_sim, 1 kHz, real time) <->")
-        print("             soa_dynamics_node (~/feedforward -> /effort_controller/commands)")
-        print("-" * 78)
-        print(f"drift WITH gravity feedforward   : {drift_on:.2e} rad over {args.phase:g} s "
-              f"(max |q - q0|, 7 joints)")
-        print(f"drift WITHOUT feedforward        : {drift_off:.3f} rad over {args.phase:g} s"
-              + (f" (past 1e-3 rad after {t[fell][over[0]] - t1:.3f} s)" if over.size else ""))
-        if latency.size:
-            print(f"feedforward latency              : median {np.median(latency):.2f} ms, "
-                  f"p99 {np.percentile(latency, 99):.2f} ms (joint state seen -> its feedforward seen)")
-            print(f"states answered by the node      : {latency.size / held.sum():.0%} of "
-                  f"{held.sum()} ({held.sum() / wall:.0f} states/s seen)")
-        print("-" * 78)
-        print("one answer from each service (at the start pose):")
-        for name, text in lines:
-            print(f"  ~/{name:<20} {text}")
-        print("-" * 78)
-        print(f"plot: {output}")
-        print("=" * 78)
-        status = 0 if drift_on < 1e-3 and drift_off > 1e-2 else 2
+            print()
+            print("=" * 78)
+            print("Closed loop: Panda in MuJoCo (soa_dynamics_sim, 1 kHz, real time) <->")
+            print("             soa_dynamics_node (~/feedforward -> /effort_controller/commands)")
+            print("-" * 78)
+            print(f"drift WITH gravity feedforward   : {drift_on:.2e} rad over {args.phase:g} s "
+                  f"(max |q - q0|, 7 joints)")
+            print(f"drift WITHOUT feedforward        : {drift_off:.3f} rad over {args.phase:g} s"
+                  + (f" (past 1e-3 rad after {t[fell][over[0]] - t1:.3f} s)" if over.size else ""))
+            if latency.size:
+                print(f"feedforward latency              : median {np.median(latency):.2f} ms, "
+                      f"p99 {np.percentile(latency, 99):.2f} ms (joint state seen -> its feedforward seen)")
+                print(f"states answered by the node      : {latency.size / held.sum():.0%} of "
+                      f"{held.sum()} ({held.sum() / wall:.0f} states/s seen)")
+            print("-" * 78)
+            print("one answer from each service (at the start pose):")
+            for name, text in lines:
+                print(f"  ~/{name:<20} {text}")
+            print("-" * 78)
+            print(f"plot: {output}")
+            print("=" * 78)
+            status = 0 if drift_on < 1e-3 and drift_off > 1e-2 else 2
     except (TimeoutError, RuntimeError) as error:
         print(f"[demo] FAILED: {error}\n  see the logs in {output.parent}", file=sys.stderr)
     finally:
-        executor.shutdown()
-        rclpy.try_shutdown(context=context)
-        spinning.join(timeout=5)
-        node.destroy_node()
         codes = model_node.stop(), sim.stop() if sim is not None else 0
         if any(codes):
             print(f"[demo] exit codes node/sim: {codes}", file=sys.stderr)
@@ -364,8 +353,6 @@ def trajectory_demo(folder, env, timeout):
     """The pick-and-place through the joint_trajectory_controller stand-in, on the Panda and
     the ViperX 300s, without and with the node's trajectory efforts; prints both RMS errors,
     writes ``folder/trajectory_feedforward.png``; 0 when feedforward cuts the error 5-fold."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from soa_dynamics_ros.model import RobotModel
     from . import pick_and_place as pnp
     from .arm import TRAJECTORY_TOPIC
@@ -377,15 +364,8 @@ def trajectory_demo(folder, env, timeout):
         robots.append("vx300s")
     except ImportError:
         print("[demo] rtb-data is not installed (requirements-dev.txt): the Panda only")
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node("soa_trajectory_demo", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    spinning = threading.Thread(target=lambda: _spin(executor, context), daemon=True)
-    spinning.start()
     results, status = {}, 0
-    try:
+    with _spinning_node("soa_trajectory_demo") as node:
         for robot in robots:
             description = pnp.description(robot)
             model = RobotModel.from_urdf(description, kernels="off")
@@ -411,11 +391,6 @@ def trajectory_demo(folder, env, timeout):
                 codes = [process.stop() for process in processes]
                 if any(codes):
                     print(f"[demo] exit codes node/sim: {codes}", file=sys.stderr)
-    finally:
-        executor.shutdown()
-        rclpy.try_shutdown(context=context)
-        spinning.join(timeout=5)
-        node.destroy_node()
     if not results:
         return status or 1
     path = folder / "trajectory_feedforward.png"
@@ -466,6 +441,27 @@ def plot_tracking(path, results):
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+@contextlib.contextmanager
+def _spinning_node(name):
+    """An rclpy node of its own context, spun in a daemon thread while the block runs."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node(name, context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spinning = threading.Thread(target=lambda: _spin(executor, context), daemon=True)
+    spinning.start()
+    try:
+        yield node
+    finally:
+        executor.shutdown()
+        rclpy.try_shutdown(context=context)
+        spinning.join(timeout=5)
+        node.destroy_node()
 
 
 def _spin(executor, context):
