@@ -159,12 +159,17 @@ class EmbeddedModelNode(Node):
         self.stats.joint_states += 1
         # The timestamps are on the system clock; the age, taken on that
         # clock, moves the arrival onto the monotonic clock freshness uses.
-        waited = self._transport_age.age(*conversions.publication_times(info), time.time_ns(),
-                                         taken)
+        publisher, source_ns, received_ns = conversions.publication_times(info)
+        now_ns = time.time_ns()
+        waited = self._transport_age.age(publisher, source_ns, received_ns, now_ns, taken)
         if waited > live.state_timeout:
             self.stats.stale_dropped += 1
+            # Where the time went tells a slow middleware from a busy node.
+            queued = max(now_ns - received_ns, 0) * 1e-9
             self._withhold(f"a joint state arrived {waited * 1e3:.1f} ms after it was published "
-                           f"(state_timeout {live.state_timeout} s): dropped", taken)
+                           f"({queued * 1e3:.1f} ms of it queued in this node after the "
+                           f"middleware received it; state_timeout {live.state_timeout} s): "
+                           "dropped", taken)
             return
         names, positions, velocities = conversions.joint_state_arrays(message)
         update = live.update_state(names, positions, velocities, taken - max(waited, 0.0))

@@ -129,7 +129,7 @@ class SimNode(Node):
         self._check_numbers(value, self.NUMBERS)
         self.stats = dict(steps=0, commands=0, rejected=0, lockstep_timeouts=0, overruns=0,
                           latencies=[], timed_out=False, mujoco_warnings=0, divergences=0,
-                          command_gap_max=0.0, trajectories=0)
+                          command_gap_max=0.0, command_gap_detail="", trajectories=0)
         route_warnings(self._on_mujoco_warning)
         self.plant = MujocoPlant(description, joints, value("timestep"), value("urdf_dynamics"),
                                  value("joint_limits"))
@@ -282,7 +282,7 @@ class SimNode(Node):
                                   throttle_duration_sec=MUJOCO_WARNING_PERIOD)
 
     # ------------------------------------------------------------------ inputs
-    def _on_command(self, message):
+    def _on_command(self, message, info):
         data = np.asarray(message.data, dtype=float)
         if data.shape != (self.n,) or not np.all(np.isfinite(data)):
             self.stats["rejected"] += 1
@@ -298,7 +298,9 @@ class SimNode(Node):
         if not self.answered:
             self.stats["latencies"].append(now - self.state_published_at)
         gap = now - self.command_arrival
-        self.stats["command_gap_max"] = max(self.stats["command_gap_max"], gap)
+        if gap > self.stats["command_gap_max"]:
+            self.stats["command_gap_max"] = gap
+            self.stats["command_gap_detail"] = self._gap_detail(info, now)
         self.command_arrival = now
         self.command, self.command_time = data, self.plant.time
         self.answered = True
@@ -310,6 +312,14 @@ class SimNode(Node):
         if self.stats["timed_out"]:
             self.get_logger().info(f"commands are back (none for {gap:.3f} wall s)")
             self.stats["timed_out"] = False
+
+    def _gap_detail(self, info, now):
+        """Where the wall time before a command went: the controller, the middleware or this loop."""
+        _, source_ns, received_ns = conversions.publication_times(info)
+        in_transport = f"{(received_ns - source_ns) * 1e-6:.1f} ms in transport, " \
+            if source_ns else ""
+        return (f"{in_transport}{max(time.time_ns() - received_ns, 0) * 1e-6:.1f} ms queued here, "
+                f"{(now - self.state_published_at) * 1e3:.1f} ms after the state it answers")
 
     def _on_trajectory(self, message):
         if not message.points:      # JTC: an empty trajectory stops; the position is held
@@ -423,8 +433,9 @@ class SimNode(Node):
             "mujoco_warnings": stats["mujoco_warnings"], "divergences": stats["divergences"],
             # the longest wall time between two valid commands in this period
             "command_gap_max_ms": f"{stats['command_gap_max'] * 1e3:.1f}",
+            "command_gap_max_detail": stats["command_gap_detail"],
         }
-        stats["command_gap_max"] = 0.0
+        stats["command_gap_max"], stats["command_gap_detail"] = 0.0, ""
         self.diagnostics_publisher.publish(conversions.diagnostics(
             f"{self.get_fully_qualified_name()}: MuJoCo arm", self.plant.reference.name,
             "warn" if stats["timed_out"] else "ok",
