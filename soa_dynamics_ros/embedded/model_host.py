@@ -72,7 +72,10 @@ class ModelHost:
         Kernels only by explicit choice: the library's own "auto" would
         compile inside this process, holding the GIL for seconds.  Cached
         kernels are loaded here; otherwise the warm-up (XML, frames) says what
-        a child process must compile first.
+        a child process must compile first.  Meanwhile the generic compiled
+        module answers when it is cached (``scripts/setup.sh`` builds it): a
+        robot the machine never saw is served compiled code from its first
+        state; without it, feedforward waits for the child (:meth:`feedforward`).
         """
         config = self.config
         # Expanded once, here: the warm-up child and the kernel-cache reload
@@ -90,7 +93,7 @@ class ModelHost:
             if model.kernels_cached(frames):
                 model.prepare_kernels(frames)
                 return model, None
-            model.set_kernels("off")
+            model.set_kernels("generic")
         return model, (xml, frames)
 
     def load_now(self, description, source):
@@ -189,14 +192,17 @@ class ModelHost:
         if self._warmup is not None:
             self._warmup.stop()
             self._warmup = None
-        self.awaiting_kernels = warmup is not None
+        # Only the numpy path is too slow to feed forward; the generic module is not.
+        self.awaiting_kernels = warmup is not None and model.kernels[1] is None
         if warmup is None:
             return
         xml, frames = warmup
         self._warmup = BackgroundWarmup(xml, frames)
         self._warmup_target = (model, xml)
+        meanwhile = ("the numpy path answers queries meanwhile, feedforward waits"
+                     if self.awaiting_kernels else "the generic compiled module answers meanwhile")
         self._logger.info("compiling the kernels of this robot in a child process (seconds, "
-                          "once per robot); the numpy path answers meanwhile")
+                          f"once per robot); {meanwhile}")
 
     def poll(self):
         """Install a finished description load; after a finished warm-up, reload with the kernels."""
@@ -220,18 +226,22 @@ class ModelHost:
             self.request(xml, "the kernel cache (compiled kernels in use)")
 
     def kernels_status(self):
-        if self.live is not None and self.live.model.kernels[1]:
-            return "compiled"
-        return "numpy path (kernels compiling)" if self._warmup else "numpy path"
+        mode, backend = self.live.model.kernels if self.live is not None else ("off", None)
+        compiling = " (this robot's kernels compiling)" if self._warmup else ""
+        if backend is None:
+            return "numpy path" + (" (kernels compiling)" if self._warmup else "")
+        # (generic without a warm-up: compiled, the reload with them is on its way)
+        return "generic compiled module" + compiling if mode == "generic" else "compiled"
 
     # ------------------------------------------------------------------ feedforward
     def feedforward(self, now):
         """The feedforward for the latest state (a model is live); None when feedforward_mode is off.
 
-        Compiled kernels still on their way withhold it: the
-        numpy path (~1 ms per state here) fell behind at 1 kHz, and the sim
-        saw 0.1-0.9 s gaps right after its first command; a sim that waits for
-        the first command holds still until the kernels are in.
+        Withheld while compiled code is on its way and only the numpy path
+        could answer (no generic module cached): the numpy path (~1 ms per
+        state here) fell behind at 1 kHz, and the sim saw 0.1-0.9 s gaps right
+        after its first command; a sim that waits for the first command holds
+        still until the kernels are in.
         """
         mode = self.config["feedforward_mode"]
         if mode == "off":

@@ -145,8 +145,8 @@ PARAMETERS = {
     "marker_rate": Spec(0.0, "[Hz] of ~/task_space_inertia_marker, 0.1 to 100; 0: off",
                         _number(0.1, 100.0, " Hz", zero_allowed=True), read_only=True),
     "executor": Spec(DEFAULT_EXECUTOR, " | ".join(EXECUTORS), _choice(EXECUTORS), read_only=True),
-    "kernels": Spec("auto", "auto (compiled kernels once cached: compiled in a child process, "
-                            "then loaded) | off", _choice(("auto", "off")), read_only=True),
+    "kernels": Spec("auto", "auto (the generic compiled module at once; this robot's kernels "
+                            "compiled in a child process, then loaded) | off", _choice(("auto", "off")), read_only=True),
 }
 
 # Start-up payloads: payload.<name>.<field>.  The model checks the physics

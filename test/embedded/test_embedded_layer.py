@@ -4,6 +4,7 @@ Everything here runs without rclpy (the first test checks the layer never
 imports it); the node tests cover the same behaviour through the graph.
 """
 import pathlib
+import shutil
 import subprocess
 import sys
 import threading
@@ -176,6 +177,72 @@ def test_a_refused_description_keeps_the_model_and_says_why(host, logger):
     assert host.live is old
     assert host.description_error.startswith("robot description from /robot_description refused:")
     assert logger.containing("(keeping the previous model)")
+
+
+# Two links, so that its kernels compile in seconds in the warm-up child.
+TWO_LINKS = """<robot name="two_links">
+  <link name="base"/>
+  <link name="upper"><inertial><origin xyz="0.2 0 0"/><mass value="2"/>
+    <inertia ixx="0.01" iyy="0.03" izz="0.03" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="lower"><inertial><origin xyz="0.15 0 0.01"/><mass value="1.5"/>
+    <inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="100" velocity="2"/></joint>
+  <joint name="elbow" type="revolute"><parent link="upper"/><child link="lower"/>
+    <origin xyz="0.4 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="100" velocity="2"/></joint>
+</robot>"""
+# The warm-up child compiles at the lowest CPU priority on a machine shared with other tests.
+WARMUP_TIMEOUT = 180.0
+
+
+def _kernel_cache(tmp_path, monkeypatch, with_generic):
+    """A kernel cache new to the robot: empty, or holding only the generic module."""
+    from soa_dynamics_ros import kernels
+    generic = kernels.generic_module() if with_generic else None   # built in the usual cache
+    monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(tmp_path))
+    kernels.cache_dir().mkdir(parents=True)
+    if generic is not None:
+        shutil.copy(generic.__file__, kernels.cache_dir())
+
+
+def _gravity(q):
+    return PinocchioReference(TWO_LINKS, ["shoulder", "elbow"]).inverse_dynamics(
+        q, np.zeros(2), np.zeros(2))
+
+
+def test_a_robot_new_to_the_machine_gets_compiled_feedforward_from_its_first_state(
+        tmp_path, monkeypatch, logger):
+    _kernel_cache(tmp_path, monkeypatch, with_generic=True)
+    host = ModelHost(config(robot_description=TWO_LINKS, kernels="auto"), logger)
+    try:
+        host.load_now(TWO_LINKS, "parameters")
+        assert host.live.model.kernels == ("generic", "c")
+        assert host.kernels_status() == "generic compiled module (this robot's kernels compiling)"
+        assert logger.containing("the generic compiled module answers meanwhile")
+        q = np.array([0.4, -0.7])
+        measure(host, q)
+        np.testing.assert_allclose(host.feedforward(0.01).effort, _gravity(q), rtol=0, atol=1e-12)
+        wait_for(lambda: host.poll() or host.kernels_status() == "compiled", WARMUP_TIMEOUT,
+                 what="this robot's kernels compiled in the child and loaded")
+        assert host.live.model.kernels == ("c", "c")
+        # The reloaded model carries the measured state over and answers the same.
+        np.testing.assert_allclose(host.feedforward(0.02).effort, _gravity(q), rtol=0, atol=1e-12)
+    finally:
+        host.close()
+
+
+def test_without_the_generic_module_feedforward_waits_for_the_child(tmp_path, monkeypatch, logger):
+    _kernel_cache(tmp_path, monkeypatch, with_generic=False)
+    host = ModelHost(config(robot_description=TWO_LINKS, kernels="auto"), logger)
+    try:
+        host.load_now(TWO_LINKS, "parameters")
+        assert host.live.model.kernels == ("off", None)
+        assert host.kernels_status() == "numpy path (kernels compiling)"
+        measure(host, np.array([0.4, -0.7]))
+        assert host.feedforward(0.01).reason == "compiled kernels not ready yet"
+        assert logger.containing("feedforward waits")
+    finally:
+        host.close()
 
 
 def test_feedforward_waits_for_compiled_kernels_and_withholding_is_logged_sparingly(host, logger):

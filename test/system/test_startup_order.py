@@ -4,9 +4,14 @@ gets from two terminals: the simulated arm is held from the first command on.
 The robot is the Trossen ViperX 300s from the `rtb-data` package (as pip installed it,
 never copied here): six arm joints, a gripper motor and mimic fingers, 8 coordinates.
 (The package's KUKA LBR iiwa 14 URDF has no <inertial> at all: no gravity to hold.)
-The kernel cache starts empty, so in the first run the node meets the robot for the first
-time and compiles its kernels in a child process, as a user's node would; it sends no
-command until they are in (the numpy path is too slow for 1 kHz), and the sim waits.
+Each start order runs from three kernel caches:
+- empty (a machine where even setup.sh's generic module is missing): the node meets the
+  robot and compiles in a child process; it sends no command until compiled code is in
+  (the numpy path is too slow for 1 kHz), and the sim waits;
+- the generic module only (a machine set up by setup.sh, a robot it never saw): the
+  generic module feeds forward from the first state while the child compiles the robot's
+  own kernels, which the node then loads in the middle of the hold;
+- complete (the robot seen before): its kernels are loaded at start-up.
 The sim runs with its defaults (time stands still until the first command), paced in
 real time, plus lockstep: on this shared 2-core machine (load average 8-11 while four
 engineers ran builds and tests) neither process can be sure of the CPU every
@@ -18,7 +23,12 @@ the test.  Requirements (issue 12): no wall-time gap between two commands at the
 (``command_gap_max_ms`` in its /diagnostics) longer than the node's state_timeout after
 the first command, and joint drift < 1e-3 rad over the 5 s of simulated time after it.
 """
+import os
 import pathlib
+import re
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -30,6 +40,8 @@ from sensor_msgs.msg import JointState
 from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
 from support.sim_harness import stamp_seconds
+from soa_dynamics_ros import kernels
+from soa_dynamics_ros.description.urdf import read_description_text
 
 URDF = pathlib.Path(rtbdata.__file__).parent / "xacro" / "trossen_descriptions" / "urdf" / "vx300s.urdf.xacro"
 POSE = dict(waist=0.3, shoulder=-0.4, elbow=0.5, forearm_roll=0.2, wrist_angle=0.6,
@@ -44,7 +56,7 @@ class Observer:
 
     def __init__(self, client):
         self.states, self.gaps = [], []
-        self.published_while_compiling = []     # the node's, per diagnostics period
+        self.published_on_numpy_path = []       # the node's, per diagnostics period
         client.node.create_subscription(JointState, "/joint_states", self._on_state,
                                         qos_profile_sensor_data)
         client.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
@@ -59,8 +71,8 @@ class Observer:
     def _on_diagnostics(self, message):
         for status in message.status:
             values = {kv.key: kv.value for kv in status.values}
-            if "compiling" in values.get("kernels", ""):
-                self.published_while_compiling.append(int(values["feedforward_published"]))
+            if values.get("kernels", "").startswith("numpy path"):
+                self.published_on_numpy_path.append(int(values["feedforward_published"]))
             if "command_gap_max_ms" in values:
                 self.gaps.append((float(values["command_gap_max_ms"]) / 1e3,
                                   int(values["lockstep_timeouts"]),
@@ -85,18 +97,51 @@ def _start_node(log_dir):
                       log_dir=log_dir, name="node")
 
 
+def _cache_with_generic_module(root):
+    """``root`` as SOA_DYNAMICS_CACHE holding the generic module (built in the usual cache)."""
+    (root / "kernels").mkdir(parents=True)
+    shutil.copy(kernels.generic_module().__file__, root / "kernels")
+    return root
+
+
 @pytest.fixture(scope="module")
-def kernel_cache(tmp_path_factory):
-    """Empty at the first run: the node meets the robot for the first time."""
-    return tmp_path_factory.mktemp("kernel_cache")
+def complete_cache(tmp_path_factory):
+    """A cache holding the generic module and every kernel of the robot, compiled once."""
+    root = _cache_with_generic_module(tmp_path_factory.mktemp("complete_cache"))
+    subprocess.run([sys.executable, "-m", "soa_dynamics_ros.embedded.warmup"],
+                   input=read_description_text(str(URDF), [], 30.0), text=True, check=True,
+                   env={**os.environ, "SOA_DYNAMICS_CACHE": str(root)}, timeout=600)
+    return root
 
 
-@pytest.mark.parametrize("run", [1, 2])
+def _imports_after(log, text):
+    """The modules a process imported after its log line containing ``text``."""
+    later = log.split(text, 1)[1]
+    return [line.rsplit("|", 1)[1].strip() for line in later.splitlines()
+            if line.startswith("import time:")]
+
+
+def _without_imports(log):
+    return "\n".join(line for line in log.splitlines() if not line.startswith("import time:"))
+
+
+def _log_time(log, text):
+    """The wall time [s] of the first ROS log line containing ``text``."""
+    return float(re.search(r"\[(\d+\.\d+)\] \[[^]]+\]: " + re.escape(text), log).group(1))
+
+
+@pytest.mark.parametrize("cache", ["empty", "generic module only", "complete"])
 @pytest.mark.parametrize("order", ["sim first", "node first"])
-def test_the_arm_is_held_from_the_first_command_in_either_start_order(kernel_cache, tmp_path,
-                                                                        monkeypatch, order, run):
-    monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(kernel_cache))
-    client = RosClient(f"startup_{run}")
+def test_the_arm_is_held_from_the_first_command_in_either_start_order(
+        request, tmp_path, monkeypatch, order, cache):
+    root = {"empty": lambda: tmp_path / "cache",
+            "generic module only": lambda: _cache_with_generic_module(tmp_path / "cache"),
+            "complete": lambda: request.getfixturevalue("complete_cache")}[cache]()
+    monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(root))
+    # Every import is logged (to stderr, in order with the ROS log lines): an import inside
+    # the 1 kHz loop pauses it (np.median's first call imported numpy.ma: 30-70 ms).
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    client = RosClient("startup")
     observer = Observer(client)
     sim = node = None
     try:
@@ -109,13 +154,17 @@ def test_the_arm_is_held_from_the_first_command_in_either_start_order(kernel_cac
             wait_for(lambda: "loaded from parameters" in node.log(), 60, interval=0.05,
                      what="the node's model")
             sim = _start_sim(tmp_path)
-        # (the first run compiles the robot's kernels first: tens of seconds on a loaded machine)
+        # (from an empty cache the robot's kernels compile first: tens of seconds on a loaded
+        # machine)
         wait_for(lambda: "first command at t=" in sim.log(), 300, interval=0.05,
                  what="the first command at the sim")
         start = float(sim.log().split("first command at t=")[1].split()[0])
         # Two diagnostics periods past the hold, so that every gap in it is reported.
         wait_for(lambda: (observer.latest_time() or 0.0) >= start + HOLD, 10 + 6 * HOLD,
                  interval=0.05, what=f"{HOLD} s of simulation after the first command")
+        if cache == "generic module only":     # (the switch is inside the gaps checked)
+            wait_for(lambda: "compiled kernels in use" in node.log(), 300, interval=0.1,
+                     what="the robot's own kernels loaded")
         gaps_until = len(observer.gaps) + 2
         wait_for(lambda: len(observer.gaps) >= gaps_until, 30, interval=0.05,
                  what="the sim's diagnostics")
@@ -123,22 +172,32 @@ def test_the_arm_is_held_from_the_first_command_in_either_start_order(kernel_cac
     finally:
         client.close()
         codes = [p.stop() for p in (node, sim) if p is not None]
-    logs = "\n".join(p.log()[-3000:] for p in (sim, node) if p is not None)
+    logs = "\n".join(_without_imports(p.log())[-3000:] for p in (sim, node) if p is not None)
     assert codes == [0, 0], logs
     q0 = np.array(list(POSE.values()))
     held = [(t, q) for t, q in observer.states if start <= t <= start + HOLD]
     drift = np.max([np.abs(q - q0) for _, q in held], axis=0)
     gap, _, gap_detail = max(observer.gaps)
     timeouts = observer.gaps[-1][1]
-    print(f"{order} #{run}: first command at t={start:.3f} s; drift over {HOLD} s "
+    print(f"{order}, {cache} cache: first command at t={start:.3f} s; drift over {HOLD} s "
           f"{drift.max():.2e} ({len(held)} states seen); longest command gap at the sim "
           f"{gap * 1e3:.1f} ms ({gap_detail}); lockstep timeouts: {timeouts}")
     assert held[-1][0] - start >= HOLD - 0.01, "the test client missed the end of the hold"
     assert "no valid command" not in sim_log, logs
+    assert not _imports_after(sim_log, "first command at t="), logs
+    if cache == "complete":     # (the executor, made after the model, imports its module)
+        assert not [module for module in _imports_after(node.log(), "loaded from parameters")
+                    if not module.startswith("rclpy.experimental")], logs
     # No command from the numpy path (too slow for 1 kHz in real time) while the kernels
-    # compile (in this module's first run): the first one comes from the kernels.  (A
-    # compile shorter than one diagnostics period leaves nothing to check here.)
-    assert not any(observer.published_while_compiling), logs
+    # compile from an empty cache: the first one comes from compiled code.  (A compile
+    # shorter than one diagnostics period leaves nothing to check here.)
+    assert not any(observer.published_on_numpy_path), logs
+    if cache == "generic module only":
+        # Served by the generic module first, then switched to the robot's own kernels.
+        node_log = node.log()
+        assert "the generic compiled module answers meanwhile" in node_log, logs
+        assert _log_time(sim_log, "first command at t=") < _log_time(
+            node_log, "robot model 'vx300s' loaded from the kernel cache"), logs
     assert timeouts == 0, f"{timeouts} states not answered within the lockstep timeout\n{logs}"
     # (before the node withheld its numpy-path commands: 48-266 ms in these runs)
     assert gap <= STATE_TIMEOUT, (f"a {gap * 1e3:.1f} ms gap between commands at the sim "
