@@ -6,8 +6,9 @@ Per robot, three new processes run the same workload (bench/cases.py: every
 quantity x option of bench_dynamics.py except the batches), each timed from
 its first line (imports included) to its last call:
 
-* ours, empty cache: ``SOA_DYNAMICS_CACHE`` is a fresh directory, so nothing
-  compiled before helps;
+* ours, empty cache: ``SOA_DYNAMICS_CACHE`` is a fresh directory, so no
+  kernel compiled before helps (the generic module is part of the
+  installation, outside that cache: scripts/setup.sh builds it);
 * ours, robot not seen: the same fresh cache after a process ran the workload
   on another robot (the double pendulum), so whatever is shared between
   robots (a generic compiled module, say) is cached and only this robot's own

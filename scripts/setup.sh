@@ -260,9 +260,10 @@ else
 fi
 
 # The generic compiled kernels (one module for every robot, soa_dynamics_ros/kernels/
-# generic.c) are built once per machine: build them now so a first model never waits.
+# generic.c) are part of the installation: built now into the venv (not the kernel
+# cache, which users empty), so a first model, of any robot, never waits.
 KERNELS_STATUS="not built (see the warning above)"
-if KERNELS_OUT="$(cd / && "$VPY" -c 'from soa_dynamics_ros import kernels as k; print(k.generic_module().__name__, "in", k.cache_dir())' 2>&1)"; then
+if KERNELS_OUT="$(cd / && "$VPY" -c 'from soa_dynamics_ros import kernels as k; print(k.install_generic_module().__name__, "in", k.prebuilt_dir())' 2>&1)"; then
   KERNELS_STATUS="$KERNELS_OUT"
 else
   warn "the generic compiled kernels did not build (models use numpy):

@@ -20,7 +20,13 @@ structure or to the compiler gives a new name.  Inertias (payloads) and
 gravity are inputs of the kernels, so they never force new code.
 
 The cache directory is ``$SOA_DYNAMICS_CACHE/kernels`` or
-``~/.cache/soa_dynamics_ros/kernels``.
+``~/.cache/soa_dynamics_ros/kernels``.  The generic module is part of the
+installation rather than of that cache: ``scripts/setup.sh`` builds it into
+the environment (:func:`prebuilt_dir`: ``<sys.prefix>/share/soa_dynamics_ros/
+kernels``, or ``$SOA_DYNAMICS_PREBUILT``), so that an emptied or new kernel
+cache (a robot never seen, a fresh ``SOA_DYNAMICS_CACHE``) still answers
+every call compiled from the first one.  Without it there, it is built into
+the cache at first need.
 """
 import concurrent.futures
 import hashlib
@@ -63,6 +69,12 @@ def cache_dir():
     return path / "kernels"
 
 
+def prebuilt_dir():
+    """Where the installation keeps its generic module (built by ``scripts/setup.sh``)."""
+    root = os.environ.get("SOA_DYNAMICS_PREBUILT")
+    return pathlib.Path(root) if root else pathlib.Path(sys.prefix) / "share" / "soa_dynamics_ros" / "kernels"
+
+
 _CODE_VERSION = None
 
 
@@ -90,18 +102,19 @@ def _module_lock(name):
         return _locks.setdefault(name, threading.Lock())
 
 
-def _load_module(name, make_source, label):
+def _load_module(name, make_source, label, directory=None):
     """The compiled module ``make_source()`` describes: imported, built first if needed.
 
     ``make_source`` returns ``(source, stats)``, stats (operation counts) or None.
     Returns ``(module, seconds)``.  Different modules build concurrently (the
     compiler runs as a child process); one module is built once per process.
+    ``directory`` is where it is looked for and built (default: the cache).
     """
     with _module_lock(name):
         if name in sys.modules:
             return sys.modules[name], 0.0
         started = time.perf_counter()
-        directory = cache_dir()
+        directory = cache_dir() if directory is None else directory
         path = directory / f"{name}{build.EXTENSION}"
         compiled = not path.exists()
         if compiled:
@@ -199,20 +212,39 @@ class Kernels:
             for kernel, frame in self._wanted(frames) if generator.exists(self.tree, kernel))
 
 
+def _generic_directory():
+    """The installation's directory when it holds the generic module, else the cache."""
+    prebuilt = prebuilt_dir()
+    if (prebuilt / f"{generic.module_name()}{build.EXTENSION}").exists():
+        return prebuilt
+    return cache_dir()
+
+
 def generic_module():
-    """The generic compiled recursions (:mod:`.generic`): built once per machine, loaded once
-    per process.  Raises ImportError without a compiler, KernelBuildError if it fails."""
+    """The generic compiled recursions (:mod:`.generic`): built once per installation (or
+    per cache), loaded once per process.  Raises ImportError without a compiler,
+    KernelBuildError if it fails."""
+    return _generic(_generic_directory())
+
+
+def install_generic_module():
+    """Build the generic module into :func:`prebuilt_dir` (``scripts/setup.sh``); the module."""
+    return _generic(prebuilt_dir())
+
+
+def _generic(directory):
     problem = build.toolchain_problem()
     if problem is not None:
         raise ImportError(f"compiled kernels are unavailable: {problem}")
     name = generic.module_name()
-    module, _ = _load_module(name, lambda: (generic.module_source(name), None), "generic")
+    module, _ = _load_module(name, lambda: (generic.module_source(name), None), "generic",
+                             directory)
     return module
 
 
 def generic_cached():
-    """Whether :func:`generic_module` would only load (it is compiled in the cache)."""
-    return (cache_dir() / f"{generic.module_name()}{build.EXTENSION}").exists()
+    """Whether :func:`generic_module` would only load (the installation or the cache has it)."""
+    return (_generic_directory() / f"{generic.module_name()}{build.EXTENSION}").exists()
 
 
 def compiled_tree(tree):
@@ -225,4 +257,4 @@ def pack_parameters(tree, gravity, out=None):
 
 
 __all__ = ["Kernels", "BACKENDS", "compiler_available", "default_backend", "cache_dir",
-           "generic_module", "generic_cached", "compiled_tree", "pack_parameters"]
+           "prebuilt_dir", "generic_module", "install_generic_module", "generic_cached", "compiled_tree", "pack_parameters"]

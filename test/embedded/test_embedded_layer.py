@@ -196,13 +196,14 @@ WARMUP_TIMEOUT = 180.0
 
 
 def _kernel_cache(tmp_path, monkeypatch, with_generic):
-    """A kernel cache new to the robot: empty, or holding only the generic module."""
+    """A kernel cache new to the robot (empty); the generic module installed or not."""
     from soa_dynamics_ros import kernels
-    generic = kernels.generic_module() if with_generic else None   # built in the usual cache
-    monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(tmp_path))
-    kernels.cache_dir().mkdir(parents=True)
-    if generic is not None:
-        shutil.copy(generic.__file__, kernels.cache_dir())
+    prebuilt = tmp_path / "prebuilt"
+    prebuilt.mkdir()
+    if with_generic:    # a copy of the one this process uses (setup.sh installs it)
+        shutil.copy(kernels.generic_module().__file__, prebuilt)
+    monkeypatch.setenv("SOA_DYNAMICS_PREBUILT", str(prebuilt))
+    monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(tmp_path / "cache"))
 
 
 def _gravity(q):

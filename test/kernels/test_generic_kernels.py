@@ -287,17 +287,14 @@ def test_a_wrongly_called_generic_function_is_a_type_error_or_a_status():
     assert module.jacobian(compiled.model, 10 ** 6, np.zeros(2), params) == 1
 
 
-def _run(script, cache):
-    env = dict(os.environ, SOA_DYNAMICS_CACHE=str(cache))
+def _run(script, cache, prebuilt):
+    env = dict(os.environ, SOA_DYNAMICS_CACHE=str(cache), SOA_DYNAMICS_PREBUILT=str(prebuilt))
     env.pop("SOA_DYNAMICS_KERNELS", None)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=REPO, env=env, timeout=600)
 
 
-def test_one_generic_compile_per_machine_and_compiled_answers_from_the_first_call(tmp_path):
-    """With an empty cache, the first call of a model is answered by compiled code after
-    one compile (the generic module); a second robot and a second process compile nothing."""
-    script = (
+FIRST_CALLS = (
         "import logging, sys\n"
         "logging.basicConfig(level=logging.INFO, stream=sys.stdout, format='%(message)s')\n"
         "from soa_dynamics_ros.model import RobotModel\n"
@@ -309,16 +306,42 @@ def test_one_generic_compile_per_machine_and_compiled_answers_from_the_first_cal
         "    m._reference_inverse_dynamics = refuse\n"
         "    answers.append(m.gravity_torques([0.1] * m.dof).tolist())\n"
         "print('answers', answers)\n")
-    first, second = _run(script, tmp_path), _run(script, tmp_path)
+
+
+def _check_first_answers(run):
+    expected = [RobotModel.from_urdf(shipped_urdf(name), kernels="off").gravity_torques(
+        [0.1] * dof).tolist() for name, dof in (("panda.urdf", 7), ("ur5.urdf", 6))]
+    answers = eval(run.stdout.split("answers", 1)[1])
+    for answer, reference in zip(answers, expected):
+        assert_close(np.array(answer), np.array(reference), "first call", TOL)
+
+
+def test_without_an_installed_generic_module_one_compile_per_cache(tmp_path):
+    """No generic module installed, an empty cache: the first call of a model is answered
+    by compiled code after one compile (the generic module, into the cache); a second robot
+    and a second process compile nothing."""
+    cache, prebuilt = tmp_path / "cache", tmp_path / "prebuilt"
+    first, second = _run(FIRST_CALLS, cache, prebuilt), _run(FIRST_CALLS, cache, prebuilt)
     for run in (first, second):
         assert run.returncode == 0, run.stderr
     assert first.stdout.count("compiling kernel") == 1, first.stdout
     assert "compiling kernel generic" in first.stdout
     assert "compiling" not in second.stdout, second.stdout
-    libraries = list((tmp_path / "kernels").glob(f"soa_generic_*{build.EXTENSION}"))
-    assert len(libraries) == 1
-    expected = [RobotModel.from_urdf(shipped_urdf(name), kernels="off").gravity_torques(
-        [0.1] * dof).tolist() for name, dof in (("panda.urdf", 7), ("ur5.urdf", 6))]
-    answers = eval(first.stdout.split("answers", 1)[1])
-    for answer, reference in zip(answers, expected):
-        assert_close(np.array(answer), np.array(reference), "first call", TOL)
+    assert len(list((cache / "kernels").glob(f"soa_generic_*{build.EXTENSION}"))) == 1
+    assert not prebuilt.exists()
+    _check_first_answers(first)
+
+
+def test_the_installed_generic_module_serves_an_empty_cache_with_no_compile(tmp_path):
+    """setup.sh installs the generic module outside the kernel cache: a new, empty cache
+    (a robot never seen, SOA_DYNAMICS_CACHE emptied) answers compiled from the first call."""
+    prebuilt = tmp_path / "prebuilt"
+    installed = _run("from soa_dynamics_ros import kernels; kernels.install_generic_module()",
+                     tmp_path / "unused", prebuilt)
+    assert installed.returncode == 0, installed.stderr
+    assert len(list(prebuilt.glob(f"soa_generic_*{build.EXTENSION}"))) == 1
+    run = _run(FIRST_CALLS, tmp_path / "cache", prebuilt)
+    assert run.returncode == 0, run.stderr
+    assert "compiling" not in run.stdout, run.stdout
+    assert not list((tmp_path / "cache").glob(f"**/soa_generic_*{build.EXTENSION}"))
+    _check_first_answers(run)

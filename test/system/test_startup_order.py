@@ -5,12 +5,12 @@ The robot is the Trossen ViperX 300s from the `rtb-data` package (as pip install
 never copied here): six arm joints, a gripper motor and mimic fingers, 8 coordinates.
 (The package's KUKA LBR iiwa 14 URDF has no <inertial> at all: no gravity to hold.)
 Each start order runs from three kernel caches:
-- empty (a machine where even setup.sh's generic module is missing): the node meets the
-  robot and compiles in a child process; it sends no command until compiled code is in
-  (the numpy path is too slow for 1 kHz), and the sim waits;
-- the generic module only (a machine set up by setup.sh, a robot it never saw): the
+- empty, and no generic module installed (an installation that skipped setup.sh): the node
+  meets the robot and compiles in a child process; it sends no command until compiled
+  code is in (the numpy path is too slow for 1 kHz), and the sim waits;
+- the generic module only (setup.sh installed it; a robot the machine never saw): the
   generic module feeds forward from the first state while the child compiles the robot's
-  own kernels, which the node then loads in the middle of the hold;
+  own kernels, which the node then loads, usually in the middle of the hold;
 - complete (the robot seen before): its kernels are loaded at start-up.
 The sim runs with its defaults (time stands still until the first command), paced in
 real time, plus lockstep: on this shared 2-core machine (load average 8-11 while four
@@ -97,17 +97,17 @@ def _start_node(log_dir):
                       log_dir=log_dir, name="node")
 
 
-def _cache_with_generic_module(root):
-    """``root`` as SOA_DYNAMICS_CACHE holding the generic module (built in the usual cache)."""
-    (root / "kernels").mkdir(parents=True)
-    shutil.copy(kernels.generic_module().__file__, root / "kernels")
-    return root
+def _with_generic_module(directory):
+    """``directory`` created, holding a copy of the generic module this test process uses."""
+    directory.mkdir(parents=True)
+    shutil.copy(kernels.generic_module().__file__, directory)
+    return directory
 
 
 @pytest.fixture(scope="module")
 def complete_cache(tmp_path_factory):
-    """A cache holding the generic module and every kernel of the robot, compiled once."""
-    root = _cache_with_generic_module(tmp_path_factory.mktemp("complete_cache"))
+    """A kernel cache (SOA_DYNAMICS_CACHE) holding the robot's kernels, compiled once."""
+    root = tmp_path_factory.mktemp("complete_cache")
     subprocess.run([sys.executable, "-m", "soa_dynamics_ros.embedded.warmup"],
                    input=read_description_text(str(URDF), [], 30.0), text=True, check=True,
                    env={**os.environ, "SOA_DYNAMICS_CACHE": str(root)}, timeout=600)
@@ -134,10 +134,11 @@ def _log_time(log, text):
 @pytest.mark.parametrize("order", ["sim first", "node first"])
 def test_the_arm_is_held_from_the_first_command_in_either_start_order(
         request, tmp_path, monkeypatch, order, cache):
-    root = {"empty": lambda: tmp_path / "cache",
-            "generic module only": lambda: _cache_with_generic_module(tmp_path / "cache"),
-            "complete": lambda: request.getfixturevalue("complete_cache")}[cache]()
-    monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(root))
+    # The installation's generic module (scripts/setup.sh) is there unless the cache is empty.
+    monkeypatch.setenv("SOA_DYNAMICS_PREBUILT", str(
+        tmp_path / "prebuilt" if cache == "empty" else _with_generic_module(tmp_path / "prebuilt")))
+    monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(
+        request.getfixturevalue("complete_cache") if cache == "complete" else tmp_path / "cache"))
     # Every import is logged (to stderr, in order with the ROS log lines): an import inside
     # the 1 kHz loop pauses it (np.median's first call imported numpy.ma: 30-70 ms).
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
