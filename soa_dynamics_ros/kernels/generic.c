@@ -24,8 +24,14 @@
  * The including source defines SOA_GENERIC_MODULE (the module name) and
  * SOA_CONDITION_LIMIT (runtime.h) before including this file (generic.py).
  *
- * The workspace lives in the model and is sized once; every function holds
- * the GIL from start to end, so calls from several threads never share it.
+ * Spatial transforms are kept as each body's placement (R, p) in its parent
+ * and applied in Featherstone's plux form (transform_motion, ...): a rotation
+ * and a cross product instead of dense 6x6 products.  The numpy reference
+ * multiplies the dense matrices; both agree to round-off.
+ *
+ * The workspace lives in the model: sized once, except the part that grows
+ * with a call's frames (scratch()); every function holds the GIL from start
+ * to end, so calls from several threads never share it.
  */
 #include "runtime.h"
 #include <stdlib.h>
@@ -55,6 +61,8 @@ typedef struct {
     unsigned char *free;                                        /* hinge moved by a rate */
     unsigned char *call_free;                                   /* mixed dynamics: not prescribed */
     void *block;
+    double *scratch;            /* calls whose workspace grows with their frames (scratch()) */
+    size_t scratch_size;
 } Model;
 
 /* ------------------------------------------------------------------ small algebra */
@@ -151,6 +159,86 @@ static void force_cross(const double *v, const double *f, double *out)
     }
 }
 
+/* Featherstone's plux form of spatial.motion_transform(R, p) = [[R^T, -R^T skew(p)],
+ * [0, R^T]] (R, p: the body's placement in its parent): the products below cost a
+ * rotation and a cross product where the dense 6x6 would cost 36 multiplications.
+ * `out` must not alias the input. */
+
+/* X m: [R^T (v + w x p); R^T w] */
+static void transform_motion(const double *r, const double *p, const double *m, double *out)
+{
+    double moved[3], shifted[3];
+    cross(m + 3, p, moved);
+    for (int k = 0; k < 3; ++k)
+        shifted[k] = m[k] + moved[k];
+    mat3t_vec(r, shifted, out);
+    mat3t_vec(r, m + 3, out + 3);
+}
+
+/* X^T f: [R f; p x (R f) + R n] */
+static void transform_force_back(const double *r, const double *p, const double *f, double *out)
+{
+    double turned[3], moment[3];
+    mat3_vec(r, f, out);
+    mat3_vec(r, f + 3, moment);
+    cross(p, out, turned);
+    for (int k = 0; k < 3; ++k)
+        out[3 + k] = turned[k] + moment[k];
+}
+
+/* out += X^T A X for a symmetric 6x6 A.  X = diag(R^T, R^T) [[1, -P], [0, 1]] with
+ * P = skew(p): the blocks rotated to the parent, B_ij = R A_ij R^T, then
+ * [[B11, C12], [C12^T, B22 - B21 P + P C12]] with C12 = B12 - B11 P. */
+static void add_transformed_inertia(const double *r, const double *p, const double *a,
+                                    double *out)
+{
+    double blocks[3][9], rotated[3][9];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            blocks[0][3 * i + j] = a[6 * i + j];
+            blocks[1][3 * i + j] = a[6 * i + j + 3];
+            blocks[2][3 * i + j] = a[6 * (i + 3) + j + 3];
+        }
+    for (int b = 0; b < 3; ++b) {
+        double turned[9];
+        mat3_mul(r, blocks[b], turned);
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j)
+                rotated[b][3 * i + j] = turned[3 * i] * r[3 * j] + turned[3 * i + 1] * r[3 * j + 1]
+                                        + turned[3 * i + 2] * r[3 * j + 2];
+    }
+    const double *b11 = rotated[0], *b12 = rotated[1], *b22 = rotated[2];
+    double c12[9], c22[9];
+    for (int i = 0; i < 3; ++i) {
+        /* row i of M P is (row i of M) x p */
+        double moved[3];
+        cross(b11 + 3 * i, p, moved);
+        for (int j = 0; j < 3; ++j)
+            c12[3 * i + j] = b12[3 * i + j] - moved[j];
+    }
+    for (int i = 0; i < 3; ++i) {
+        /* row i of B21 P: (column i of B12) x p */
+        double column[3] = {b12[i], b12[3 + i], b12[6 + i]}, moved[3];
+        cross(column, p, moved);
+        for (int j = 0; j < 3; ++j)
+            c22[3 * i + j] = b22[3 * i + j] - moved[j];
+    }
+    for (int j = 0; j < 3; ++j) {
+        /* column j of P C12: p x (column j of C12) */
+        double column[3] = {c12[j], c12[3 + j], c12[6 + j]}, moved[3];
+        cross(p, column, moved);
+        for (int i = 0; i < 3; ++i)
+            c22[3 * i + j] += moved[i];
+    }
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            out[6 * i + j] += b11[3 * i + j];
+            out[6 * i + j + 3] += c12[3 * i + j];
+            out[6 * (j + 3) + i] += c12[3 * i + j];
+            out[6 * (i + 3) + j + 3] += c22[3 * i + j];
+        }
+}
+
 /* ------------------------------------------------------------------ model data */
 /* Spatial inertias of the moving bodies from p (spatial.inertia_from_parameters). */
 static void unpack_inertias(Model *m, const double *p)
@@ -202,12 +290,12 @@ static void hinge_placement(const Model *m, int body, double q, double *rotation
     const double *e = m->joint_rotation + 9 * body, *r = m->joint_translation + 3 * body;
     const double *axis = m->axis + 3 * body;
     if (m->type[body] == JOINT_ROTATION) {
-        /* rotation_about_axis: I + sin(q) K + (1 - cos(q)) K K */
-        double k[9] = {0.0, -axis[2], axis[1], axis[2], 0.0, -axis[0], -axis[1], axis[0], 0.0};
-        double kk[9], turn[9], s = sin(q), c = 1.0 - cos(q);
-        mat3_mul(k, k, kk);
-        for (int i = 0; i < 9; ++i)
-            turn[i] = (i % 4 == 0 ? 1.0 : 0.0) + s * k[i] + c * kk[i];
+        /* rotation_about_axis: I + sin(q) K + (1 - cos(q)) K K, with K K = a a^T - |a|^2 I */
+        double s = sin(q), c = 1.0 - cos(q), x = axis[0], y = axis[1], z = axis[2];
+        double squared = x * x + y * y + z * z;
+        double turn[9] = {1.0 + c * (x * x - squared), c * x * y - s * z, c * x * z + s * y,
+                          c * x * y + s * z, 1.0 + c * (y * y - squared), c * y * z - s * x,
+                          c * x * z - s * y, c * y * z + s * x, 1.0 + c * (z * z - squared)};
         mat3_mul(e, turn, rotation);
         memcpy(translation, r, 3 * sizeof(double));
     } else {
@@ -222,14 +310,24 @@ static void hinge_placement(const Model *m, int body, double q, double *rotation
     }
 }
 
-/* kinematics.parent_to_child_transforms, keeping each (R, p) too */
+/* Each body's placement (R, p) in its parent at q_hinge: the recursions transform with
+ * these (transform_motion, transform_force_back, add_transformed_inertia). */
+static void local_placements(Model *m)
+{
+    for (int body = 1; body < m->nb; ++body)
+        hinge_placement(m, body, m->q_hinge[body], m->local_rotation + 9 * body,
+                        m->local_translation + 3 * body);
+}
+
+/* kinematics.parent_to_child_transforms: local_placements, and each as the dense 6x6
+ * spatial.motion_transform [[R^T, -R^T skew(p)], [0, R^T]] in `transforms` for code
+ * that multiplies with matrices (the recursions here do not read them). */
 static void transforms(Model *m)
 {
+    local_placements(m);
     for (int body = 1; body < m->nb; ++body) {
-        double *rotation = m->local_rotation + 9 * body, *p = m->local_translation + 3 * body;
+        const double *rotation = m->local_rotation + 9 * body, *p = m->local_translation + 3 * body;
         double *x = m->transforms + 36 * body;
-        hinge_placement(m, body, m->q_hinge[body], rotation, p);
-        /* spatial.motion_transform: [[R^T, -R^T skew(p)], [0, R^T]] */
         double skew_p[9] = {0.0, -p[2], p[1], p[2], 0.0, -p[0], -p[1], p[0], 0.0};
         memset(x, 0, 36 * sizeof(double));
         for (int i = 0; i < 3; ++i)
@@ -243,21 +341,45 @@ static void transforms(Model *m)
     }
 }
 
-/* kinematics.body_placements (after hinge_positions) */
-static void body_placements(Model *m)
+/* The placements in the root (rotations, translations) from current local_placements. */
+static void compose_placements(Model *m)
 {
     static const double identity[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     memcpy(m->rotations, identity, sizeof identity);
     memset(m->translations, 0, 3 * sizeof(double));
     for (int body = 1; body < m->nb; ++body) {
         int parent = m->parent[body];
-        double rotation[9], translation[3], moved[3];
-        hinge_placement(m, body, m->q_hinge[body], rotation, translation);
-        mat3_mul(m->rotations + 9 * parent, rotation, m->rotations + 9 * body);
-        mat3_vec(m->rotations + 9 * parent, translation, moved);
+        double moved[3];
+        mat3_mul(m->rotations + 9 * parent, m->local_rotation + 9 * body, m->rotations + 9 * body);
+        mat3_vec(m->rotations + 9 * parent, m->local_translation + 3 * body, moved);
         for (int k = 0; k < 3; ++k)
             m->translations[3 * body + k] = m->translations[3 * parent + k] + moved[k];
     }
+}
+
+/* kinematics.body_placements (after hinge_positions); local_placements too */
+static void body_placements(Model *m)
+{
+    local_placements(m);
+    compose_placements(m);
+}
+
+/* The motion, force and inertia transforms of body's joint (local_placements current) */
+static void carry_motion(const Model *m, int body, const double *motion, double *out)
+{
+    transform_motion(m->local_rotation + 9 * body, m->local_translation + 3 * body, motion, out);
+}
+
+static void carry_force(const Model *m, int body, const double *force, double *out)
+{
+    transform_force_back(m->local_rotation + 9 * body, m->local_translation + 3 * body, force,
+                         out);
+}
+
+static void carry_inertia(const Model *m, int body, const double *inertia, double *out)
+{
+    add_transformed_inertia(m->local_rotation + 9 * body, m->local_translation + 3 * body,
+                            inertia, out);
 }
 
 /* kinematics.frame_placement */
@@ -298,7 +420,8 @@ static int body_forces(Model *m, const double *frames, const double *wrenches, i
 }
 
 /* ------------------------------------------------------------------ recursions */
-/* inverse_dynamics.inverse_dynamics on hinge arrays (q_hinge and transforms current). */
+/* inverse_dynamics.inverse_dynamics on hinge arrays (local placements current: transforms()
+ * or local_placements()). */
 static void newton_euler(Model *m, const double *p, const double *qd, const double *qdd,
                          int with_forces)
 {
@@ -308,14 +431,14 @@ static void newton_euler(Model *m, const double *p, const double *qd, const doub
     a[0] = -p[0]; a[1] = -p[1]; a[2] = -p[2]; a[3] = a[4] = a[5] = 0.0;
     for (int body = 1; body < m->nb; ++body) {
         int parent = m->parent[body];
-        const double *x = m->transforms + 36 * body, *hb = h + 6 * body;
+        const double *hb = h + 6 * body;
         double joint_velocity[6], carried[6], product[6];
-        mat6_vec(x, v + 6 * parent, carried);
+        carry_motion(m, body, v + 6 * parent, carried);
         for (int k = 0; k < 6; ++k) {
             joint_velocity[k] = hb[k] * qd[body];
             v[6 * body + k] = carried[k] + joint_velocity[k];
         }
-        mat6_vec(x, a + 6 * parent, carried);
+        carry_motion(m, body, a + 6 * parent, carried);
         motion_cross(v + 6 * body, joint_velocity, product);
         for (int k = 0; k < 6; ++k)
             a[6 * body + k] = carried[k] + hb[k] * qdd[body] + product[k];
@@ -336,7 +459,7 @@ static void newton_euler(Model *m, const double *p, const double *qd, const doub
         int parent = m->parent[body];
         if (parent > 0) {
             double carried[6];
-            mat6t_vec(m->transforms + 36 * body, f + 6 * body, carried);
+            carry_force(m, body, f + 6 * body, carried);
             for (int k = 0; k < 6; ++k)
                 f[6 * parent + k] += carried[k];
         }
@@ -344,7 +467,7 @@ static void newton_euler(Model *m, const double *p, const double *qd, const doub
     m->torque[0] = 0.0;
 }
 
-/* mass_matrix.mass_matrix into hinge_mass (transforms current) */
+/* mass_matrix.mass_matrix into hinge_mass (local placements current) */
 static void composite_body(Model *m)
 {
     int nb = m->nb;
@@ -353,8 +476,7 @@ static void composite_body(Model *m)
     for (int body = nb - 1; body > 0; --body) {
         int parent = m->parent[body];
         if (parent > 0)
-            add_congruence(m->transforms + 36 * body, composite + 36 * body,
-                           composite + 36 * parent);
+            carry_inertia(m, body, composite + 36 * body, composite + 36 * parent);
     }
     memset(m->hinge_mass, 0, nb * nb * sizeof(double));
     for (int body = 1; body < nb; ++body) {
@@ -364,7 +486,7 @@ static void composite_body(Model *m)
         m->hinge_mass[body * nb + body] = dot6(hb, force);
         int ancestor = body;
         while (m->parent[ancestor] > 0) {
-            mat6t_vec(m->transforms + 36 * ancestor, force, carried);
+            carry_force(m, ancestor, force, carried);
             memcpy(force, carried, sizeof force);
             ancestor = m->parent[ancestor];
             m->hinge_mass[body * nb + ancestor] = m->hinge_mass[ancestor * nb + body]
@@ -388,7 +510,7 @@ static void joint_mass_matrix(Model *m)
     }
 }
 
-/* articulated_body.gather (transforms current): hinges not `free` are prescribed */
+/* articulated_body.gather (local placements current): hinges not `free` are prescribed */
 static int articulated_gather(Model *m, const double *p, const double *qd, const double *tau,
                               const double *qdd_prescribed, const unsigned char *free,
                               int with_forces)
@@ -402,7 +524,7 @@ static int articulated_gather(Model *m, const double *p, const double *qd, const
     for (int body = 1; body < nb; ++body) {
         const double *hb = h + 6 * body;
         double joint_velocity[6], carried[6], momentum[6];
-        mat6_vec(m->transforms + 36 * body, v + 6 * m->parent[body], carried);
+        carry_motion(m, body, v + 6 * m->parent[body], carried);
         for (int k = 0; k < 6; ++k) {
             joint_velocity[k] = hb[k] * qd[body];
             v[6 * body + k] = carried[k] + joint_velocity[k];
@@ -450,8 +572,8 @@ static int articulated_gather(Model *m, const double *p, const double *qd, const
         }
         if (parent > 0) {
             double through[6];
-            add_congruence(m->transforms + 36 * body, reduced, articulated + 36 * parent);
-            mat6t_vec(m->transforms + 36 * body, carried, through);
+            carry_inertia(m, body, reduced, articulated + 36 * parent);
+            carry_force(m, body, carried, through);
             for (int k = 0; k < 6; ++k)
                 z[6 * parent + k] += through[k];
         }
@@ -469,7 +591,7 @@ static void articulated_scatter(Model *m, const double *p, const double *qdd_pre
     for (int body = 1; body < m->nb; ++body) {
         const double *hb = m->hinge_map + 6 * body;
         double incoming[6];
-        mat6_vec(m->transforms + 36 * body, a + 6 * m->parent[body], incoming);
+        carry_motion(m, body, a + 6 * m->parent[body], incoming);
         for (int k = 0; k < 6; ++k)
             incoming[k] += m->bias_acceleration[6 * body + k];
         qdd[body] = qdd_prescribed ? qdd_prescribed[body] : 0.0;
@@ -481,13 +603,22 @@ static void articulated_scatter(Model *m, const double *p, const double *qdd_pre
     }
 }
 
-/* ------------------------------------------------------------------ cores */
+/* ------------------------------------------------------------------ cores
+ * Each core starts from current local placements (and, with wrenches, body forces from
+ * the root placements): the calls compute them once (placements()). */
+/* After hinge_positions: the local placements, and the root ones when `world` */
+static void placements(Model *m, int world)
+{
+    local_placements(m);
+    if (world)
+        compose_placements(m);
+}
+
 /* The selected joints' accelerations: articulated-body recursion, or with coupled
  * hinges (mimic joints) G^T M G qdd = tau - G^T h by Cholesky, as model/dense.py. */
 static int forward_core(Model *m, const double *qd, const double *tau,
                         const double *p, int with_forces, double *out)
 {
-    transforms(m);
     hinge_rates(m, qd, m->qd_hinge);
     if (m->couples) {
         memset(m->qdd_hinge, 0, m->nb * sizeof(double));
@@ -513,7 +644,6 @@ static int forward_core(Model *m, const double *qd, const double *tau,
 static int mixed_core(Model *m, const double *qd, const double *qdd, const double *tau,
                       const double *prescribed, const double *p, int with_forces, double *out)
 {
-    transforms(m);
     hinge_rates(m, qd, m->qd_hinge);
     hinge_rates(m, qdd, m->qdd_given);
     hinge_rates(m, tau, m->tau_hinge);
@@ -593,15 +723,15 @@ static void compliance_gather(const Model *m, const double *carried, int columns
         }
         int parent = m->parent[body];
         if (parent > 0) {
-            const double *x = m->transforms + 36 * body;
             double *target = mutable_carried + (size_t)parent * 6 * columns;
-            for (int i = 0; i < 6; ++i)
-                for (int c = 0; c < columns; ++c) {
-                    double s = 0.0;
-                    for (int k = 0; k < 6; ++k)
-                        s += x[6 * k + i] * through[k * columns + c];
-                    target[i * columns + c] += s;
-                }
+            for (int c = 0; c < columns; ++c) {
+                double force[6], back[6];
+                for (int i = 0; i < 6; ++i)
+                    force[i] = through[i * columns + c];
+                carry_force(m, body, force, back);
+                for (int i = 0; i < 6; ++i)
+                    target[i * columns + c] += back[i];
+            }
         }
     }
 }
@@ -624,8 +754,6 @@ static int compliance_core(Model *m, const double *frames, int count, int first,
     int nb = m->nb, columns = count * width;
     static const double identity[36] = {1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
                                         0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1};
-    transforms(m);
-    body_placements(m);
     memset(m->qd_hinge, 0, nb * sizeof(double));
     int status = articulated_gather(m, p, m->qd_hinge, m->qd_hinge, NULL, m->free, 0);
     if (status != SOA_OK)
@@ -636,6 +764,95 @@ static int compliance_core(Model *m, const double *frames, int count, int first,
                            k * width);
     compliance_gather(m, carried, columns, out, carried + (size_t)nb * 6 * columns);
     symmetrize(out, columns);
+    return SOA_OK;
+}
+
+/* Eigen-decomposition of a symmetric n x n matrix by cyclic Jacobi rotations: `a` is
+ * overwritten (its diagonal ends as the eigenvalues, copied to `values`), `vectors`
+ * (row-major n x n) gets the eigenvectors as columns.  Sweeps until no off-diagonal
+ * element changes its diagonal neighbours' sum. */
+static void symmetric_eigen(double *a, int n, double *values, double *vectors)
+{
+    for (int i = 0; i < n * n; ++i)
+        vectors[i] = i % (n + 1) == 0 ? 1.0 : 0.0;
+    for (int sweep = 0; sweep < 64; ++sweep) {
+        int rotated = 0;
+        for (int p = 0; p < n; ++p)
+            for (int q = p + 1; q < n; ++q) {
+                double apq = a[p * n + q], app = a[p * n + p], aqq = a[q * n + q];
+                if (apq == 0.0 || (fabs(app) + 100.0 * fabs(apq) == fabs(app)
+                                   && fabs(aqq) + 100.0 * fabs(apq) == fabs(aqq))) {
+                    a[p * n + q] = a[q * n + p] = 0.0;
+                    continue;
+                }
+                rotated = 1;
+                double theta = (aqq - app) / (2.0 * apq);
+                double t = fabs(theta) > 1e150 ? 0.5 / theta
+                           : copysign(1.0, theta) / (fabs(theta) + sqrt(theta * theta + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int k = 0; k < n; ++k) {
+                    double akp = a[k * n + p], akq = a[k * n + q];
+                    a[k * n + p] = c * akp - s * akq;
+                    a[k * n + q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; ++k) {
+                    double apk = a[p * n + k], aqk = a[q * n + k];
+                    a[p * n + k] = c * apk - s * aqk;
+                    a[q * n + k] = s * apk + c * aqk;
+                }
+                a[p * n + q] = a[q * n + p] = 0.0;
+                for (int k = 0; k < n; ++k) {
+                    double vkp = vectors[k * n + p], vkq = vectors[k * n + q];
+                    vectors[k * n + p] = c * vkp - s * vkq;
+                    vectors[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+        if (!rotated)
+            break;
+    }
+    for (int i = 0; i < n; ++i)
+        values[i] = a[i * n + i];
+}
+
+/* constrained.task_space_inertia after the compliance: its rank (eigenvalues above
+ * SOA_RANK_RCOND times the largest), condition number (largest / smallest eigenvalue,
+ * inf below full rank) and Lambda = V diag(1 / (values + damping)) V^T.  out: Lambda
+ * (n x n), the compliance (n x n), condition, rank.  Status 3, for the reference to
+ * decide (and raise), below full rank without damping or with an eigenvalue within
+ * round-off of the rank threshold.  `work` holds 2 n^2 + n. */
+static int invert_compliance(const double *compliance, int n, double damping, double *work,
+                             double *out)
+{
+    double *a = work, *vectors = work + n * n, *values = vectors + n * n;
+    memcpy(a, compliance, (size_t)n * n * sizeof(double));
+    memcpy(out + n * n, compliance, (size_t)n * n * sizeof(double));
+    symmetric_eigen(a, n, values, vectors);
+    double strongest = 0.0, weakest = values[0];
+    for (int i = 0; i < n; ++i) {
+        strongest = values[i] > strongest ? values[i] : strongest;
+        weakest = values[i] < weakest ? values[i] : weakest;
+    }
+    if (!(strongest > 0.0) || !isfinite(strongest))
+        return SOA_ILL_CONDITIONED;
+    double threshold = SOA_RANK_RCOND * strongest;
+    int rank = 0;
+    for (int i = 0; i < n; ++i) {
+        /* both eigen-solvers err by a few ulps of the largest eigenvalue */
+        if (fabs(values[i] - threshold) < 1e-3 * threshold)
+            return SOA_ILL_CONDITIONED;
+        rank += values[i] > threshold;
+    }
+    if (rank < n && !(damping > 0.0))
+        return SOA_ILL_CONDITIONED;
+    for (int i = 0; i < n; ++i)
+        for (int j = i; j < n; ++j) {
+            double s = 0.0;
+            for (int k = 0; k < n; ++k)
+                s += vectors[i * n + k] * vectors[j * n + k] / (values[k] + damping);
+            out[i * n + j] = out[j * n + i] = s;
+        }
+    out[2 * n * n] = rank == n ? strongest / weakest : INFINITY;
+    out[2 * n * n + 1] = rank;
     return SOA_OK;
 }
 
@@ -676,7 +893,6 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
     size_t block = (size_t)nb * 6 * columns;
     double *wrench_columns = work, *carried = work + block, *compliance = carried + block;
     double *scratch = compliance + (size_t)columns * columns, *nu = out + 2 * n;
-    transforms(m);
     hinge_rates(m, qd, m->qd_hinge);
     hinge_rates(m, tau, m->tau_hinge);
     int status = articulated_gather(m, p, m->qd_hinge, m->tau_hinge, NULL, m->free, with_forces);
@@ -728,7 +944,7 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
     for (int body = 1; body < nb; ++body) {
         const double *hb = m->hinge_map + 6 * body;
         double incoming[6];
-        mat6_vec(m->transforms + 36 * body, delta_acceleration + 6 * m->parent[body], incoming);
+        carry_motion(m, body, delta_acceleration + 6 * m->parent[body], incoming);
         delta_qdd[body] = 0.0;
         if (m->free[body]) {
             const double *z = carried + (size_t)body * 6 * columns;
@@ -765,7 +981,7 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
         int parent = m->parent[body];
         if (parent > 0) {
             double carried_force[6];
-            mat6t_vec(m->transforms + 36 * body, applied + 6 * body, carried_force);
+            carry_force(m, body, applied + 6 * body, carried_force);
             for (int k = 0; k < 6; ++k)
                 applied[6 * parent + k] += carried_force[k];
         }
@@ -783,7 +999,6 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
 static void inverse_core(Model *m, const double *qd, const double *qdd, const double *p,
                          int with_forces, double *out)
 {
-    transforms(m);
     if (qd)
         hinge_rates(m, qd, m->qd_hinge);
     else
@@ -800,6 +1015,20 @@ static void inverse_core(Model *m, const double *qd, const double *qdd, const do
 static Model *model_of(PyObject *object)
 {
     return (Model *)PyCapsule_GetPointer(object, CAPSULE_NAME);
+}
+
+/* At least `doubles` of workspace kept in the model (grown, never shrunk), or NULL when
+ * out of memory */
+static double *scratch(Model *m, size_t doubles)
+{
+    if (doubles > m->scratch_size) {
+        double *grown = realloc(m->scratch, doubles * sizeof(double));
+        if (!grown)
+            return NULL;
+        m->scratch = grown;
+        m->scratch_size = doubles;
+    }
+    return m->scratch;
 }
 
 /* `count` vectors of the given lengths from args, checked (runtime.h rules) */
@@ -874,10 +1103,9 @@ static PyObject *inverse_call(PyObject *const *args, Py_ssize_t nargs, int input
         return NULL;
     unpack_inertias(m, data[3]);
     hinge_positions(m, data[0]);
-    if (wrenched) {
-        body_placements(m);
+    placements(m, wrenched);
+    if (wrenched)
         body_forces(m, frames, wrenches, count);
-    }
     inverse_core(m, inputs > 1 ? data[1] : NULL, inputs > 2 ? data[2] : NULL, data[3],
                  wrenched, out);
     return result;
@@ -930,10 +1158,9 @@ static PyObject *forward_call(PyObject *const *args, Py_ssize_t nargs, int wrenc
         return NULL;
     unpack_inertias(m, p);
     hinge_positions(m, data[0]);
-    if (wrenched) {
-        body_placements(m);
+    placements(m, wrenched);
+    if (wrenched)
         body_forces(m, frames, wrenches, count);
-    }
     return answer(result, forward_core(m, data[1], data[2], p, wrenched, out));
 }
 
@@ -960,10 +1187,9 @@ static PyObject *mixed_call(PyObject *const *args, Py_ssize_t nargs, int wrenche
         return NULL;
     unpack_inertias(m, p);
     hinge_positions(m, data[0]);
-    if (wrenched) {
-        body_placements(m);
+    placements(m, wrenched);
+    if (wrenched)
         body_forces(m, frames, wrenches, count);
-    }
     return answer(result, mixed_core(m, data[1], data[2], data[3], data[4], p, wrenched, out));
 }
 
@@ -980,14 +1206,15 @@ static PyObject *mixed_dynamics_wrenches(PyObject *self, PyObject *const *args,
     return mixed_call(args, nargs, 1);
 }
 
-/* f(model, frames, first, width, q, p) -> J M^-1 J^T of unit wrenches along rows
- * first..first+width-1 of [f; t] at each frame (float64 frame indices): the task-space
- * compliance of the selected joints; status 3 (the dense numpy path) when mimic joints
- * couple hinges.  The only call that allocates: its size depends on the frames. */
-static PyObject *task_space_compliance(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* f(model, frames, first, width, q, damping, p) -> [Lambda, Lambda^-1, condition, rank]
+ * (invert_compliance), flat, of unit wrenches along rows first..first+width-1 of [f; t]
+ * at each frame (float64 frame indices), for the selected joints.  Status 3 (the numpy
+ * path decides) when mimic joints couple hinges or the rank is in doubt.  Its workspace
+ * (sized by the frames) stays in the model. */
+static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (soa_wrong_count(nargs, 6))
+    if (soa_wrong_count(nargs, 7))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
@@ -996,13 +1223,15 @@ static PyObject *task_space_compliance(PyObject *self, PyObject *const *args, Py
         return PyLong_FromLong(SOA_ILL_CONDITIONED);
     long first = PyLong_Check(args[2]) ? PyLong_AsLong(args[2]) : -1;
     long width = PyLong_Check(args[3]) ? PyLong_AsLong(args[3]) : -1;
+    double damping = PyFloat_Check(args[5]) ? PyFloat_AS_DOUBLE(args[5]) : -1.0;
     if (PyErr_Occurred())
         PyErr_Clear();
     const double *frames = PyArray_Check(args[1])
         ? soa_array(args[1], 1, PyArray_SIZE((PyArrayObject *)args[1]), 0) : NULL;
-    const double *q, *p = soa_array(args[5], 1, m->params, 0);
+    const double *q, *p = soa_array(args[6], 1, m->params, 0);
     npy_intp length = m->dof;
     if (!frames || !p || first < 0 || width < 1 || first + width > 6
+        || !(damping >= 0.0 && damping <= SOA_MAX_MAGNITUDE)
         || vectors(args + 4, 1, &length, &q) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     int count = (int)PyArray_SIZE((PyArrayObject *)args[1]);
@@ -1010,18 +1239,21 @@ static PyObject *task_space_compliance(PyObject *self, PyObject *const *args, Py
         if (!(frames[k] >= 0 && frames[k] < m->nf))
             return PyLong_FromLong(SOA_BAD_INPUT);
     int columns = count * (int)width;
-    double *out, *carried = malloc(((size_t)m->nb * 6 + 7) * columns * sizeof(double));
+    size_t carried_size = ((size_t)m->nb * 6 + 7) * columns;
+    size_t size = carried_size + (size_t)columns * columns + 2 * (size_t)columns * columns + columns;
+    double *out, *carried = scratch(m, size);
     if (!carried)
         return PyErr_NoMemory();
-    PyObject *result = new_array(2, columns, columns, &out);
-    if (!result) {
-        free(carried);
+    double *compliance = carried + carried_size, *work = compliance + (size_t)columns * columns;
+    PyObject *result = new_array(1, 2 * (npy_intp)columns * columns + 2, 0, &out);
+    if (!result)
         return NULL;
-    }
     unpack_inertias(m, p);
     hinge_positions(m, q);
-    int status = compliance_core(m, frames, count, (int)first, (int)width, p, carried, out);
-    free(carried);
+    placements(m, 1);
+    int status = compliance_core(m, frames, count, (int)first, (int)width, p, carried, compliance);
+    if (status == SOA_OK)
+        status = invert_compliance(compliance, columns, damping, work, out);
     return answer(result, status);
 }
 
@@ -1065,23 +1297,19 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
                                   &wrench_count) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     size_t size = 2 * (size_t)m->nb * 6 * columns + (size_t)columns * columns + 7 * columns;
-    double *out, *work = malloc(size * sizeof(double));
+    double *out, *work = scratch(m, size);
     if (!work)
         return PyErr_NoMemory();
     PyObject *result = new_array(1, 2 * m->rate_dof + columns + 6 * count, 0, &out);
-    if (!result) {
-        free(work);
+    if (!result)
         return NULL;
-    }
     unpack_inertias(m, p);
     hinge_positions(m, data[0]);
     body_placements(m);
     if (wrenched)
         body_forces(m, wrench_frames, wrenches, wrench_count);
-    int status = hybrid_core(m, data[1], data[2], frames, widths, (int)count, alpha, beta,
-                             (int)columns, p, wrenched, work, out);
-    free(work);
-    return answer(result, status);
+    return answer(result, hybrid_core(m, data[1], data[2], frames, widths, (int)count, alpha,
+                                      beta, (int)columns, p, wrenched, work, out));
 }
 
 static PyObject *hybrid_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1129,7 +1357,7 @@ static PyObject *mass_matrix(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     unpack_inertias(m, p);
     hinge_positions(m, q);
-    transforms(m);
+    local_placements(m);
     composite_body(m);
     joint_mass_matrix(m);
     memcpy(out, m->joint_mass, m->rate_dof * m->rate_dof * sizeof(double));
@@ -1260,6 +1488,7 @@ static PyObject *batch_call(PyObject *const *args, Py_ssize_t nargs, int inputs,
                 return answer(result, (int)(4 * s + SOA_BAD_INPUT));
         }
         hinge_positions(m, sample[0]);
+        local_placements(m);
         int status = SOA_OK;
         if (forward)
             status = forward_core(m, sample[1], sample[2], p, 0, out + s * m->dof);
@@ -1295,6 +1524,7 @@ static void free_model(PyObject *capsule)
 {
     Model *m = model_of(capsule);
     if (m) {
+        free(m->scratch);
         free(m->block);
         free(m);
     }
@@ -1406,8 +1636,8 @@ static PyMethodDef methods[] = {
                             "f(model, q, qd, tau, frames, widths, alpha, beta, p)"),
     METHOD(hybrid_dynamics_wrenches, "hybrid dynamics with wrenches: f(model, q, qd, tau, "
                                      "frames, widths, alpha, beta, wrench frames, wrenches, p)"),
-    METHOD(task_space_compliance, "J M^-1 J^T of frames' wrench rows: "
-                                  "f(model, frames, first, width, q, p)"),
+    METHOD(task_space_inertia, "[Lambda, Lambda^-1, condition, rank] of frames' wrench "
+                               "rows, flat: f(model, frames, first, width, q, damping, p)"),
     METHOD(mixed_dynamics, "[qdd_all; tau_all]: f(model, q, qd, qdd, tau, prescribed, p)"),
     METHOD(mixed_dynamics_wrenches, "mixed dynamics with wrenches: f(model, q, qd, qdd, tau, "
                                     "prescribed, frames, wrenches, p)"),

@@ -16,6 +16,7 @@ import pathlib
 import numpy as np
 
 from . import build
+from ..algorithms.task_space import DEFAULT_RCOND
 from .generator import CONDITION_LIMIT
 
 SOURCE = pathlib.Path(__file__).resolve().parent / "generic.c"
@@ -27,7 +28,7 @@ def module_name():
     digest = hashlib.sha256(build.toolchain_id().encode())
     for path in (SOURCE, build.RUNTIME_DIR / "runtime.h"):
         digest.update(path.read_bytes())
-    digest.update(repr(CONDITION_LIMIT).encode())
+    digest.update(repr((CONDITION_LIMIT, DEFAULT_RCOND)).encode())
     return f"soa_generic_{digest.hexdigest()[:16]}"
 
 
@@ -35,6 +36,7 @@ def module_source(name):
     """The C source compiled as module ``name``: defines, then generic.c (found by -I)."""
     return (f"#define SOA_GENERIC_MODULE {name}\n"
             f"#define SOA_CONDITION_LIMIT {CONDITION_LIMIT!r}\n"
+            f"#define SOA_RANK_RCOND {DEFAULT_RCOND!r}\n"
             f'#include "{SOURCE.name}"\n')
 
 
@@ -89,13 +91,22 @@ class CompiledTree:
             return None
         return frames, np.ascontiguousarray(values, dtype=float)
 
-    def task_space_compliance(self, frame_names, rows, q, params):
-        """``J M^-1 J^T`` of unit wrenches along ``rows`` (a slice of ``[f; t]``) at each
-        frame, or None when the compiled code declines (mimic joints, bad input)."""
+    def task_space_inertia(self, frame_names, rows, q, damping, params):
+        """``(Lambda, Lambda^-1 = J M^-1 J^T, condition number, rank)`` of unit wrenches
+        along ``rows`` (a slice of ``[f; t]``) at each frame, ``damping`` (a float >= 0)
+        added to Lambda^-1 before inverting; None when the compiled code declines (bad
+        input, a rank the numpy path must decide: below full rank without damping, or
+        within round-off of the threshold)."""
         frames = np.array([self.frame_index[name] for name in frame_names], dtype=float)
-        compliance = self.module.task_space_compliance(self.model, frames, rows.start,
-                                                       rows.stop - rows.start, q, params)
-        return compliance if type(compliance) is np.ndarray else None
+        width = rows.stop - rows.start
+        packed = self.module.task_space_inertia(self.model, frames, rows.start, width, q,
+                                                damping, params)
+        if type(packed) is not np.ndarray:
+            return None
+        n = len(frames) * width
+        square = n * n
+        return (packed[:square].reshape(n, n), packed[square:2 * square].reshape(n, n),
+                float(packed[-2]), int(packed[-1]))
 
     def hybrid_dynamics(self, frame_names, blocks, beta, q, qd, tau, wrenches, params):
         """``(qdd, constraint torques, nu, frame accelerations)`` of the constraints

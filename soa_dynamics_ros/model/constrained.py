@@ -99,16 +99,17 @@ def selected_forward_dynamics(model, selection, q, qd, tau, wrenches=None):
 def task_space_inertia(model, selection, q, frame, part="full", damping=None, return_info=False,
                        rcond=DEFAULT_RCOND, kernels=(None, None)):
     """``kernels``: ``(compiled tree, p)`` of the generic module for ``selection``
-    (:meth:`~soa_dynamics_ros.kernels.generic.CompiledTree.task_space_compliance`
-    then computes the compliance), or ``(None, None)``."""
+    (:meth:`~soa_dynamics_ros.kernels.generic.CompiledTree.task_space_inertia` then
+    answers, unless it leaves the rank to this reference), or ``(None, None)``."""
     rows = _check_part(part)
     names, frames = _frames_of(model, frame)
     if damping is not None and not (np.isfinite(damping) and damping >= 0):
         raise InvalidInputError(f"damping must be a finite non-negative number, not {damping!r}")
     compiled, params = kernels
-    compliance = None if compiled is None else compiled.task_space_compliance(names, rows, q,
-                                                                               params)
-    if compliance is not None:
+    answer = None if compiled is None or rcond != DEFAULT_RCOND else (
+        compiled.task_space_inertia(names, rows, q, float(damping or 0.0), params))
+    if answer is not None:
+        inertia, compliance, condition, rank = answer
         method = COMPILED_COMPLIANCE
     else:
         evaluation = _evaluation(model, selection, q)
@@ -116,16 +117,17 @@ def task_space_inertia(model, selection, q, frame, part="full", damping=None, re
         compliance, method = dynamics_for(selection).task_space_compliance(evaluation, frames,
                                                                            blocks)
         compliance = 0.5 * (compliance + compliance.T)
-    values = np.linalg.eigvalsh(compliance)
-    strongest = max(values[-1], 0.0)
-    rank = int((values > rcond * strongest).sum()) if strongest > 0 else 0
-    condition = values[-1] / values[0] if rank == len(values) else np.inf
-    if rank < len(values) and not damping:
-        raise SingularDynamicsError(
-            f"the {part} task-space inertia of {', '.join(names)} is singular here: only {rank} "
-            f"of {len(values)} directions can be moved by the joints; ask for part='translational' "
-            "or part='rotational', or pass damping=... for a damped result")
-    inertia = _symmetric_inverse(compliance, damping or 0.0)
+        values = np.linalg.eigvalsh(compliance)
+        strongest = max(values[-1], 0.0)
+        rank = int((values > rcond * strongest).sum()) if strongest > 0 else 0
+        condition = values[-1] / values[0] if rank == len(values) else np.inf
+        if rank < len(values) and not damping:
+            raise SingularDynamicsError(
+                f"the {part} task-space inertia of {', '.join(names)} is singular here: only "
+                f"{rank} of {len(values)} directions can be moved by the joints; ask for "
+                "part='translational' or part='rotational', or pass damping=... for a damped "
+                "result")
+        inertia = _symmetric_inverse(compliance, damping or 0.0)
     if not return_info:
         return inertia
     return TaskSpaceInertia(inertia, compliance, float(condition), rank, float(damping or 0.0),
