@@ -63,6 +63,8 @@ typedef struct {
     void *block;
     double *scratch;            /* calls whose workspace grows with their frames (scratch()) */
     size_t scratch_size;
+    PyObject *frame_index;      /* {frame name: index} (a dict) */
+    double *wrench_frames, *wrench_values;      /* a call's wrenches (parse_wrenches) */
 } Model;
 
 /* ------------------------------------------------------------------ small algebra */
@@ -603,6 +605,33 @@ static void articulated_scatter(Model *m, const double *p, const double *qdd_pre
     }
 }
 
+/* kinematics.hinge_jacobian folded on the rate map (J G): the 6 x rate_dof Jacobian of
+ * `frame` ([v; w] of its origin, root axes), row-major; root placements current. */
+static void frame_jacobian(const Model *m, int frame, double *out)
+{
+    int n = m->rate_dof;
+    memset(out, 0, 6 * n * sizeof(double));
+    double rotation[9], point[3];
+    frame_placement(m, frame, rotation, point);
+    for (int body = m->frame_body[frame]; body > 0; body = m->parent[body]) {
+        int column = m->rate_master[body];
+        if (column < 0)
+            continue;
+        const double *r = m->rotations + 9 * body, *hb = m->hinge_map + 6 * body;
+        double linear[3], angular[3], arm[3], turned[3];
+        mat3_vec(r, hb, linear);
+        mat3_vec(r, hb + 3, angular);
+        for (int k = 0; k < 3; ++k)
+            arm[k] = point[k] - m->translations[3 * body + k];
+        cross(angular, arm, turned);
+        double scale = m->rate_multiplier[body];
+        for (int k = 0; k < 3; ++k) {
+            out[k * n + column] += (linear[k] + turned[k]) * scale;
+            out[(3 + k) * n + column] += angular[k] * scale;
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ cores
  * Each core starts from current local placements (and, with wrenches, body forces from
  * the root placements): the calls compute them once (placements()). */
@@ -856,6 +885,40 @@ static int invert_compliance(const double *compliance, int n, double damping, do
     return SOA_OK;
 }
 
+/* dense.task_space_compliance where mimic joints couple hinges: out = (J G) (G^T M G)^-1
+ * (J G)^T of unit wrenches along rows first..first+width-1 at each frame, with the mass
+ * matrix factored by Cholesky (status 2 when it is not definite).  Local and root
+ * placements current; `work` holds (6 count + columns) rate_dof. */
+static int dense_compliance_core(Model *m, const double *frames, int count, int first,
+                                 int width, double *work, double *out)
+{
+    int n = m->rate_dof, columns = count * width;
+    double *jacobians = work, *solved = work + (size_t)6 * count * n;
+    composite_body(m);
+    joint_mass_matrix(m);
+    for (int k = 0; k < count; ++k)
+        frame_jacobian(m, (int)frames[k], jacobians + (size_t)6 * k * n);
+    for (int c = 0; c < columns; ++c) {
+        const double *row = jacobians + ((size_t)6 * (c / width) + first + c % width) * n;
+        double *x = solved + (size_t)c * n;
+        memcpy(x, row, n * sizeof(double));
+        int status = soa_cholesky_solve(m->joint_mass, x, n, c == 0);
+        if (status != SOA_OK)
+            return status;
+    }
+    for (int a = 0; a < columns; ++a) {
+        const double *row = jacobians + ((size_t)6 * (a / width) + first + a % width) * n;
+        for (int b = 0; b < columns; ++b) {
+            double s = 0.0;
+            for (int k = 0; k < n; ++k)
+                s += row[k] * solved[(size_t)b * n + k];
+            out[a * columns + b] = s;
+        }
+    }
+    symmetrize(out, columns);
+    return SOA_OK;
+}
+
 /* task_space.classical_acceleration of frame `frame` from its body's velocity and
  * acceleration (body axes) and gravity g: [dv/dt; dw/dt] in root axes. */
 static void classical_acceleration(const Model *m, int frame, const double *velocity,
@@ -1061,41 +1124,79 @@ static PyObject *answer(PyObject *result, int status)
     return PyLong_FromLong(status);
 }
 
-/* The wrenches of a call: frame indices (float64, one per wrench) and (k, 6) wrenches. */
-static int wrench_arrays(Model *m, PyObject *frames, PyObject *wrenches, const double **frame_data,
-                         const double **wrench_data, int *count)
+/* A wrench [f; t]: a float64 ndarray of 6, or a list or tuple of 6 floats or ints */
+static int parse_wrench(PyObject *value, double *out)
 {
-    if (!PyArray_Check(frames))
-        return SOA_BAD_INPUT;
-    npy_intp k = PyArray_SIZE((PyArrayObject *)frames);
-    *frame_data = soa_array(frames, 1, k, 0);
-    *wrench_data = soa_array(wrenches, 2, k, 6);
-    if (!*frame_data || !*wrench_data || soa_check(*wrench_data, 6 * (int)k, SOA_MAX_MAGNITUDE))
-        return SOA_BAD_INPUT;
-    for (npy_intp i = 0; i < k; ++i)
-        if (!((*frame_data)[i] >= 0 && (*frame_data)[i] < m->nf))
+    if (PyArray_Check(value)) {
+        PyArrayObject *array = (PyArrayObject *)value;
+        if (PyArray_TYPE(array) != NPY_DOUBLE || PyArray_NDIM(array) != 1
+            || PyArray_DIM(array, 0) != 6)
             return SOA_BAD_INPUT;
-    *count = (int)k;
+        for (int k = 0; k < 6; ++k)
+            out[k] = *(const double *)PyArray_GETPTR1(array, k);
+        return SOA_OK;
+    }
+    if (!(PyList_CheckExact(value) || PyTuple_CheckExact(value)) || PySequence_Fast_GET_SIZE(value) != 6)
+        return SOA_BAD_INPUT;
+    for (int k = 0; k < 6; ++k) {
+        PyObject *item = PySequence_Fast_GET_ITEM(value, k);
+        if (PyFloat_Check(item))
+            out[k] = PyFloat_AS_DOUBLE(item);
+        else if (PyLong_CheckExact(item)) {
+            out[k] = PyLong_AsDouble(item);
+            if (out[k] == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return SOA_BAD_INPUT;
+            }
+        } else
+            return SOA_BAD_INPUT;
+    }
     return SOA_OK;
 }
 
-/* f(model, q, [qd, [qdd,]] [frames, wrenches,] p) -> tau: inputs vectors of length dof */
+/* A call's wrenches, {frame name: [f; t]} (root axes, about the frame origin), into
+ * wrench_frames and wrench_values; status 1 for anything else (an unknown frame, a
+ * malformed wrench: the numpy path names the problem). */
+static int parse_wrenches(Model *m, PyObject *wrenches, int *count)
+{
+    if (!PyDict_CheckExact(wrenches))
+        return SOA_BAD_INPUT;
+    PyObject *name, *value;
+    Py_ssize_t position = 0;
+    int k = 0;
+    while (PyDict_Next(wrenches, &position, &name, &value)) {
+        PyObject *index = PyUnicode_CheckExact(name)
+            ? PyDict_GetItemWithError(m->frame_index, name) : NULL;
+        if (!index || k >= m->nf) {
+            PyErr_Clear();
+            return SOA_BAD_INPUT;
+        }
+        m->wrench_frames[k] = (double)PyLong_AsLong(index);
+        if (parse_wrench(value, m->wrench_values + 6 * k) != SOA_OK)
+            return SOA_BAD_INPUT;
+        ++k;
+    }
+    if (soa_check(m->wrench_values, 6 * k, SOA_MAX_MAGNITUDE))
+        return SOA_BAD_INPUT;
+    *count = k;
+    return SOA_OK;
+}
+
+/* f(model, q, [qd, [qdd,]] [wrenches,] p) -> tau: inputs vectors of length dof */
 static PyObject *inverse_call(PyObject *const *args, Py_ssize_t nargs, int inputs, int wrenched)
 {
-    if (soa_wrong_count(nargs, 2 + inputs + 2 * wrenched))
+    if (soa_wrong_count(nargs, 2 + inputs + wrenched))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
     const double *data[4];
     npy_intp lengths[4] = {m->dof, m->dof, m->dof, m->params};
-    data[3] = soa_array(args[1 + inputs + 2 * wrenched], 1, m->params, 0);
+    data[3] = soa_array(args[1 + inputs + wrenched], 1, m->params, 0);
     if (!data[3] || vectors(args + 1, inputs, lengths, data) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
-    const double *frames = NULL, *wrenches = NULL;
     int count = 0;
-    if (wrenched && wrench_arrays(m, args[1 + inputs], args[2 + inputs], &frames, &wrenches,
-                                  &count) != SOA_OK)
+    if (wrenched && parse_wrenches(m, args[1 + inputs], &count) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     double *out;
     PyObject *result = new_array(1, m->dof, 0, &out);
@@ -1105,7 +1206,7 @@ static PyObject *inverse_call(PyObject *const *args, Py_ssize_t nargs, int input
     hinge_positions(m, data[0]);
     placements(m, wrenched);
     if (wrenched)
-        body_forces(m, frames, wrenches, count);
+        body_forces(m, m->wrench_frames, m->wrench_values, count);
     inverse_core(m, inputs > 1 ? data[1] : NULL, inputs > 2 ? data[2] : NULL, data[3],
                  wrenched, out);
     return result;
@@ -1136,21 +1237,19 @@ static PyObject *inverse_dynamics_wrenches(PyObject *self, PyObject *const *args
     return inverse_call(args, nargs, 3, 1);
 }
 
-/* f(model, q, qd, tau, [frames, wrenches,] p) -> qdd of the selected joints */
+/* f(model, q, qd, tau, [wrenches,] p) -> qdd of the selected joints */
 static PyObject *forward_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
 {
-    if (soa_wrong_count(nargs, 5 + 2 * wrenched))
+    if (soa_wrong_count(nargs, 5 + wrenched))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    const double *data[3], *p = soa_array(args[4 + 2 * wrenched], 1, m->params, 0);
+    const double *data[3], *p = soa_array(args[4 + wrenched], 1, m->params, 0);
     npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
-    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK)
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    const double *frames = NULL, *wrenches = NULL;
     int count = 0;
-    if (wrenched && wrench_arrays(m, args[4], args[5], &frames, &wrenches, &count) != SOA_OK)
+    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK
+        || (wrenched && parse_wrenches(m, args[4], &count) != SOA_OK))
         return PyLong_FromLong(SOA_BAD_INPUT);
     double *out;
     PyObject *result = new_array(1, m->rate_dof, 0, &out);
@@ -1160,26 +1259,24 @@ static PyObject *forward_call(PyObject *const *args, Py_ssize_t nargs, int wrenc
     hinge_positions(m, data[0]);
     placements(m, wrenched);
     if (wrenched)
-        body_forces(m, frames, wrenches, count);
+        body_forces(m, m->wrench_frames, m->wrench_values, count);
     return answer(result, forward_core(m, data[1], data[2], p, wrenched, out));
 }
 
-/* f(model, q, qd, qdd, tau, prescribed, [frames, wrenches,] p) -> [qdd_all; tau_all], (2, dof);
+/* f(model, q, qd, qdd, tau, prescribed, [wrenches,] p) -> [qdd_all; tau_all], (2, dof);
  * prescribed: per joint, nonzero where its qdd is given. */
 static PyObject *mixed_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
 {
-    if (soa_wrong_count(nargs, 7 + 2 * wrenched))
+    if (soa_wrong_count(nargs, 7 + wrenched))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    const double *data[5], *p = soa_array(args[6 + 2 * wrenched], 1, m->params, 0);
+    const double *data[5], *p = soa_array(args[6 + wrenched], 1, m->params, 0);
     npy_intp lengths[5] = {m->dof, m->rate_dof, m->rate_dof, m->rate_dof, m->rate_dof};
-    if (m->couples || !p || vectors(args + 1, 5, lengths, data) != SOA_OK)
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    const double *frames = NULL, *wrenches = NULL;
     int count = 0;
-    if (wrenched && wrench_arrays(m, args[6], args[7], &frames, &wrenches, &count) != SOA_OK)
+    if (m->couples || !p || vectors(args + 1, 5, lengths, data) != SOA_OK
+        || (wrenched && parse_wrenches(m, args[6], &count) != SOA_OK))
         return PyLong_FromLong(SOA_BAD_INPUT);
     double *out;
     PyObject *result = new_array(2, 2, m->rate_dof, &out);
@@ -1189,7 +1286,7 @@ static PyObject *mixed_call(PyObject *const *args, Py_ssize_t nargs, int wrenche
     hinge_positions(m, data[0]);
     placements(m, wrenched);
     if (wrenched)
-        body_forces(m, frames, wrenches, count);
+        body_forces(m, m->wrench_frames, m->wrench_values, count);
     return answer(result, mixed_core(m, data[1], data[2], data[3], data[4], p, wrenched, out));
 }
 
@@ -1208,9 +1305,10 @@ static PyObject *mixed_dynamics_wrenches(PyObject *self, PyObject *const *args,
 
 /* f(model, frames, first, width, q, damping, p) -> [Lambda, Lambda^-1, condition, rank]
  * (invert_compliance), flat, of unit wrenches along rows first..first+width-1 of [f; t]
- * at each frame (float64 frame indices), for the selected joints.  Status 3 (the numpy
- * path decides) when mimic joints couple hinges or the rank is in doubt.  Its workspace
- * (sized by the frames) stays in the model. */
+ * at each frame (float64 frame indices), for the selected joints: the articulated-body
+ * compliance recursion, or dense_compliance_core where mimic joints couple hinges.
+ * Status 3 (the numpy path decides) when the rank is in doubt.  Its workspace (sized by
+ * the frames) stays in the model. */
 static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
@@ -1219,8 +1317,6 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    if (m->couples)
-        return PyLong_FromLong(SOA_ILL_CONDITIONED);
     long first = PyLong_Check(args[2]) ? PyLong_AsLong(args[2]) : -1;
     long width = PyLong_Check(args[3]) ? PyLong_AsLong(args[3]) : -1;
     double damping = PyFloat_Check(args[5]) ? PyFloat_AS_DOUBLE(args[5]) : -1.0;
@@ -1240,6 +1336,8 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
             return PyLong_FromLong(SOA_BAD_INPUT);
     int columns = count * (int)width;
     size_t carried_size = ((size_t)m->nb * 6 + 7) * columns;
+    size_t dense_size = ((size_t)6 * count + columns) * m->rate_dof;
+    carried_size = dense_size > carried_size ? dense_size : carried_size;
     size_t size = carried_size + (size_t)columns * columns + 2 * (size_t)columns * columns + columns;
     double *out, *carried = scratch(m, size);
     if (!carried)
@@ -1251,24 +1349,26 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
     unpack_inertias(m, p);
     hinge_positions(m, q);
     placements(m, 1);
-    int status = compliance_core(m, frames, count, (int)first, (int)width, p, carried, compliance);
+    int status = m->couples
+        ? dense_compliance_core(m, frames, count, (int)first, (int)width, carried, compliance)
+        : compliance_core(m, frames, count, (int)first, (int)width, p, carried, compliance);
     if (status == SOA_OK)
         status = invert_compliance(compliance, columns, damping, work, out);
     return answer(result, status);
 }
 
-/* f(model, q, qd, tau, frames, widths, alpha, beta, [wrench frames, wrenches,] p) ->
+/* f(model, q, qd, tau, frames, widths, alpha, beta, [wrenches,] p) ->
  * [qdd, constraint torques, nu, frame accelerations (6 per constraint)] (hybrid_core). */
 static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
 {
-    if (soa_wrong_count(nargs, 9 + 2 * wrenched))
+    if (soa_wrong_count(nargs, 9 + wrenched))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
     if (m->couples)
         return PyLong_FromLong(SOA_ILL_CONDITIONED);
-    const double *data[3], *p = soa_array(args[8 + 2 * wrenched], 1, m->params, 0);
+    const double *data[3], *p = soa_array(args[8 + wrenched], 1, m->params, 0);
     npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
     if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK || !PyArray_Check(args[4])
         || !PyArray_Check(args[7]))
@@ -1291,10 +1391,8 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
     }
     if (total != columns)
         return PyLong_FromLong(SOA_BAD_INPUT);
-    const double *wrench_frames = NULL, *wrenches = NULL;
     int wrench_count = 0;
-    if (wrenched && wrench_arrays(m, args[8], args[9], &wrench_frames, &wrenches,
-                                  &wrench_count) != SOA_OK)
+    if (wrenched && parse_wrenches(m, args[8], &wrench_count) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     size_t size = 2 * (size_t)m->nb * 6 * columns + (size_t)columns * columns + 7 * columns;
     double *out, *work = scratch(m, size);
@@ -1307,7 +1405,7 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
     hinge_positions(m, data[0]);
     body_placements(m);
     if (wrenched)
-        body_forces(m, wrench_frames, wrenches, wrench_count);
+        body_forces(m, m->wrench_frames, m->wrench_values, wrench_count);
     return answer(result, hybrid_core(m, data[1], data[2], frames, widths, (int)count, alpha,
                                       beta, (int)columns, p, wrenched, work, out));
 }
@@ -1390,29 +1488,9 @@ static PyObject *jacobian(PyObject *self, PyObject *const *args, Py_ssize_t narg
     PyObject *result = new_array(2, 6, m->rate_dof, &out);
     if (!result)
         return NULL;
-    int n = m->rate_dof;
-    memset(out, 0, 6 * n * sizeof(double));
     hinge_positions(m, q);
     body_placements(m);
-    double rotation[9], point[3];
-    frame_placement(m, frame, rotation, point);
-    for (int body = m->frame_body[frame]; body > 0; body = m->parent[body]) {
-        int column = m->rate_master[body];
-        if (column < 0)
-            continue;
-        const double *r = m->rotations + 9 * body, *hb = m->hinge_map + 6 * body;
-        double linear[3], angular[3], arm[3], turned[3];
-        mat3_vec(r, hb, linear);
-        mat3_vec(r, hb + 3, angular);
-        for (int k = 0; k < 3; ++k)
-            arm[k] = point[k] - m->translations[3 * body + k];
-        cross(angular, arm, turned);
-        double scale = m->rate_multiplier[body];
-        for (int k = 0; k < 3; ++k) {
-            out[k * n + column] += (linear[k] + turned[k]) * scale;
-            out[(3 + k) * n + column] += angular[k] * scale;
-        }
-    }
+    frame_jacobian(m, frame, out);
     return result;
 }
 
@@ -1524,6 +1602,7 @@ static void free_model(PyObject *capsule)
 {
     Model *m = model_of(capsule);
     if (m) {
+        Py_XDECREF(m->frame_index);
         free(m->scratch);
         free(m->block);
         free(m);
@@ -1532,14 +1611,18 @@ static void free_model(PyObject *capsule)
 
 /* make_model(sizes, parent, type, axis, joint_rotation, joint_translation, hinge_map,
  *            master, multiplier, offset, rate_master, rate_multiplier,
- *            frame_body, frame_rotation, frame_translation)
+ *            frame_body, frame_rotation, frame_translation, frame_index)
  * sizes = [nb, dof, rate_dof, frames, couples]; every argument a float64 array
- * (generic.py packs them). */
+ * (generic.py packs them) but frame_index, a {frame name: index} dict. */
 static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (soa_wrong_count(nargs, 15))
+    if (soa_wrong_count(nargs, 16))
         return NULL;
+    if (!PyDict_CheckExact(args[15])) {
+        PyErr_SetString(PyExc_TypeError, "make_model: frame_index must be a dict");
+        return NULL;
+    }
     const double *sizes = soa_array(args[0], 1, 5, 0);
     if (!sizes) {
         PyErr_SetString(PyExc_ValueError, "make_model: sizes must be 5 float64 values");
@@ -1566,7 +1649,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     int n = m->rate_dof > 0 ? m->rate_dof : 1;
     /* per body: the structure (24), then the workspace in the order TAKE lays it out */
     size_t doubles = (size_t)nb * (24 + 6 + 9 + 3 + 36 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + nb)
-                     + (size_t)nf * 12 + (size_t)n * n;
+                     + (size_t)nf * (12 + 7) + (size_t)n * n;
     size_t ints = (size_t)nb * 5 + nf;
     m->block = calloc(doubles * sizeof(double) + ints * sizeof(int) + 2 * nb, 1);
     if (!m->block) {
@@ -1578,6 +1661,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     TAKE(axis, 3 * nb); TAKE(joint_rotation, 9 * nb); TAKE(joint_translation, 3 * nb);
     TAKE(hinge_map, 6 * nb); TAKE(multiplier, nb); TAKE(offset, nb); TAKE(rate_multiplier, nb);
     TAKE(frame_rotation, 9 * nf); TAKE(frame_translation, 3 * nf);
+    TAKE(wrench_frames, nf); TAKE(wrench_values, 6 * nf);
     TAKE(q_hinge, nb); TAKE(qd_hinge, nb); TAKE(qdd_hinge, nb); TAKE(qdd_given, nb); TAKE(tau_hinge, nb);
     TAKE(torque, nb); TAKE(local_rotation, 9 * nb); TAKE(local_translation, 3 * nb);
     TAKE(transforms, 36 * nb); TAKE(rotations, 9 * nb); TAKE(translations, 3 * nb);
@@ -1612,8 +1696,11 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
         m->frame_body[f] = (int)data[11][f];
     memcpy(m->frame_rotation, data[12], 9 * nf * sizeof(double));
     memcpy(m->frame_translation, data[13], 3 * nf * sizeof(double));
+    Py_INCREF(args[15]);
+    m->frame_index = args[15];
     PyObject *capsule = PyCapsule_New(m, CAPSULE_NAME, free_model);
     if (!capsule) {
+        Py_DECREF(m->frame_index);
         free(m->block);
         free(m);
     }
@@ -1626,21 +1713,21 @@ static PyMethodDef methods[] = {
     METHOD(gravity_torques, "g(q): f(model, q, p)"),
     METHOD(bias_torques, "h(q, qd): f(model, q, qd, p)"),
     METHOD(inverse_dynamics, "M qdd + h: f(model, q, qd, qdd, p)"),
-    METHOD(inverse_dynamics_wrenches, "M qdd + h - sum J^T w: f(model, q, qd, qdd, frames, "
-                                      "wrenches, p)"),
+    METHOD(inverse_dynamics_wrenches, "M qdd + h - sum J^T w: f(model, q, qd, qdd, "
+                                      "{frame: wrench}, p)"),
     METHOD(forward_dynamics, "qdd of the selected joints: f(model, q, qd, tau, p)"),
-    METHOD(forward_dynamics_wrenches, "qdd with wrenches: f(model, q, qd, tau, frames, "
-                                      "wrenches, p)"),
+    METHOD(forward_dynamics_wrenches, "qdd with wrenches: f(model, q, qd, tau, "
+                                      "{frame: wrench}, p)"),
     METHOD(mass_matrix, "G^T M G: f(model, q, p)"),
     METHOD(hybrid_dynamics, "[qdd, constraint torques, nu, frame accelerations]: "
                             "f(model, q, qd, tau, frames, widths, alpha, beta, p)"),
     METHOD(hybrid_dynamics_wrenches, "hybrid dynamics with wrenches: f(model, q, qd, tau, "
-                                     "frames, widths, alpha, beta, wrench frames, wrenches, p)"),
+                                     "frames, widths, alpha, beta, {frame: wrench}, p)"),
     METHOD(task_space_inertia, "[Lambda, Lambda^-1, condition, rank] of frames' wrench "
                                "rows, flat: f(model, frames, first, width, q, damping, p)"),
     METHOD(mixed_dynamics, "[qdd_all; tau_all]: f(model, q, qd, qdd, tau, prescribed, p)"),
     METHOD(mixed_dynamics_wrenches, "mixed dynamics with wrenches: f(model, q, qd, qdd, tau, "
-                                    "prescribed, frames, wrenches, p)"),
+                                    "prescribed, {frame: wrench}, p)"),
     METHOD(jacobian, "6 x dof Jacobian of a frame: f(model, frame, q, p)"),
     METHOD(frame_poses, "4x4 pose of a frame, or (frames, 4, 4) for frame -1: "
                         "f(model, frame, q, p)"),

@@ -59,6 +59,7 @@ class CompiledTree:
         positions = tree.coordinates
         types = [0.0] + [_JOINT_TYPES[model.name] for model in tree.joint_model[1:]]
         self.rate_dof = rates.dof
+        self.couples_hinges = rates.couples_hinges
         self.model = module.make_model(
             _flat([tree.nb, tree.dof, rates.dof, len(frames), rates.couples_hinges]),
             _flat(tree.parent), _flat(types), _flat(np.array(tree.hinge_axis)),
@@ -67,7 +68,7 @@ class CompiledTree:
             _flat(positions.offset), _flat(rates.master), _flat(rates.multiplier),
             _flat([frame.body for frame in frames]),
             _flat(np.array([frame.rotation for frame in frames])),
-            _flat(np.array([frame.translation for frame in frames])))
+            _flat(np.array([frame.translation for frame in frames])), self.frame_index)
 
     def restricted(self, rate_coordinates):
         """The same tree with rates and forces on a joint selection's coordinate map."""
@@ -77,26 +78,13 @@ class CompiledTree:
         """Module function ``name`` with this model (and ``bound``) as its first arguments."""
         return functools.partial(getattr(self.module, name), self.model, *bound)
 
-    def wrench_arrays(self, wrenches):
-        """``(frame indices, (k, 6) wrenches)`` of a ``{link: wrench}`` dict, or None when
-        it does not convert (an unknown link, a malformed wrench): the numpy path then
-        names the problem."""
-        try:
-            frames = np.array([self.frame_index[link] for link in wrenches], dtype=float)
-            values = np.array(list(wrenches.values()))
-        except (LookupError, TypeError, ValueError):
-            return None
-        # Only real numbers convert silently: complex, huge integers (object) and text do not.
-        if values.shape != (len(frames), 6) or values.dtype.kind not in "biuf":
-            return None
-        return frames, np.ascontiguousarray(values, dtype=float)
-
     def task_space_inertia(self, frame_names, rows, q, damping, params):
         """``(Lambda, Lambda^-1 = J M^-1 J^T, condition number, rank)`` of unit wrenches
         along ``rows`` (a slice of ``[f; t]``) at each frame, ``damping`` (a float >= 0)
-        added to Lambda^-1 before inverting; None when the compiled code declines (bad
-        input, a rank the numpy path must decide: below full rank without damping, or
-        within round-off of the threshold)."""
+        added to Lambda^-1 before inverting (dense ``J G (G^T M G)^-1 G^T J^T`` when mimic
+        joints couple hinges); None when the compiled code declines (bad input, a singular
+        mass matrix, a rank the numpy path must decide: below full rank without damping,
+        or within round-off of the threshold)."""
         frames = np.array([self.frame_index[name] for name in frame_names], dtype=float)
         width = rows.stop - rows.start
         packed = self.module.task_space_inertia(self.model, frames, rows.start, width, q,
@@ -122,10 +110,7 @@ class CompiledTree:
         if wrenches is None or (type(wrenches) is dict and not wrenches):
             result = self.module.hybrid_dynamics(self.model, *arguments, params)
         else:
-            arrays = self.wrench_arrays(wrenches) if type(wrenches) is dict else None
-            if arrays is None:
-                return None
-            result = self.module.hybrid_dynamics_wrenches(self.model, *arguments, *arrays,
+            result = self.module.hybrid_dynamics_wrenches(self.model, *arguments, wrenches,
                                                           params)
         if type(result) is not np.ndarray:
             return None

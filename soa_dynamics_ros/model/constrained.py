@@ -22,6 +22,8 @@ from .evaluation import Evaluation, select_joints
 
 TASK_SPACE_PARTS = {"full": slice(0, 6), "translational": slice(0, 3), "rotational": slice(3, 6)}
 COMPILED_COMPLIANCE = "O(N) articulated-body compliance recursion, compiled (generic module)"
+COMPILED_DENSE_COMPLIANCE = ("dense J M^-1 J^T by Cholesky, compiled (generic module; mimic "
+                             "joints couple hinges across the tree)")
 COMPILED_HYBRID = "O(N) Popov-Vereshchagin sweeps on the tree, compiled (generic module)"
 
 
@@ -110,7 +112,7 @@ def task_space_inertia(model, selection, q, frame, part="full", damping=None, re
         compiled.task_space_inertia(names, rows, q, float(damping or 0.0), params))
     if answer is not None:
         inertia, compliance, condition, rank = answer
-        method = COMPILED_COMPLIANCE
+        method = COMPILED_DENSE_COMPLIANCE if compiled.couples_hinges else COMPILED_COMPLIANCE
     else:
         evaluation = _evaluation(model, selection, q)
         blocks = [np.eye(6)[:, rows] for _ in frames]

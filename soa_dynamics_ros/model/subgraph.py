@@ -76,10 +76,8 @@ class Subgraph:
         base, _ = self.model.generic_kernels()
         if base is not None and (wrenches is None or (type(wrenches) is dict and not wrenches)):
             qdd = self._compiled_answer("forward_dynamics", (q, qd, tau))
-        elif base is not None and type(wrenches) is dict:
-            arrays = base.wrench_arrays(wrenches)
-            qdd = None if arrays is None else self._compiled_answer(
-                "forward_dynamics_wrenches", (q, qd, tau, *arrays))
+        elif base is not None:
+            qdd = self._compiled_answer("forward_dynamics_wrenches", (q, qd, tau, wrenches))
         else:
             qdd = None
         if qdd is not None:

@@ -188,6 +188,9 @@ def test_task_space_inertia_matches_the_numpy_recursions(source, zoo, rng):
                 # Its smallest eigenvalue carries round-off of the largest: cond * eps.
                 assert answer.condition_number == pytest.approx(
                     expected.condition_number, rel=TOL * max(1.0, expected.condition_number))
+                # Mimic robots included: compiled code answers (dense where hinges couple).
+                assert answer.method in (constrained.COMPILED_COMPLIANCE,
+                                         constrained.COMPILED_DENSE_COMPLIANCE)
                 if not slow.tree.has_mimic:
                     assert answer.method == constrained.COMPILED_COMPLIANCE
 
@@ -249,6 +252,21 @@ def test_inputs_the_compiled_code_declines_get_the_numpy_answer_or_error(rng):
     wrenches = {"panda_hand": list(rng.normal(size=6))}
     assert_close(fast.forward_dynamics(list(q), qd, qdd, wrenches),
                  slow.forward_dynamics(list(q), qd, qdd, wrenches), "list + wrench list", TOL)
+    # The wrench forms the compiled code reads itself (the dict goes to C as it is); with
+    # the numpy path off, an answer that came from numpy fails.
+    compiled_only = _numpy_path_disabled(
+        RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="generic"))
+    columns = rng.normal(size=(6, 2))
+    for wrench in (tuple(int(value) for value in rng.integers(-5, 5, 6)),
+                   list(rng.normal(size=6)), rng.normal(size=6), columns[:, 0]):
+        loads = {"panda_hand": wrench, "panda_link3": np.ones(6)}
+        assert_close(compiled_only.inverse_dynamics(q, qd, qdd, loads),
+                     slow.inverse_dynamics(q, qd, qdd, loads), f"ID with {wrench!r}", TOL)
+        assert_close(compiled_only.forward_dynamics(q, qd, qdd, loads),
+                     slow.forward_dynamics(q, qd, qdd, loads), f"FD with {wrench!r}", TOL)
+    # Text numpy converts: the compiled code declines, the numpy path answers.
+    assert_close(fast.inverse_dynamics(q, qd, qdd, {"panda_hand": ["1"] * 6}),
+                 slow.inverse_dynamics(q, qd, qdd, {"panda_hand": ["1"] * 6}), "text wrench", TOL)
     bad = q.copy()
     bad[3] = np.nan
     for model in (fast, slow):
@@ -268,6 +286,11 @@ def test_inputs_the_compiled_code_declines_get_the_numpy_answer_or_error(rng):
             model.inverse_dynamics(q, qd, qdd, {"panda_hand": np.zeros(5)})
         with pytest.raises(InvalidInputError):
             model.forward_dynamics(q, qd, qdd, {"panda_hand": [np.nan] * 6})
+        for malformed in (np.zeros(6, dtype=complex), [1e300 * 1e10] * 6, [0.0] * 7):
+            with pytest.raises(InvalidInputError):
+                model.inverse_dynamics(q, qd, qdd, {"panda_hand": malformed})
+        with pytest.raises(UnknownNameError):
+            model.forward_dynamics(q, qd, qdd, {3: np.zeros(6)})
         with pytest.raises(InvalidInputError):
             model.forward_dynamics(q, qd, qdd, [("panda_hand", np.zeros(6))])
         with pytest.raises(InvalidInputError, match="sample"):
