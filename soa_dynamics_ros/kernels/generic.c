@@ -942,6 +942,30 @@ static void classical_acceleration(const Model *m, int frame, const double *velo
     mat3_vec(r, a_ang, out + 3);
 }
 
+/* rhs = a^-1 rhs (a: symmetric n x n, its Cholesky factor overwrites it) when the 2-norm
+ * condition number of `a` is surely below 1 / rcond; else status 3: the reference then
+ * decides the rank (DEFAULT_RCOND) and drops directions.  `scratch` holds n. */
+static int solve_clearly_full_rank(double *a, double *rhs, int n, double *scratch)
+{
+    double norm = soa_one_norm(a, n);
+    if (!(norm > 0.0) || soa_cholesky_solve(a, rhs, n, 1) != SOA_OK)
+        return SOA_ILL_CONDITIONED;
+    double inverse_norm = 0.0;
+    for (int j = 0; j < n; ++j) {
+        /* the 1-norm of a^-1, a column at a time from the factor */
+        double s = 0.0;
+        for (int i = 0; i < n; ++i)
+            scratch[i] = i == j ? 1.0 : 0.0;
+        soa_cholesky_solve(a, scratch, n, 0);
+        for (int i = 0; i < n; ++i)
+            s += fabs(scratch[i]);
+        inverse_norm = s > inverse_norm ? s : inverse_norm;
+    }
+    /* cond_2 <= n cond_1: below SOA_CONDITION_LIMIT = 1 / (10 DEFAULT_RCOND), the
+     * reference keeps every direction */
+    return norm * inverse_norm * n < SOA_CONDITION_LIMIT ? SOA_OK : SOA_ILL_CONDITIONED;
+}
+
 /* Popov-Vereshchagin on the tree (model/recursive.py hybrid_dynamics) for constraints
  * alpha_k^T a_k = beta_k at frames[k] (alpha: 6 x columns, blocks of widths[k] columns).
  * Status 3 when the compliance is not clearly of full rank: the numpy path then decides
@@ -982,25 +1006,9 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
             nu[c] = beta[c] - drift;
         }
     }
-    /* nu = compliance^-1 rhs when its 2-norm condition number is surely below 1 / rcond */
-    double norm = soa_one_norm(compliance, columns);
-    if (!(norm > 0.0) || soa_cholesky_solve(compliance, nu, columns, 1) != SOA_OK)
-        return SOA_ILL_CONDITIONED;
-    double inverse_norm = 0.0;
-    for (int j = 0; j < columns; ++j) {
-        /* the 1-norm of compliance^-1, a column at a time from the factor */
-        double *e = scratch + columns, s = 0.0;
-        for (int i = 0; i < columns; ++i)
-            e[i] = i == j ? 1.0 : 0.0;
-        soa_cholesky_solve(compliance, e, columns, 0);
-        for (int i = 0; i < columns; ++i)
-            s += fabs(e[i]);
-        inverse_norm = s > inverse_norm ? s : inverse_norm;
-    }
-    /* cond_2 <= columns cond_1: below SOA_CONDITION_LIMIT = 1 / (10 DEFAULT_RCOND), the
-     * reference keeps every direction */
-    if (!(norm * inverse_norm * columns < SOA_CONDITION_LIMIT))
-        return SOA_ILL_CONDITIONED;
+    int status_nu = solve_clearly_full_rank(compliance, nu, columns, scratch + columns);
+    if (status_nu != SOA_OK)
+        return status_nu;
     /* correction_scatter: accelerations added by the constraint wrenches */
     double *delta_acceleration = m->force, *delta_qdd = m->torque;
     memset(delta_acceleration, 0, 6 * sizeof(double));
@@ -1050,6 +1058,78 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
         }
     }
     joint_forces(m, m->tau_hinge, out + n);
+    for (int k = 0; k < count; ++k) {
+        int frame = (int)frames[k], body = m->frame_body[frame];
+        classical_acceleration(m, frame, m->velocity + 6 * body, m->acceleration + 6 * body, p,
+                               out + 2 * n + columns + 6 * k);
+    }
+    return SOA_OK;
+}
+
+/* dense.hybrid_dynamics where mimic joints couple hinges: Gauss' least constraint with
+ * G^T M G by Cholesky; the output and statuses of hybrid_core.  Local and root placements
+ * current; `work` holds (6 count + 2 columns) rate_dof + columns^2 + 7 columns. */
+static int dense_hybrid_core(Model *m, const double *qd, const double *tau, const double *frames,
+                             const double *widths, int count, const double *alpha,
+                             const double *beta, int columns, const double *p, int with_forces,
+                             double *work, double *out)
+{
+    int n = m->rate_dof;
+    double *jacobian = work, *rows = jacobian + (size_t)6 * count * n;
+    double *inverse_mass_at = rows + (size_t)columns * n;       /* M^-1 rows^T, by rows */
+    double *compliance = inverse_mass_at + (size_t)columns * n;
+    double *scratch = compliance + (size_t)columns * columns, *qdd = out, *nu = out + 2 * n;
+    /* qdd_free; velocity and acceleration are then the drift motion (qdd = 0), and
+     * joint_mass holds the factor of G^T M G */
+    int status = forward_core(m, qd, tau, p, with_forces, qdd);
+    if (status != SOA_OK)
+        return status;
+    for (int k = 0, start = 0; k < count; start += (int)widths[k], ++k) {
+        int frame = (int)frames[k], body = m->frame_body[frame];
+        double drift[6], *frame_jacobian_rows = jacobian + (size_t)6 * k * n;
+        frame_jacobian(m, frame, frame_jacobian_rows);
+        classical_acceleration(m, frame, m->velocity + 6 * body, m->acceleration + 6 * body, p,
+                               drift);
+        for (int c = start; c < start + (int)widths[k]; ++c) {
+            double *row = rows + (size_t)c * n, drifting = 0.0, moving = 0.0;
+            for (int j = 0; j < n; ++j) {
+                double s = 0.0;
+                for (int i = 0; i < 6; ++i)
+                    s += alpha[i * columns + c] * frame_jacobian_rows[i * n + j];
+                row[j] = s;
+                moving += s * qdd[j];
+            }
+            for (int i = 0; i < 6; ++i)
+                drifting += alpha[i * columns + c] * drift[i];
+            nu[c] = beta[c] - drifting - moving;
+            memcpy(inverse_mass_at + (size_t)c * n, row, n * sizeof(double));
+            soa_cholesky_solve(m->joint_mass, inverse_mass_at + (size_t)c * n, n, 0);
+        }
+    }
+    for (int a = 0; a < columns; ++a)
+        for (int b = 0; b < columns; ++b) {
+            double s = 0.0;
+            for (int j = 0; j < n; ++j)
+                s += rows[(size_t)a * n + j] * inverse_mass_at[(size_t)b * n + j];
+            compliance[a * columns + b] = s;
+        }
+    symmetrize(compliance, columns);
+    status = solve_clearly_full_rank(compliance, nu, columns, scratch);
+    if (status != SOA_OK)
+        return status;
+    double *constraint_torques = out + n;
+    for (int j = 0; j < n; ++j) {
+        double moved = 0.0, pushed = 0.0;
+        for (int c = 0; c < columns; ++c) {
+            moved += inverse_mass_at[(size_t)c * n + j] * nu[c];
+            pushed += rows[(size_t)c * n + j] * nu[c];
+        }
+        qdd[j] += moved;
+        constraint_torques[j] = pushed;
+    }
+    /* kinematics.body_motion at qdd for the frames' accelerations */
+    hinge_rates(m, qdd, m->qdd_hinge);
+    newton_euler(m, p, m->qd_hinge, m->qdd_hinge, with_forces);
     for (int k = 0; k < count; ++k) {
         int frame = (int)frames[k], body = m->frame_body[frame];
         classical_acceleration(m, frame, m->velocity + 6 * body, m->acceleration + 6 * body, p,
@@ -1366,8 +1446,6 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    if (m->couples)
-        return PyLong_FromLong(SOA_ILL_CONDITIONED);
     const double *data[3], *p = soa_array(args[8 + wrenched], 1, m->params, 0);
     npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
     if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK || !PyArray_Check(args[4])
@@ -1394,7 +1472,10 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
     int wrench_count = 0;
     if (wrenched && parse_wrenches(m, args[8], &wrench_count) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
-    size_t size = 2 * (size_t)m->nb * 6 * columns + (size_t)columns * columns + 7 * columns;
+    size_t tree_size = 2 * (size_t)m->nb * 6 * columns;
+    size_t dense_size = ((size_t)6 * count + 2 * columns) * m->rate_dof;
+    size_t size = (dense_size > tree_size ? dense_size : tree_size)
+                  + (size_t)columns * columns + 7 * columns;
     double *out, *work = scratch(m, size);
     if (!work)
         return PyErr_NoMemory();
@@ -1406,8 +1487,11 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
     body_placements(m);
     if (wrenched)
         body_forces(m, m->wrench_frames, m->wrench_values, wrench_count);
-    return answer(result, hybrid_core(m, data[1], data[2], frames, widths, (int)count, alpha,
-                                      beta, (int)columns, p, wrenched, work, out));
+    int (*core)(Model *, const double *, const double *, const double *, const double *, int,
+                const double *, const double *, int, const double *, int, double *, double *)
+        = m->couples ? dense_hybrid_core : hybrid_core;
+    return answer(result, core(m, data[1], data[2], frames, widths, (int)count, alpha, beta,
+                               (int)columns, p, wrenched, work, out));
 }
 
 static PyObject *hybrid_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)

@@ -98,9 +98,10 @@ class CompiledTree:
 
     def hybrid_dynamics(self, frame_names, blocks, beta, q, qd, tau, wrenches, params):
         """``(qdd, constraint torques, nu, frame accelerations)`` of the constraints
-        ``alpha_k^T a_k = beta`` (``blocks``: the alphas, 6 x m_k), or None when the
-        compiled code declines (mimic joints, bad input, a compliance not clearly of full
-        rank: the numpy path decides the rank)."""
+        ``alpha_k^T a_k = beta`` (``blocks``: the alphas, 6 x m_k; dense Gauss least
+        constraint with ``G^T M G`` where mimic joints couple hinges), or None when the
+        compiled code declines (bad input, a singular mass matrix, a compliance not clearly
+        of full rank: the numpy path decides the rank)."""
         qd = np.zeros(self.rate_dof) if qd is None else qd
         tau = np.zeros(self.rate_dof) if tau is None else tau
         frames = np.array([self.frame_index[name] for name in frame_names], dtype=float)

@@ -25,6 +25,8 @@ COMPILED_COMPLIANCE = "O(N) articulated-body compliance recursion, compiled (gen
 COMPILED_DENSE_COMPLIANCE = ("dense J M^-1 J^T by Cholesky, compiled (generic module; mimic "
                              "joints couple hinges across the tree)")
 COMPILED_HYBRID = "O(N) Popov-Vereshchagin sweeps on the tree, compiled (generic module)"
+COMPILED_DENSE_HYBRID = ("dense Gauss least-constraint by Cholesky, compiled (generic module; "
+                         "mimic joints couple hinges across the tree)")
 
 
 @dataclass
@@ -194,7 +196,8 @@ def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=Non
             qdd, constraint_torques, nu, accelerations = answer
             return HybridDynamics(qdd, constraint_torques, nu, dict(zip(names, accelerations)),
                                   len(nu), np.zeros((len(nu), 0)), list(selection.names),
-                                  COMPILED_HYBRID, slices)
+                                  COMPILED_DENSE_HYBRID if compiled.couples_hinges
+                                  else COMPILED_HYBRID, slices)
     evaluation = _evaluation(model, selection, q, qd, tau, wrenches)
 
     def drift_of(velocity, accelerations):
