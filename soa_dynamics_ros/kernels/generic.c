@@ -698,6 +698,57 @@ static int mixed_core(Model *m, const double *qd, const double *qdd, const doubl
     return SOA_OK;
 }
 
+/* dense.mixed_dynamics where mimic joints couple hinges: the free block of
+ * G^T M G qdd = tau - G^T h solved by Cholesky; out = [qdd_all; tau_all].  `work` holds
+ * rate_dof (rate_dof + 1). */
+static int dense_mixed_core(Model *m, const double *qd, const double *qdd, const double *tau,
+                            const double *prescribed, const double *p, int with_forces,
+                            double *work, double *out)
+{
+    int n = m->rate_dof, free_count = 0;
+    double *qdd_all = out, *tau_all = out + n, *bias = tau_all;
+    double *reduced = work, *rhs = work + (size_t)n * n, *mass = m->joint_mass;
+    hinge_rates(m, qd, m->qd_hinge);
+    memset(m->qdd_hinge, 0, m->nb * sizeof(double));
+    newton_euler(m, p, m->qd_hinge, m->qdd_hinge, with_forces);
+    joint_forces(m, m->torque, bias);
+    composite_body(m);
+    joint_mass_matrix(m);
+    for (int i = 0; i < n; ++i) {
+        if (prescribed[i] != 0.0)
+            continue;
+        double s = tau[i] - bias[i];
+        for (int j = 0; j < n; ++j)
+            if (prescribed[j] != 0.0)
+                s -= mass[i * n + j] * qdd[j];
+        int column = 0;
+        for (int j = 0; j < n; ++j)
+            if (prescribed[j] == 0.0)
+                reduced[free_count * n + column++] = mass[i * n + j];
+        rhs[free_count++] = s;
+    }
+    /* pack the free block's rows to free_count x free_count */
+    for (int i = 0; i < free_count; ++i)
+        memmove(reduced + (size_t)i * free_count, reduced + (size_t)i * n,
+                free_count * sizeof(double));
+    int status = soa_cholesky_solve(reduced, rhs, free_count, 1);
+    if (status != SOA_OK)
+        return status;
+    for (int i = 0, k = 0; i < n; ++i)
+        qdd_all[i] = prescribed[i] != 0.0 ? qdd[i] : rhs[k++];
+    for (int i = 0; i < n; ++i) {
+        if (prescribed[i] == 0.0) {
+            tau_all[i] = tau[i];
+            continue;
+        }
+        double s = bias[i];
+        for (int j = 0; j < n; ++j)
+            s += mass[i * n + j] * qdd_all[j];
+        tau_all[i] = s;
+    }
+    return SOA_OK;
+}
+
 /* frame_wrench_map: wrench columns w (6 x width, row stride `stride`, root axes, about the
  * frame origin) as body wrenches added to carried[body] (6 x columns) from column `start`.
  * Body placements must be current. */
@@ -1355,10 +1406,12 @@ static PyObject *mixed_call(PyObject *const *args, Py_ssize_t nargs, int wrenche
     const double *data[5], *p = soa_array(args[6 + wrenched], 1, m->params, 0);
     npy_intp lengths[5] = {m->dof, m->rate_dof, m->rate_dof, m->rate_dof, m->rate_dof};
     int count = 0;
-    if (m->couples || !p || vectors(args + 1, 5, lengths, data) != SOA_OK
+    if (!p || vectors(args + 1, 5, lengths, data) != SOA_OK
         || (wrenched && parse_wrenches(m, args[6], &count) != SOA_OK))
         return PyLong_FromLong(SOA_BAD_INPUT);
-    double *out;
+    double *out, *work = m->couples ? scratch(m, (size_t)m->rate_dof * (m->rate_dof + 1)) : NULL;
+    if (m->couples && !work)
+        return PyErr_NoMemory();
     PyObject *result = new_array(2, 2, m->rate_dof, &out);
     if (!result)
         return NULL;
@@ -1367,7 +1420,9 @@ static PyObject *mixed_call(PyObject *const *args, Py_ssize_t nargs, int wrenche
     placements(m, wrenched);
     if (wrenched)
         body_forces(m, m->wrench_frames, m->wrench_values, count);
-    return answer(result, mixed_core(m, data[1], data[2], data[3], data[4], p, wrenched, out));
+    return answer(result, m->couples
+        ? dense_mixed_core(m, data[1], data[2], data[3], data[4], p, wrenched, work, out)
+        : mixed_core(m, data[1], data[2], data[3], data[4], p, wrenched, out));
 }
 
 static PyObject *mixed_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)

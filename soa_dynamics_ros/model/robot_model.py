@@ -531,7 +531,7 @@ class RobotModel:
 
     def mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches=None):
         """``(qdd_all, tau_all)``: joints in ``prescribed`` take their ``qdd``, the rest their ``tau``."""
-        if self._compiled is not None and not self.tree.has_mimic:
+        if self._compiled is not None:
             mask = constrained.prescribed_mask(self, prescribed).astype(float)
             if self._no_wrenches(wrenches):
                 both = self._generic["mixed_dynamics"](q, qd, qdd, tau, mask, self._params)
