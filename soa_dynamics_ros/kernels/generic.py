@@ -104,7 +104,8 @@ class CompiledTree:
         of full rank: the numpy path decides the rank)."""
         qd = np.zeros(self.rate_dof) if qd is None else qd
         tau = np.zeros(self.rate_dof) if tau is None else tau
-        frames = np.array([self.frame_index[name] for name in frame_names], dtype=float)
+        # An unknown name is index -1, which the module declines (status 1).
+        frames = np.array([self.frame_index.get(name, -1) for name in frame_names], dtype=float)
         widths = np.array([block.shape[1] for block in blocks], dtype=float)
         alpha = np.ascontiguousarray(np.hstack(blocks), dtype=float)
         arguments = (q, qd, tau, frames, widths, alpha, np.ascontiguousarray(beta, dtype=float))

@@ -169,6 +169,38 @@ def _parse_constraints(model, constraints):
     return names, frames, blocks, np.concatenate(targets)
 
 
+def _constraint_slices(blocks):
+    """The rows of nu of each constraint block."""
+    slices, start = [], 0
+    for block in blocks:
+        slices.append(slice(start, start + block.shape[1]))
+        start += block.shape[1]
+    return slices
+
+
+def _well_formed_constraints(constraints):
+    """``(names, blocks, beta)`` when every constraint is ``(str, float64 6 x m array,
+    float64 m array)`` with 1 <= m <= 6, else None.  Their values and names are not
+    checked: the compiled code checks them and declines what :func:`_parse_constraints`
+    must name."""
+    if type(constraints) not in (list, tuple) or not constraints:
+        return None
+    names, blocks, targets = [], [], []
+    for constraint in constraints:
+        if type(constraint) not in (list, tuple) or len(constraint) != 3:
+            return None
+        name, alpha, beta = constraint
+        if (type(name) is not str or type(alpha) is not np.ndarray
+                or type(beta) is not np.ndarray or alpha.dtype != np.float64
+                or beta.dtype != np.float64 or alpha.ndim != 2 or alpha.shape[0] != 6
+                or not 1 <= alpha.shape[1] <= 6 or beta.shape != (alpha.shape[1],)):
+            return None
+        names.append(name)
+        blocks.append(alpha)
+        targets.append(beta)
+    return names, blocks, np.concatenate(targets)
+
+
 def _truncated_solve(matrix, rhs, rcond):
     """Least-squares solution through the directions of ``matrix`` that are not singular."""
     values, vectors = np.linalg.eigh(0.5 * (matrix + matrix.T))
@@ -184,20 +216,25 @@ def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=Non
     """``kernels``: ``(compiled tree, p)`` of the generic module for ``selection``, which
     answers when the constraints are clearly independent (else the recursions below
     decide the rank), or ``(None, None)``."""
-    names, frames, blocks, beta = _parse_constraints(model, constraints)
-    slices, start = [], 0
-    for block in blocks:
-        slices.append(slice(start, start + block.shape[1]))
-        start += block.shape[1]
     compiled, params = kernels
+    parsed = None
     if compiled is not None and rcond == DEFAULT_RCOND:
+        # Well-formed arrays go to the compiled code unparsed (it checks their values and
+        # names); what it declines is parsed, and named when wrong, below.
+        quick = _well_formed_constraints(constraints)
+        if quick is None:
+            parsed = _parse_constraints(model, constraints)
+            quick = parsed[0], parsed[2], parsed[3]
+        names, blocks, beta = quick
         answer = compiled.hybrid_dynamics(names, blocks, beta, q, qd, tau, wrenches, params)
         if answer is not None:
             qdd, constraint_torques, nu, accelerations = answer
             return HybridDynamics(qdd, constraint_torques, nu, dict(zip(names, accelerations)),
                                   len(nu), np.zeros((len(nu), 0)), list(selection.names),
                                   COMPILED_DENSE_HYBRID if compiled.couples_hinges
-                                  else COMPILED_HYBRID, slices)
+                                  else COMPILED_HYBRID, _constraint_slices(blocks))
+    names, frames, blocks, beta = parsed or _parse_constraints(model, constraints)
+    slices = _constraint_slices(blocks)
     evaluation = _evaluation(model, selection, q, qd, tau, wrenches)
 
     def drift_of(velocity, accelerations):

@@ -293,6 +293,16 @@ def test_inputs_the_compiled_code_declines_get_the_numpy_answer_or_error(rng):
                 model.inverse_dynamics(q, qd, qdd, {"panda_hand": malformed})
         with pytest.raises(UnknownNameError):
             model.forward_dynamics(q, qd, qdd, {3: np.zeros(6)})
+        # Constraints the compiled code reads unparsed still get the parser's errors.
+        rows = np.eye(6)[:, :3]
+        with pytest.raises(UnknownNameError):
+            model.hybrid_dynamics(q, qd, [("no_such_link", rows, np.zeros(3))])
+        with pytest.raises(InvalidInputError, match="alpha holds NaN"):
+            model.hybrid_dynamics(q, qd, [("panda_hand", np.full((6, 3), np.nan), np.zeros(3))])
+        with pytest.raises(InvalidInputError, match="beta"):
+            model.hybrid_dynamics(q, qd, [("panda_hand", rows, np.zeros(2))])
+        with pytest.raises(InvalidInputError, match="beta"):
+            model.hybrid_dynamics(q, qd, [("panda_hand", rows, np.array([np.inf, 0.0, 0.0]))])
         with pytest.raises(InvalidInputError):
             model.forward_dynamics(q, qd, qdd, [("panda_hand", np.zeros(6))])
         with pytest.raises(InvalidInputError, match="sample"):
