@@ -105,6 +105,9 @@ static void mat6_vec(const double *x, const double *v, double *out)
         out[i] = dot6(x + 6 * i, v);
 }
 
+/* The dense products below are no longer used by the recursions here (the plux form
+ * replaced them); kept with their signatures for generic_derivatives.c (branch deriv),
+ * written against them.  Drop them once nothing includes them. */
 static void mat6t_vec(const double *x, const double *v, double *out)
 {
     for (int i = 0; i < 6; ++i) {
@@ -422,6 +425,12 @@ static int body_forces(Model *m, const double *frames, const double *wrenches, i
 }
 
 /* ------------------------------------------------------------------ recursions */
+static int is_zero6(const double *v)
+{
+    return v[0] == 0.0 && v[1] == 0.0 && v[2] == 0.0 && v[3] == 0.0 && v[4] == 0.0
+           && v[5] == 0.0;
+}
+
 /* inverse_dynamics.inverse_dynamics on hinge arrays (local placements current: transforms()
  * or local_placements()). */
 static void newton_euler(Model *m, const double *p, const double *qd, const double *qdd,
@@ -434,23 +443,29 @@ static void newton_euler(Model *m, const double *p, const double *qd, const doub
     for (int body = 1; body < m->nb; ++body) {
         int parent = m->parent[body];
         const double *hb = h + 6 * body;
-        double joint_velocity[6], carried[6], product[6];
-        carry_motion(m, body, v + 6 * parent, carried);
-        for (int k = 0; k < 6; ++k) {
-            joint_velocity[k] = hb[k] * qd[body];
-            v[6 * body + k] = carried[k] + joint_velocity[k];
-        }
+        double joint_velocity[6], carried[6], product[6] = {0.0};
+        /* a body at rest (gravity, or still joints near the root) has no velocity terms */
+        if (qd[body] != 0.0 || !is_zero6(v + 6 * parent)) {
+            carry_motion(m, body, v + 6 * parent, carried);
+            for (int k = 0; k < 6; ++k) {
+                joint_velocity[k] = hb[k] * qd[body];
+                v[6 * body + k] = carried[k] + joint_velocity[k];
+            }
+            motion_cross(v + 6 * body, joint_velocity, product);
+        } else
+            memset(v + 6 * body, 0, 6 * sizeof(double));
         carry_motion(m, body, a + 6 * parent, carried);
-        motion_cross(v + 6 * body, joint_velocity, product);
         for (int k = 0; k < 6; ++k)
             a[6 * body + k] = carried[k] + hb[k] * qdd[body] + product[k];
     }
     for (int body = 1; body < m->nb; ++body) {
         const double *inertia = m->inertia + 36 * body;
-        double momentum[6], accelerating[6], gyroscopic[6];
+        double momentum[6], accelerating[6], gyroscopic[6] = {0.0};
         mat6_vec(inertia, a + 6 * body, accelerating);
-        mat6_vec(inertia, v + 6 * body, momentum);
-        force_cross(v + 6 * body, momentum, gyroscopic);
+        if (!is_zero6(v + 6 * body)) {
+            mat6_vec(inertia, v + 6 * body, momentum);
+            force_cross(v + 6 * body, momentum, gyroscopic);
+        }
         for (int k = 0; k < 6; ++k)
             f[6 * body + k] = accelerating[k] + gyroscopic[k]
                               - (with_forces ? m->body_forces[6 * body + k] : 0.0);
