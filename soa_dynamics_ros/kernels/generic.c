@@ -909,6 +909,62 @@ static void symmetric_eigen(double *a, int n, double *values, double *vectors)
         values[i] = a[i * n + i];
 }
 
+/* rhs = a^-1 rhs (a: symmetric n x n, its Cholesky factor overwrites it) when the 2-norm
+ * condition number of `a` is surely below 1 / rcond; else status 3: the reference then
+ * decides the rank (DEFAULT_RCOND) and drops directions.  `scratch` holds n. */
+static int solve_clearly_full_rank(double *a, double *rhs, int n, double *scratch)
+{
+    double norm = soa_one_norm(a, n);
+    if (!(norm > 0.0) || soa_cholesky_solve(a, rhs, n, 1) != SOA_OK)
+        return SOA_ILL_CONDITIONED;
+    double inverse_norm = 0.0;
+    for (int j = 0; j < n; ++j) {
+        /* the 1-norm of a^-1, a column at a time from the factor */
+        double s = 0.0;
+        for (int i = 0; i < n; ++i)
+            scratch[i] = i == j ? 1.0 : 0.0;
+        soa_cholesky_solve(a, scratch, n, 0);
+        for (int i = 0; i < n; ++i)
+            s += fabs(scratch[i]);
+        inverse_norm = s > inverse_norm ? s : inverse_norm;
+    }
+    /* cond_2 <= n cond_1: below SOA_CONDITION_LIMIT = 1 / (10 DEFAULT_RCOND), the
+     * reference keeps every direction */
+    return norm * inverse_norm * n < SOA_CONDITION_LIMIT ? SOA_OK : SOA_ILL_CONDITIONED;
+}
+
+/* Lambda = (compliance + damping I)^-1 by Cholesky where no rank or condition number is
+ * asked for and none needs deciding: with damping (the reference then inverts whatever
+ * the rank), or without when the compliance is surely of full rank (as in
+ * solve_clearly_full_rank).  out as invert_compliance's, with condition NaN and rank -1;
+ * status 3 otherwise (invert_compliance then decides).  `work` holds n^2 + 2 n. */
+static int invert_compliance_by_cholesky(const double *compliance, int n, double damping,
+                                         double *work, double *out)
+{
+    double *a = work, *column = work + (size_t)n * n, *scratch = column + n;
+    memcpy(a, compliance, (size_t)n * n * sizeof(double));
+    memcpy(out + n * n, compliance, (size_t)n * n * sizeof(double));
+    for (int i = 0; i < n; ++i) {
+        a[i * n + i] += damping;
+        column[i] = 0.0;
+    }
+    int status = damping > 0.0 ? soa_cholesky_solve(a, column, n, 1)
+                               : solve_clearly_full_rank(a, column, n, scratch);
+    if (status != SOA_OK)
+        return SOA_ILL_CONDITIONED;
+    for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < n; ++i)
+            column[i] = i == j ? 1.0 : 0.0;
+        soa_cholesky_solve(a, column, n, 0);
+        for (int i = 0; i < n; ++i)
+            out[i * n + j] = column[i];
+    }
+    symmetrize(out, n);
+    out[2 * n * n] = NAN;
+    out[2 * n * n + 1] = -1.0;
+    return SOA_OK;
+}
+
 /* constrained.task_space_inertia after the compliance: its rank (eigenvalues above
  * SOA_RANK_RCOND times the largest), condition number (largest / smallest eigenvalue,
  * inf below full rank) and Lambda = V diag(1 / (values + damping)) V^T.  out: Lambda
@@ -1006,30 +1062,6 @@ static void classical_acceleration(const Model *m, int frame, const double *velo
     for (int i = 0; i < 3; ++i)
         out[i] += g[i];
     mat3_vec(r, a_ang, out + 3);
-}
-
-/* rhs = a^-1 rhs (a: symmetric n x n, its Cholesky factor overwrites it) when the 2-norm
- * condition number of `a` is surely below 1 / rcond; else status 3: the reference then
- * decides the rank (DEFAULT_RCOND) and drops directions.  `scratch` holds n. */
-static int solve_clearly_full_rank(double *a, double *rhs, int n, double *scratch)
-{
-    double norm = soa_one_norm(a, n);
-    if (!(norm > 0.0) || soa_cholesky_solve(a, rhs, n, 1) != SOA_OK)
-        return SOA_ILL_CONDITIONED;
-    double inverse_norm = 0.0;
-    for (int j = 0; j < n; ++j) {
-        /* the 1-norm of a^-1, a column at a time from the factor */
-        double s = 0.0;
-        for (int i = 0; i < n; ++i)
-            scratch[i] = i == j ? 1.0 : 0.0;
-        soa_cholesky_solve(a, scratch, n, 0);
-        for (int i = 0; i < n; ++i)
-            s += fabs(scratch[i]);
-        inverse_norm = s > inverse_norm ? s : inverse_norm;
-    }
-    /* cond_2 <= n cond_1: below SOA_CONDITION_LIMIT = 1 / (10 DEFAULT_RCOND), the
-     * reference keeps every direction */
-    return norm * inverse_norm * n < SOA_CONDITION_LIMIT ? SOA_OK : SOA_ILL_CONDITIONED;
 }
 
 /* Popov-Vereshchagin on the tree (model/recursive.py hybrid_dynamics) for constraints
@@ -1453,8 +1485,9 @@ static PyObject *mixed_dynamics_wrenches(PyObject *self, PyObject *const *args,
     return mixed_call(args, nargs, 1);
 }
 
-/* f(model, frames, first, width, q, damping, p) -> [Lambda, Lambda^-1, condition, rank]
- * (invert_compliance), flat, of unit wrenches along rows first..first+width-1 of [f; t]
+/* f(model, frames, first, width, q, damping, info, p) -> [Lambda, Lambda^-1, condition,
+ * rank] (invert_compliance; without `info`, invert_compliance_by_cholesky where it
+ * answers: condition NaN, rank -1), flat, of unit wrenches along rows first..first+width-1 of [f; t]
  * at each frame (float64 frame indices), for the selected joints: the articulated-body
  * compliance recursion, or dense_compliance_core where mimic joints couple hinges.
  * Status 3 (the numpy path decides) when the rank is in doubt.  Its workspace (sized by
@@ -1462,11 +1495,12 @@ static PyObject *mixed_dynamics_wrenches(PyObject *self, PyObject *const *args,
 static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (soa_wrong_count(nargs, 7))
+    if (soa_wrong_count(nargs, 8))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
+    int info = PyObject_IsTrue(args[6]);
     long first = PyLong_Check(args[2]) ? PyLong_AsLong(args[2]) : -1;
     long width = PyLong_Check(args[3]) ? PyLong_AsLong(args[3]) : -1;
     double damping = PyFloat_Check(args[5]) ? PyFloat_AS_DOUBLE(args[5]) : -1.0;
@@ -1474,9 +1508,9 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
         PyErr_Clear();
     const double *frames = PyArray_Check(args[1])
         ? soa_array(args[1], 1, PyArray_SIZE((PyArrayObject *)args[1]), 0) : NULL;
-    const double *q, *p = soa_array(args[6], 1, m->params, 0);
+    const double *q, *p = soa_array(args[7], 1, m->params, 0);
     npy_intp length = m->dof;
-    if (!frames || !p || first < 0 || width < 1 || first + width > 6
+    if (!frames || !p || first < 0 || width < 1 || first + width > 6 || info < 0
         || !(damping >= 0.0 && damping <= SOA_MAX_MAGNITUDE)
         || vectors(args + 4, 1, &length, &q) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
@@ -1502,7 +1536,8 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
     int status = m->couples
         ? dense_compliance_core(m, frames, count, (int)first, (int)width, carried, compliance)
         : compliance_core(m, frames, count, (int)first, (int)width, p, carried, compliance);
-    if (status == SOA_OK)
+    if (status == SOA_OK && (info || invert_compliance_by_cholesky(compliance, columns, damping,
+                                                                   work, out) != SOA_OK))
         status = invert_compliance(compliance, columns, damping, work, out);
     return answer(result, status);
 }
@@ -1878,7 +1913,8 @@ static PyMethodDef methods[] = {
     METHOD(hybrid_dynamics_wrenches, "hybrid dynamics with wrenches: f(model, q, qd, tau, "
                                      "frames, widths, alpha, beta, {frame: wrench}, p)"),
     METHOD(task_space_inertia, "[Lambda, Lambda^-1, condition, rank] of frames' wrench "
-                               "rows, flat: f(model, frames, first, width, q, damping, p)"),
+                               "rows, flat: f(model, frames, first, width, q, damping, info, "
+                               "p)"),
     METHOD(mixed_dynamics, "[qdd_all; tau_all]: f(model, q, qd, qdd, tau, prescribed, p)"),
     METHOD(mixed_dynamics_wrenches, "mixed dynamics with wrenches: f(model, q, qd, qdd, tau, "
                                     "prescribed, {frame: wrench}, p)"),

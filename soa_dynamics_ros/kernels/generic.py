@@ -78,17 +78,19 @@ class CompiledTree:
         """Module function ``name`` with this model (and ``bound``) as its first arguments."""
         return functools.partial(getattr(self.module, name), self.model, *bound)
 
-    def task_space_inertia(self, frame_names, rows, q, damping, params):
+    def task_space_inertia(self, frame_names, rows, q, damping, info, params):
         """``(Lambda, Lambda^-1 = J M^-1 J^T, condition number, rank)`` of unit wrenches
         along ``rows`` (a slice of ``[f; t]``) at each frame, ``damping`` (a float >= 0)
         added to Lambda^-1 before inverting (dense ``J G (G^T M G)^-1 G^T J^T`` when mimic
         joints couple hinges); None when the compiled code declines (bad input, a singular
         mass matrix, a rank the numpy path must decide: below full rank without damping,
-        or within round-off of the threshold)."""
+        or within round-off of the threshold).  Without ``info`` the condition number and
+        rank may be left out (NaN, -1): Lambda then comes from a Cholesky factor where that
+        needs no rank decision."""
         frames = np.array([self.frame_index[name] for name in frame_names], dtype=float)
         width = rows.stop - rows.start
         packed = self.module.task_space_inertia(self.model, frames, rows.start, width, q,
-                                                damping, params)
+                                                damping, info, params)
         if type(packed) is not np.ndarray:
             return None
         n = len(frames) * width

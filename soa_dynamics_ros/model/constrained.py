@@ -111,7 +111,7 @@ def task_space_inertia(model, selection, q, frame, part="full", damping=None, re
         raise InvalidInputError(f"damping must be a finite non-negative number, not {damping!r}")
     compiled, params = kernels
     answer = None if compiled is None or rcond != DEFAULT_RCOND else (
-        compiled.task_space_inertia(names, rows, q, float(damping or 0.0), params))
+        compiled.task_space_inertia(names, rows, q, float(damping or 0.0), return_info, params))
     if answer is not None:
         inertia, compliance, condition, rank = answer
         method = COMPILED_DENSE_COMPLIANCE if compiled.couples_hinges else COMPILED_COMPLIANCE
