@@ -65,6 +65,7 @@ typedef struct {
     size_t scratch_size;
     PyObject *frame_index;      /* {frame name: index} (a dict) */
     double *wrench_frames, *wrench_values;      /* a call's wrenches (parse_wrenches) */
+    int *rate_bodies, rate_count;               /* the bodies whose hinge a rate moves */
 } Model;
 
 /* ------------------------------------------------------------------ small algebra */
@@ -517,13 +518,14 @@ static void joint_mass_matrix(Model *m)
 {
     int nb = m->nb, n = m->rate_dof;
     memset(m->joint_mass, 0, n * n * sizeof(double));
-    for (int i = 1; i < nb; ++i) {
-        if (m->rate_master[i] < 0)
-            continue;
-        for (int j = 1; j < nb; ++j)
-            if (m->rate_master[j] >= 0)
-                m->joint_mass[m->rate_master[i] * n + m->rate_master[j]] +=
-                    m->rate_multiplier[i] * m->hinge_mass[i * nb + j] * m->rate_multiplier[j];
+    for (int a = 0; a < m->rate_count; ++a) {
+        int i = m->rate_bodies[a];
+        double *row = m->joint_mass + m->rate_master[i] * n, scale = m->rate_multiplier[i];
+        const double *hinge_row = m->hinge_mass + i * nb;
+        for (int b = 0; b < m->rate_count; ++b) {
+            int j = m->rate_bodies[b];
+            row[m->rate_master[j]] += scale * hinge_row[j] * m->rate_multiplier[j];
+        }
     }
 }
 
@@ -1839,7 +1841,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     /* per body: the structure (24), then the workspace in the order TAKE lays it out */
     size_t doubles = (size_t)nb * (24 + 6 + 9 + 3 + 36 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + nb)
                      + (size_t)nf * (12 + 7) + (size_t)n * n;
-    size_t ints = (size_t)nb * 5 + nf;
+    size_t ints = (size_t)nb * 6 + nf;
     m->block = calloc(doubles * sizeof(double) + ints * sizeof(int) + 2 * nb, 1);
     if (!m->block) {
         free(m);
@@ -1863,7 +1865,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     int *i = (int *)d;
 #define TAKE_INT(field, count) (m->field = i, i += (count))
     TAKE_INT(parent, nb); TAKE_INT(type, nb); TAKE_INT(master, nb); TAKE_INT(rate_master, nb);
-    TAKE_INT(frame_body, nf);
+    TAKE_INT(frame_body, nf); TAKE_INT(rate_bodies, nb);
 #undef TAKE_INT
     m->free = (unsigned char *)i;
     m->call_free = m->free + nb;
@@ -1876,6 +1878,8 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
         m->rate_master[b] = (int)data[9][b];
         m->rate_multiplier[b] = data[10][b];
         m->free[b] = b > 0 && m->rate_master[b] >= 0;
+        if (m->free[b])
+            m->rate_bodies[m->rate_count++] = b;
     }
     memcpy(m->axis, data[2], 3 * nb * sizeof(double));
     memcpy(m->joint_rotation, data[3], 9 * nb * sizeof(double));
