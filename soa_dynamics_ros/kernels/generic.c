@@ -24,8 +24,14 @@
  * The including source defines SOA_GENERIC_MODULE (the module name) and
  * SOA_CONDITION_LIMIT (runtime.h) before including this file (generic.py).
  *
- * The workspace lives in the model and is sized once; every function holds
- * the GIL from start to end, so calls from several threads never share it.
+ * Spatial transforms are kept as each body's placement (R, p) in its parent
+ * and applied in Featherstone's plux form (transform_motion, ...): a rotation
+ * and a cross product instead of dense 6x6 products.  The numpy reference
+ * multiplies the dense matrices; both agree to round-off.
+ *
+ * The workspace lives in the model: sized once, except the part that grows
+ * with a call's frames (scratch()); every function holds the GIL from start
+ * to end, so calls from several threads never share it.
  */
 #include "runtime.h"
 #include <stdlib.h>
@@ -55,6 +61,11 @@ typedef struct {
     unsigned char *free;                                        /* hinge moved by a rate */
     unsigned char *call_free;                                   /* mixed dynamics: not prescribed */
     void *block;
+    double *scratch;            /* calls whose workspace grows with their frames (scratch()) */
+    size_t scratch_size;
+    PyObject *frame_index;      /* {frame name: index} (a dict) */
+    double *wrench_frames, *wrench_values;      /* a call's wrenches (parse_wrenches) */
+    int *rate_bodies, rate_count;               /* the bodies whose hinge a rate moves */
 } Model;
 
 /* ------------------------------------------------------------------ small algebra */
@@ -95,6 +106,9 @@ static void mat6_vec(const double *x, const double *v, double *out)
         out[i] = dot6(x + 6 * i, v);
 }
 
+/* The dense products below are no longer used by the recursions here (the plux form
+ * replaced them); kept with their signatures for generic_derivatives.c (branch deriv),
+ * written against them.  Drop them once nothing includes them. */
 static void mat6t_vec(const double *x, const double *v, double *out)
 {
     for (int i = 0; i < 6; ++i) {
@@ -151,6 +165,86 @@ static void force_cross(const double *v, const double *f, double *out)
     }
 }
 
+/* Featherstone's plux form of spatial.motion_transform(R, p) = [[R^T, -R^T skew(p)],
+ * [0, R^T]] (R, p: the body's placement in its parent): the products below cost a
+ * rotation and a cross product where the dense 6x6 would cost 36 multiplications.
+ * `out` must not alias the input. */
+
+/* X m: [R^T (v + w x p); R^T w] */
+static void transform_motion(const double *r, const double *p, const double *m, double *out)
+{
+    double moved[3], shifted[3];
+    cross(m + 3, p, moved);
+    for (int k = 0; k < 3; ++k)
+        shifted[k] = m[k] + moved[k];
+    mat3t_vec(r, shifted, out);
+    mat3t_vec(r, m + 3, out + 3);
+}
+
+/* X^T f: [R f; p x (R f) + R n] */
+static void transform_force_back(const double *r, const double *p, const double *f, double *out)
+{
+    double turned[3], moment[3];
+    mat3_vec(r, f, out);
+    mat3_vec(r, f + 3, moment);
+    cross(p, out, turned);
+    for (int k = 0; k < 3; ++k)
+        out[3 + k] = turned[k] + moment[k];
+}
+
+/* out += X^T A X for a symmetric 6x6 A.  X = diag(R^T, R^T) [[1, -P], [0, 1]] with
+ * P = skew(p): the blocks rotated to the parent, B_ij = R A_ij R^T, then
+ * [[B11, C12], [C12^T, B22 - B21 P + P C12]] with C12 = B12 - B11 P. */
+static void add_transformed_inertia(const double *r, const double *p, const double *a,
+                                    double *out)
+{
+    double blocks[3][9], rotated[3][9];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            blocks[0][3 * i + j] = a[6 * i + j];
+            blocks[1][3 * i + j] = a[6 * i + j + 3];
+            blocks[2][3 * i + j] = a[6 * (i + 3) + j + 3];
+        }
+    for (int b = 0; b < 3; ++b) {
+        double turned[9];
+        mat3_mul(r, blocks[b], turned);
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j)
+                rotated[b][3 * i + j] = turned[3 * i] * r[3 * j] + turned[3 * i + 1] * r[3 * j + 1]
+                                        + turned[3 * i + 2] * r[3 * j + 2];
+    }
+    const double *b11 = rotated[0], *b12 = rotated[1], *b22 = rotated[2];
+    double c12[9], c22[9];
+    for (int i = 0; i < 3; ++i) {
+        /* row i of M P is (row i of M) x p */
+        double moved[3];
+        cross(b11 + 3 * i, p, moved);
+        for (int j = 0; j < 3; ++j)
+            c12[3 * i + j] = b12[3 * i + j] - moved[j];
+    }
+    for (int i = 0; i < 3; ++i) {
+        /* row i of B21 P: (column i of B12) x p */
+        double column[3] = {b12[i], b12[3 + i], b12[6 + i]}, moved[3];
+        cross(column, p, moved);
+        for (int j = 0; j < 3; ++j)
+            c22[3 * i + j] = b22[3 * i + j] - moved[j];
+    }
+    for (int j = 0; j < 3; ++j) {
+        /* column j of P C12: p x (column j of C12) */
+        double column[3] = {c12[j], c12[3 + j], c12[6 + j]}, moved[3];
+        cross(p, column, moved);
+        for (int i = 0; i < 3; ++i)
+            c22[3 * i + j] += moved[i];
+    }
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            out[6 * i + j] += b11[3 * i + j];
+            out[6 * i + j + 3] += c12[3 * i + j];
+            out[6 * (j + 3) + i] += c12[3 * i + j];
+            out[6 * (i + 3) + j + 3] += c22[3 * i + j];
+        }
+}
+
 /* ------------------------------------------------------------------ model data */
 /* Spatial inertias of the moving bodies from p (spatial.inertia_from_parameters). */
 static void unpack_inertias(Model *m, const double *p)
@@ -202,12 +296,12 @@ static void hinge_placement(const Model *m, int body, double q, double *rotation
     const double *e = m->joint_rotation + 9 * body, *r = m->joint_translation + 3 * body;
     const double *axis = m->axis + 3 * body;
     if (m->type[body] == JOINT_ROTATION) {
-        /* rotation_about_axis: I + sin(q) K + (1 - cos(q)) K K */
-        double k[9] = {0.0, -axis[2], axis[1], axis[2], 0.0, -axis[0], -axis[1], axis[0], 0.0};
-        double kk[9], turn[9], s = sin(q), c = 1.0 - cos(q);
-        mat3_mul(k, k, kk);
-        for (int i = 0; i < 9; ++i)
-            turn[i] = (i % 4 == 0 ? 1.0 : 0.0) + s * k[i] + c * kk[i];
+        /* rotation_about_axis: I + sin(q) K + (1 - cos(q)) K K, with K K = a a^T - |a|^2 I */
+        double s = sin(q), c = 1.0 - cos(q), x = axis[0], y = axis[1], z = axis[2];
+        double squared = x * x + y * y + z * z;
+        double turn[9] = {1.0 + c * (x * x - squared), c * x * y - s * z, c * x * z + s * y,
+                          c * x * y + s * z, 1.0 + c * (y * y - squared), c * y * z - s * x,
+                          c * x * z - s * y, c * y * z + s * x, 1.0 + c * (z * z - squared)};
         mat3_mul(e, turn, rotation);
         memcpy(translation, r, 3 * sizeof(double));
     } else {
@@ -222,14 +316,24 @@ static void hinge_placement(const Model *m, int body, double q, double *rotation
     }
 }
 
-/* kinematics.parent_to_child_transforms, keeping each (R, p) too */
+/* Each body's placement (R, p) in its parent at q_hinge: the recursions transform with
+ * these (transform_motion, transform_force_back, add_transformed_inertia). */
+static void local_placements(Model *m)
+{
+    for (int body = 1; body < m->nb; ++body)
+        hinge_placement(m, body, m->q_hinge[body], m->local_rotation + 9 * body,
+                        m->local_translation + 3 * body);
+}
+
+/* kinematics.parent_to_child_transforms: local_placements, and each as the dense 6x6
+ * spatial.motion_transform [[R^T, -R^T skew(p)], [0, R^T]] in `transforms` for code
+ * that multiplies with matrices (the recursions here do not read them). */
 static void transforms(Model *m)
 {
+    local_placements(m);
     for (int body = 1; body < m->nb; ++body) {
-        double *rotation = m->local_rotation + 9 * body, *p = m->local_translation + 3 * body;
+        const double *rotation = m->local_rotation + 9 * body, *p = m->local_translation + 3 * body;
         double *x = m->transforms + 36 * body;
-        hinge_placement(m, body, m->q_hinge[body], rotation, p);
-        /* spatial.motion_transform: [[R^T, -R^T skew(p)], [0, R^T]] */
         double skew_p[9] = {0.0, -p[2], p[1], p[2], 0.0, -p[0], -p[1], p[0], 0.0};
         memset(x, 0, 36 * sizeof(double));
         for (int i = 0; i < 3; ++i)
@@ -243,21 +347,45 @@ static void transforms(Model *m)
     }
 }
 
-/* kinematics.body_placements (after hinge_positions) */
-static void body_placements(Model *m)
+/* The placements in the root (rotations, translations) from current local_placements. */
+static void compose_placements(Model *m)
 {
     static const double identity[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     memcpy(m->rotations, identity, sizeof identity);
     memset(m->translations, 0, 3 * sizeof(double));
     for (int body = 1; body < m->nb; ++body) {
         int parent = m->parent[body];
-        double rotation[9], translation[3], moved[3];
-        hinge_placement(m, body, m->q_hinge[body], rotation, translation);
-        mat3_mul(m->rotations + 9 * parent, rotation, m->rotations + 9 * body);
-        mat3_vec(m->rotations + 9 * parent, translation, moved);
+        double moved[3];
+        mat3_mul(m->rotations + 9 * parent, m->local_rotation + 9 * body, m->rotations + 9 * body);
+        mat3_vec(m->rotations + 9 * parent, m->local_translation + 3 * body, moved);
         for (int k = 0; k < 3; ++k)
             m->translations[3 * body + k] = m->translations[3 * parent + k] + moved[k];
     }
+}
+
+/* kinematics.body_placements (after hinge_positions); local_placements too */
+static void body_placements(Model *m)
+{
+    local_placements(m);
+    compose_placements(m);
+}
+
+/* The motion, force and inertia transforms of body's joint (local_placements current) */
+static void carry_motion(const Model *m, int body, const double *motion, double *out)
+{
+    transform_motion(m->local_rotation + 9 * body, m->local_translation + 3 * body, motion, out);
+}
+
+static void carry_force(const Model *m, int body, const double *force, double *out)
+{
+    transform_force_back(m->local_rotation + 9 * body, m->local_translation + 3 * body, force,
+                         out);
+}
+
+static void carry_inertia(const Model *m, int body, const double *inertia, double *out)
+{
+    add_transformed_inertia(m->local_rotation + 9 * body, m->local_translation + 3 * body,
+                            inertia, out);
 }
 
 /* kinematics.frame_placement */
@@ -298,7 +426,14 @@ static int body_forces(Model *m, const double *frames, const double *wrenches, i
 }
 
 /* ------------------------------------------------------------------ recursions */
-/* inverse_dynamics.inverse_dynamics on hinge arrays (q_hinge and transforms current). */
+static int is_zero6(const double *v)
+{
+    return v[0] == 0.0 && v[1] == 0.0 && v[2] == 0.0 && v[3] == 0.0 && v[4] == 0.0
+           && v[5] == 0.0;
+}
+
+/* inverse_dynamics.inverse_dynamics on hinge arrays (local placements current: transforms()
+ * or local_placements()). */
 static void newton_euler(Model *m, const double *p, const double *qd, const double *qdd,
                          int with_forces)
 {
@@ -308,24 +443,30 @@ static void newton_euler(Model *m, const double *p, const double *qd, const doub
     a[0] = -p[0]; a[1] = -p[1]; a[2] = -p[2]; a[3] = a[4] = a[5] = 0.0;
     for (int body = 1; body < m->nb; ++body) {
         int parent = m->parent[body];
-        const double *x = m->transforms + 36 * body, *hb = h + 6 * body;
-        double joint_velocity[6], carried[6], product[6];
-        mat6_vec(x, v + 6 * parent, carried);
-        for (int k = 0; k < 6; ++k) {
-            joint_velocity[k] = hb[k] * qd[body];
-            v[6 * body + k] = carried[k] + joint_velocity[k];
-        }
-        mat6_vec(x, a + 6 * parent, carried);
-        motion_cross(v + 6 * body, joint_velocity, product);
+        const double *hb = h + 6 * body;
+        double joint_velocity[6], carried[6], product[6] = {0.0};
+        /* a body at rest (gravity, or still joints near the root) has no velocity terms */
+        if (qd[body] != 0.0 || !is_zero6(v + 6 * parent)) {
+            carry_motion(m, body, v + 6 * parent, carried);
+            for (int k = 0; k < 6; ++k) {
+                joint_velocity[k] = hb[k] * qd[body];
+                v[6 * body + k] = carried[k] + joint_velocity[k];
+            }
+            motion_cross(v + 6 * body, joint_velocity, product);
+        } else
+            memset(v + 6 * body, 0, 6 * sizeof(double));
+        carry_motion(m, body, a + 6 * parent, carried);
         for (int k = 0; k < 6; ++k)
             a[6 * body + k] = carried[k] + hb[k] * qdd[body] + product[k];
     }
     for (int body = 1; body < m->nb; ++body) {
         const double *inertia = m->inertia + 36 * body;
-        double momentum[6], accelerating[6], gyroscopic[6];
+        double momentum[6], accelerating[6], gyroscopic[6] = {0.0};
         mat6_vec(inertia, a + 6 * body, accelerating);
-        mat6_vec(inertia, v + 6 * body, momentum);
-        force_cross(v + 6 * body, momentum, gyroscopic);
+        if (!is_zero6(v + 6 * body)) {
+            mat6_vec(inertia, v + 6 * body, momentum);
+            force_cross(v + 6 * body, momentum, gyroscopic);
+        }
         for (int k = 0; k < 6; ++k)
             f[6 * body + k] = accelerating[k] + gyroscopic[k]
                               - (with_forces ? m->body_forces[6 * body + k] : 0.0);
@@ -336,7 +477,7 @@ static void newton_euler(Model *m, const double *p, const double *qd, const doub
         int parent = m->parent[body];
         if (parent > 0) {
             double carried[6];
-            mat6t_vec(m->transforms + 36 * body, f + 6 * body, carried);
+            carry_force(m, body, f + 6 * body, carried);
             for (int k = 0; k < 6; ++k)
                 f[6 * parent + k] += carried[k];
         }
@@ -344,7 +485,7 @@ static void newton_euler(Model *m, const double *p, const double *qd, const doub
     m->torque[0] = 0.0;
 }
 
-/* mass_matrix.mass_matrix into hinge_mass (transforms current) */
+/* mass_matrix.mass_matrix into hinge_mass (local placements current) */
 static void composite_body(Model *m)
 {
     int nb = m->nb;
@@ -353,8 +494,7 @@ static void composite_body(Model *m)
     for (int body = nb - 1; body > 0; --body) {
         int parent = m->parent[body];
         if (parent > 0)
-            add_congruence(m->transforms + 36 * body, composite + 36 * body,
-                           composite + 36 * parent);
+            carry_inertia(m, body, composite + 36 * body, composite + 36 * parent);
     }
     memset(m->hinge_mass, 0, nb * nb * sizeof(double));
     for (int body = 1; body < nb; ++body) {
@@ -364,7 +504,7 @@ static void composite_body(Model *m)
         m->hinge_mass[body * nb + body] = dot6(hb, force);
         int ancestor = body;
         while (m->parent[ancestor] > 0) {
-            mat6t_vec(m->transforms + 36 * ancestor, force, carried);
+            carry_force(m, ancestor, force, carried);
             memcpy(force, carried, sizeof force);
             ancestor = m->parent[ancestor];
             m->hinge_mass[body * nb + ancestor] = m->hinge_mass[ancestor * nb + body]
@@ -378,17 +518,18 @@ static void joint_mass_matrix(Model *m)
 {
     int nb = m->nb, n = m->rate_dof;
     memset(m->joint_mass, 0, n * n * sizeof(double));
-    for (int i = 1; i < nb; ++i) {
-        if (m->rate_master[i] < 0)
-            continue;
-        for (int j = 1; j < nb; ++j)
-            if (m->rate_master[j] >= 0)
-                m->joint_mass[m->rate_master[i] * n + m->rate_master[j]] +=
-                    m->rate_multiplier[i] * m->hinge_mass[i * nb + j] * m->rate_multiplier[j];
+    for (int a = 0; a < m->rate_count; ++a) {
+        int i = m->rate_bodies[a];
+        double *row = m->joint_mass + m->rate_master[i] * n, scale = m->rate_multiplier[i];
+        const double *hinge_row = m->hinge_mass + i * nb;
+        for (int b = 0; b < m->rate_count; ++b) {
+            int j = m->rate_bodies[b];
+            row[m->rate_master[j]] += scale * hinge_row[j] * m->rate_multiplier[j];
+        }
     }
 }
 
-/* articulated_body.gather (transforms current): hinges not `free` are prescribed */
+/* articulated_body.gather (local placements current): hinges not `free` are prescribed */
 static int articulated_gather(Model *m, const double *p, const double *qd, const double *tau,
                               const double *qdd_prescribed, const unsigned char *free,
                               int with_forces)
@@ -402,7 +543,7 @@ static int articulated_gather(Model *m, const double *p, const double *qd, const
     for (int body = 1; body < nb; ++body) {
         const double *hb = h + 6 * body;
         double joint_velocity[6], carried[6], momentum[6];
-        mat6_vec(m->transforms + 36 * body, v + 6 * m->parent[body], carried);
+        carry_motion(m, body, v + 6 * m->parent[body], carried);
         for (int k = 0; k < 6; ++k) {
             joint_velocity[k] = hb[k] * qd[body];
             v[6 * body + k] = carried[k] + joint_velocity[k];
@@ -450,8 +591,8 @@ static int articulated_gather(Model *m, const double *p, const double *qd, const
         }
         if (parent > 0) {
             double through[6];
-            add_congruence(m->transforms + 36 * body, reduced, articulated + 36 * parent);
-            mat6t_vec(m->transforms + 36 * body, carried, through);
+            carry_inertia(m, body, reduced, articulated + 36 * parent);
+            carry_force(m, body, carried, through);
             for (int k = 0; k < 6; ++k)
                 z[6 * parent + k] += through[k];
         }
@@ -469,7 +610,7 @@ static void articulated_scatter(Model *m, const double *p, const double *qdd_pre
     for (int body = 1; body < m->nb; ++body) {
         const double *hb = m->hinge_map + 6 * body;
         double incoming[6];
-        mat6_vec(m->transforms + 36 * body, a + 6 * m->parent[body], incoming);
+        carry_motion(m, body, a + 6 * m->parent[body], incoming);
         for (int k = 0; k < 6; ++k)
             incoming[k] += m->bias_acceleration[6 * body + k];
         qdd[body] = qdd_prescribed ? qdd_prescribed[body] : 0.0;
@@ -481,13 +622,49 @@ static void articulated_scatter(Model *m, const double *p, const double *qdd_pre
     }
 }
 
-/* ------------------------------------------------------------------ cores */
+/* kinematics.hinge_jacobian folded on the rate map (J G): the 6 x rate_dof Jacobian of
+ * `frame` ([v; w] of its origin, root axes), row-major; root placements current. */
+static void frame_jacobian(const Model *m, int frame, double *out)
+{
+    int n = m->rate_dof;
+    memset(out, 0, 6 * n * sizeof(double));
+    double rotation[9], point[3];
+    frame_placement(m, frame, rotation, point);
+    for (int body = m->frame_body[frame]; body > 0; body = m->parent[body]) {
+        int column = m->rate_master[body];
+        if (column < 0)
+            continue;
+        const double *r = m->rotations + 9 * body, *hb = m->hinge_map + 6 * body;
+        double linear[3], angular[3], arm[3], turned[3];
+        mat3_vec(r, hb, linear);
+        mat3_vec(r, hb + 3, angular);
+        for (int k = 0; k < 3; ++k)
+            arm[k] = point[k] - m->translations[3 * body + k];
+        cross(angular, arm, turned);
+        double scale = m->rate_multiplier[body];
+        for (int k = 0; k < 3; ++k) {
+            out[k * n + column] += (linear[k] + turned[k]) * scale;
+            out[(3 + k) * n + column] += angular[k] * scale;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ cores
+ * Each core starts from current local placements (and, with wrenches, body forces from
+ * the root placements): the calls compute them once (placements()). */
+/* After hinge_positions: the local placements, and the root ones when `world` */
+static void placements(Model *m, int world)
+{
+    local_placements(m);
+    if (world)
+        compose_placements(m);
+}
+
 /* The selected joints' accelerations: articulated-body recursion, or with coupled
  * hinges (mimic joints) G^T M G qdd = tau - G^T h by Cholesky, as model/dense.py. */
 static int forward_core(Model *m, const double *qd, const double *tau,
                         const double *p, int with_forces, double *out)
 {
-    transforms(m);
     hinge_rates(m, qd, m->qd_hinge);
     if (m->couples) {
         memset(m->qdd_hinge, 0, m->nb * sizeof(double));
@@ -513,7 +690,6 @@ static int forward_core(Model *m, const double *qd, const double *tau,
 static int mixed_core(Model *m, const double *qd, const double *qdd, const double *tau,
                       const double *prescribed, const double *p, int with_forces, double *out)
 {
-    transforms(m);
     hinge_rates(m, qd, m->qd_hinge);
     hinge_rates(m, qdd, m->qdd_given);
     hinge_rates(m, tau, m->tau_hinge);
@@ -536,6 +712,57 @@ static int mixed_core(Model *m, const double *qd, const double *qdd, const doubl
     }
     joint_forces(m, m->qdd_hinge, out);
     joint_forces(m, m->tau_hinge, out + m->rate_dof);
+    return SOA_OK;
+}
+
+/* dense.mixed_dynamics where mimic joints couple hinges: the free block of
+ * G^T M G qdd = tau - G^T h solved by Cholesky; out = [qdd_all; tau_all].  `work` holds
+ * rate_dof (rate_dof + 1). */
+static int dense_mixed_core(Model *m, const double *qd, const double *qdd, const double *tau,
+                            const double *prescribed, const double *p, int with_forces,
+                            double *work, double *out)
+{
+    int n = m->rate_dof, free_count = 0;
+    double *qdd_all = out, *tau_all = out + n, *bias = tau_all;
+    double *reduced = work, *rhs = work + (size_t)n * n, *mass = m->joint_mass;
+    hinge_rates(m, qd, m->qd_hinge);
+    memset(m->qdd_hinge, 0, m->nb * sizeof(double));
+    newton_euler(m, p, m->qd_hinge, m->qdd_hinge, with_forces);
+    joint_forces(m, m->torque, bias);
+    composite_body(m);
+    joint_mass_matrix(m);
+    for (int i = 0; i < n; ++i) {
+        if (prescribed[i] != 0.0)
+            continue;
+        double s = tau[i] - bias[i];
+        for (int j = 0; j < n; ++j)
+            if (prescribed[j] != 0.0)
+                s -= mass[i * n + j] * qdd[j];
+        int column = 0;
+        for (int j = 0; j < n; ++j)
+            if (prescribed[j] == 0.0)
+                reduced[free_count * n + column++] = mass[i * n + j];
+        rhs[free_count++] = s;
+    }
+    /* pack the free block's rows to free_count x free_count */
+    for (int i = 0; i < free_count; ++i)
+        memmove(reduced + (size_t)i * free_count, reduced + (size_t)i * n,
+                free_count * sizeof(double));
+    int status = soa_cholesky_solve(reduced, rhs, free_count, 1);
+    if (status != SOA_OK)
+        return status;
+    for (int i = 0, k = 0; i < n; ++i)
+        qdd_all[i] = prescribed[i] != 0.0 ? qdd[i] : rhs[k++];
+    for (int i = 0; i < n; ++i) {
+        if (prescribed[i] == 0.0) {
+            tau_all[i] = tau[i];
+            continue;
+        }
+        double s = bias[i];
+        for (int j = 0; j < n; ++j)
+            s += mass[i * n + j] * qdd_all[j];
+        tau_all[i] = s;
+    }
     return SOA_OK;
 }
 
@@ -593,15 +820,15 @@ static void compliance_gather(const Model *m, const double *carried, int columns
         }
         int parent = m->parent[body];
         if (parent > 0) {
-            const double *x = m->transforms + 36 * body;
             double *target = mutable_carried + (size_t)parent * 6 * columns;
-            for (int i = 0; i < 6; ++i)
-                for (int c = 0; c < columns; ++c) {
-                    double s = 0.0;
-                    for (int k = 0; k < 6; ++k)
-                        s += x[6 * k + i] * through[k * columns + c];
-                    target[i * columns + c] += s;
-                }
+            for (int c = 0; c < columns; ++c) {
+                double force[6], back[6];
+                for (int i = 0; i < 6; ++i)
+                    force[i] = through[i * columns + c];
+                carry_force(m, body, force, back);
+                for (int i = 0; i < 6; ++i)
+                    target[i * columns + c] += back[i];
+            }
         }
     }
 }
@@ -624,8 +851,6 @@ static int compliance_core(Model *m, const double *frames, int count, int first,
     int nb = m->nb, columns = count * width;
     static const double identity[36] = {1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
                                         0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1};
-    transforms(m);
-    body_placements(m);
     memset(m->qd_hinge, 0, nb * sizeof(double));
     int status = articulated_gather(m, p, m->qd_hinge, m->qd_hinge, NULL, m->free, 0);
     if (status != SOA_OK)
@@ -635,6 +860,185 @@ static int compliance_core(Model *m, const double *frames, int count, int first,
         add_wrench_columns(m, (int)frames[k], identity + first, 6, width, carried, columns,
                            k * width);
     compliance_gather(m, carried, columns, out, carried + (size_t)nb * 6 * columns);
+    symmetrize(out, columns);
+    return SOA_OK;
+}
+
+/* Eigen-decomposition of a symmetric n x n matrix by cyclic Jacobi rotations: `a` is
+ * overwritten (its diagonal ends as the eigenvalues, copied to `values`), `vectors`
+ * (row-major n x n) gets the eigenvectors as columns.  Sweeps until no off-diagonal
+ * element changes its diagonal neighbours' sum. */
+static void symmetric_eigen(double *a, int n, double *values, double *vectors)
+{
+    for (int i = 0; i < n * n; ++i)
+        vectors[i] = i % (n + 1) == 0 ? 1.0 : 0.0;
+    for (int sweep = 0; sweep < 64; ++sweep) {
+        int rotated = 0;
+        for (int p = 0; p < n; ++p)
+            for (int q = p + 1; q < n; ++q) {
+                double apq = a[p * n + q], app = a[p * n + p], aqq = a[q * n + q];
+                if (apq == 0.0 || (fabs(app) + 100.0 * fabs(apq) == fabs(app)
+                                   && fabs(aqq) + 100.0 * fabs(apq) == fabs(aqq))) {
+                    a[p * n + q] = a[q * n + p] = 0.0;
+                    continue;
+                }
+                rotated = 1;
+                double theta = (aqq - app) / (2.0 * apq);
+                double t = fabs(theta) > 1e150 ? 0.5 / theta
+                           : copysign(1.0, theta) / (fabs(theta) + sqrt(theta * theta + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int k = 0; k < n; ++k) {
+                    double akp = a[k * n + p], akq = a[k * n + q];
+                    a[k * n + p] = c * akp - s * akq;
+                    a[k * n + q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; ++k) {
+                    double apk = a[p * n + k], aqk = a[q * n + k];
+                    a[p * n + k] = c * apk - s * aqk;
+                    a[q * n + k] = s * apk + c * aqk;
+                }
+                a[p * n + q] = a[q * n + p] = 0.0;
+                for (int k = 0; k < n; ++k) {
+                    double vkp = vectors[k * n + p], vkq = vectors[k * n + q];
+                    vectors[k * n + p] = c * vkp - s * vkq;
+                    vectors[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+        if (!rotated)
+            break;
+    }
+    for (int i = 0; i < n; ++i)
+        values[i] = a[i * n + i];
+}
+
+/* rhs = a^-1 rhs (a: symmetric n x n, its Cholesky factor overwrites it) when the 2-norm
+ * condition number of `a` is surely below 1 / rcond; else status 3: the reference then
+ * decides the rank (DEFAULT_RCOND) and drops directions.  `scratch` holds n. */
+static int solve_clearly_full_rank(double *a, double *rhs, int n, double *scratch)
+{
+    double norm = soa_one_norm(a, n);
+    if (!(norm > 0.0) || soa_cholesky_solve(a, rhs, n, 1) != SOA_OK)
+        return SOA_ILL_CONDITIONED;
+    double inverse_norm = 0.0;
+    for (int j = 0; j < n; ++j) {
+        /* the 1-norm of a^-1, a column at a time from the factor */
+        double s = 0.0;
+        for (int i = 0; i < n; ++i)
+            scratch[i] = i == j ? 1.0 : 0.0;
+        soa_cholesky_solve(a, scratch, n, 0);
+        for (int i = 0; i < n; ++i)
+            s += fabs(scratch[i]);
+        inverse_norm = s > inverse_norm ? s : inverse_norm;
+    }
+    /* cond_2 <= n cond_1: below SOA_CONDITION_LIMIT = 1 / (10 DEFAULT_RCOND), the
+     * reference keeps every direction */
+    return norm * inverse_norm * n < SOA_CONDITION_LIMIT ? SOA_OK : SOA_ILL_CONDITIONED;
+}
+
+/* Lambda = (compliance + damping I)^-1 by Cholesky where no rank or condition number is
+ * asked for and none needs deciding: with damping (the reference then inverts whatever
+ * the rank), or without when the compliance is surely of full rank (as in
+ * solve_clearly_full_rank).  out as invert_compliance's, with condition NaN and rank -1;
+ * status 3 otherwise (invert_compliance then decides).  `work` holds n^2 + 2 n. */
+static int invert_compliance_by_cholesky(const double *compliance, int n, double damping,
+                                         double *work, double *out)
+{
+    double *a = work, *column = work + (size_t)n * n, *scratch = column + n;
+    memcpy(a, compliance, (size_t)n * n * sizeof(double));
+    memcpy(out + n * n, compliance, (size_t)n * n * sizeof(double));
+    for (int i = 0; i < n; ++i) {
+        a[i * n + i] += damping;
+        column[i] = 0.0;
+    }
+    int status = damping > 0.0 ? soa_cholesky_solve(a, column, n, 1)
+                               : solve_clearly_full_rank(a, column, n, scratch);
+    if (status != SOA_OK)
+        return SOA_ILL_CONDITIONED;
+    for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < n; ++i)
+            column[i] = i == j ? 1.0 : 0.0;
+        soa_cholesky_solve(a, column, n, 0);
+        for (int i = 0; i < n; ++i)
+            out[i * n + j] = column[i];
+    }
+    symmetrize(out, n);
+    out[2 * n * n] = NAN;
+    out[2 * n * n + 1] = -1.0;
+    return SOA_OK;
+}
+
+/* constrained.task_space_inertia after the compliance: its rank (eigenvalues above
+ * SOA_RANK_RCOND times the largest), condition number (largest / smallest eigenvalue,
+ * inf below full rank) and Lambda = V diag(1 / (values + damping)) V^T.  out: Lambda
+ * (n x n), the compliance (n x n), condition, rank.  Status 3, for the reference to
+ * decide (and raise), below full rank without damping or with an eigenvalue within
+ * round-off of the rank threshold.  `work` holds 2 n^2 + n. */
+static int invert_compliance(const double *compliance, int n, double damping, double *work,
+                             double *out)
+{
+    double *a = work, *vectors = work + n * n, *values = vectors + n * n;
+    memcpy(a, compliance, (size_t)n * n * sizeof(double));
+    memcpy(out + n * n, compliance, (size_t)n * n * sizeof(double));
+    symmetric_eigen(a, n, values, vectors);
+    double strongest = 0.0, weakest = values[0];
+    for (int i = 0; i < n; ++i) {
+        strongest = values[i] > strongest ? values[i] : strongest;
+        weakest = values[i] < weakest ? values[i] : weakest;
+    }
+    if (!(strongest > 0.0) || !isfinite(strongest))
+        return SOA_ILL_CONDITIONED;
+    double threshold = SOA_RANK_RCOND * strongest;
+    int rank = 0;
+    for (int i = 0; i < n; ++i) {
+        /* both eigen-solvers err by a few ulps of the largest eigenvalue */
+        if (fabs(values[i] - threshold) < 1e-3 * threshold)
+            return SOA_ILL_CONDITIONED;
+        rank += values[i] > threshold;
+    }
+    if (rank < n && !(damping > 0.0))
+        return SOA_ILL_CONDITIONED;
+    for (int i = 0; i < n; ++i)
+        for (int j = i; j < n; ++j) {
+            double s = 0.0;
+            for (int k = 0; k < n; ++k)
+                s += vectors[i * n + k] * vectors[j * n + k] / (values[k] + damping);
+            out[i * n + j] = out[j * n + i] = s;
+        }
+    out[2 * n * n] = rank == n ? strongest / weakest : INFINITY;
+    out[2 * n * n + 1] = rank;
+    return SOA_OK;
+}
+
+/* dense.task_space_compliance where mimic joints couple hinges: out = (J G) (G^T M G)^-1
+ * (J G)^T of unit wrenches along rows first..first+width-1 at each frame, with the mass
+ * matrix factored by Cholesky (status 2 when it is not definite).  Local and root
+ * placements current; `work` holds (6 count + columns) rate_dof. */
+static int dense_compliance_core(Model *m, const double *frames, int count, int first,
+                                 int width, double *work, double *out)
+{
+    int n = m->rate_dof, columns = count * width;
+    double *jacobians = work, *solved = work + (size_t)6 * count * n;
+    composite_body(m);
+    joint_mass_matrix(m);
+    for (int k = 0; k < count; ++k)
+        frame_jacobian(m, (int)frames[k], jacobians + (size_t)6 * k * n);
+    for (int c = 0; c < columns; ++c) {
+        const double *row = jacobians + ((size_t)6 * (c / width) + first + c % width) * n;
+        double *x = solved + (size_t)c * n;
+        memcpy(x, row, n * sizeof(double));
+        int status = soa_cholesky_solve(m->joint_mass, x, n, c == 0);
+        if (status != SOA_OK)
+            return status;
+    }
+    for (int a = 0; a < columns; ++a) {
+        const double *row = jacobians + ((size_t)6 * (a / width) + first + a % width) * n;
+        for (int b = 0; b < columns; ++b) {
+            double s = 0.0;
+            for (int k = 0; k < n; ++k)
+                s += row[k] * solved[(size_t)b * n + k];
+            out[a * columns + b] = s;
+        }
+    }
     symmetrize(out, columns);
     return SOA_OK;
 }
@@ -676,7 +1080,6 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
     size_t block = (size_t)nb * 6 * columns;
     double *wrench_columns = work, *carried = work + block, *compliance = carried + block;
     double *scratch = compliance + (size_t)columns * columns, *nu = out + 2 * n;
-    transforms(m);
     hinge_rates(m, qd, m->qd_hinge);
     hinge_rates(m, tau, m->tau_hinge);
     int status = articulated_gather(m, p, m->qd_hinge, m->tau_hinge, NULL, m->free, with_forces);
@@ -703,32 +1106,16 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
             nu[c] = beta[c] - drift;
         }
     }
-    /* nu = compliance^-1 rhs when its 2-norm condition number is surely below 1 / rcond */
-    double norm = soa_one_norm(compliance, columns);
-    if (!(norm > 0.0) || soa_cholesky_solve(compliance, nu, columns, 1) != SOA_OK)
-        return SOA_ILL_CONDITIONED;
-    double inverse_norm = 0.0;
-    for (int j = 0; j < columns; ++j) {
-        /* the 1-norm of compliance^-1, a column at a time from the factor */
-        double *e = scratch + columns, s = 0.0;
-        for (int i = 0; i < columns; ++i)
-            e[i] = i == j ? 1.0 : 0.0;
-        soa_cholesky_solve(compliance, e, columns, 0);
-        for (int i = 0; i < columns; ++i)
-            s += fabs(e[i]);
-        inverse_norm = s > inverse_norm ? s : inverse_norm;
-    }
-    /* cond_2 <= columns cond_1: below SOA_CONDITION_LIMIT = 1 / (10 DEFAULT_RCOND), the
-     * reference keeps every direction */
-    if (!(norm * inverse_norm * columns < SOA_CONDITION_LIMIT))
-        return SOA_ILL_CONDITIONED;
+    int status_nu = solve_clearly_full_rank(compliance, nu, columns, scratch + columns);
+    if (status_nu != SOA_OK)
+        return status_nu;
     /* correction_scatter: accelerations added by the constraint wrenches */
     double *delta_acceleration = m->force, *delta_qdd = m->torque;
     memset(delta_acceleration, 0, 6 * sizeof(double));
     for (int body = 1; body < nb; ++body) {
         const double *hb = m->hinge_map + 6 * body;
         double incoming[6];
-        mat6_vec(m->transforms + 36 * body, delta_acceleration + 6 * m->parent[body], incoming);
+        carry_motion(m, body, delta_acceleration + 6 * m->parent[body], incoming);
         delta_qdd[body] = 0.0;
         if (m->free[body]) {
             const double *z = carried + (size_t)body * 6 * columns;
@@ -765,7 +1152,7 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
         int parent = m->parent[body];
         if (parent > 0) {
             double carried_force[6];
-            mat6t_vec(m->transforms + 36 * body, applied + 6 * body, carried_force);
+            carry_force(m, body, applied + 6 * body, carried_force);
             for (int k = 0; k < 6; ++k)
                 applied[6 * parent + k] += carried_force[k];
         }
@@ -779,11 +1166,82 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
     return SOA_OK;
 }
 
+/* dense.hybrid_dynamics where mimic joints couple hinges: Gauss' least constraint with
+ * G^T M G by Cholesky; the output and statuses of hybrid_core.  Local and root placements
+ * current; `work` holds (6 count + 2 columns) rate_dof + columns^2 + 7 columns. */
+static int dense_hybrid_core(Model *m, const double *qd, const double *tau, const double *frames,
+                             const double *widths, int count, const double *alpha,
+                             const double *beta, int columns, const double *p, int with_forces,
+                             double *work, double *out)
+{
+    int n = m->rate_dof;
+    double *jacobian = work, *rows = jacobian + (size_t)6 * count * n;
+    double *inverse_mass_at = rows + (size_t)columns * n;       /* M^-1 rows^T, by rows */
+    double *compliance = inverse_mass_at + (size_t)columns * n;
+    double *scratch = compliance + (size_t)columns * columns, *qdd = out, *nu = out + 2 * n;
+    /* qdd_free; velocity and acceleration are then the drift motion (qdd = 0), and
+     * joint_mass holds the factor of G^T M G */
+    int status = forward_core(m, qd, tau, p, with_forces, qdd);
+    if (status != SOA_OK)
+        return status;
+    for (int k = 0, start = 0; k < count; start += (int)widths[k], ++k) {
+        int frame = (int)frames[k], body = m->frame_body[frame];
+        double drift[6], *frame_jacobian_rows = jacobian + (size_t)6 * k * n;
+        frame_jacobian(m, frame, frame_jacobian_rows);
+        classical_acceleration(m, frame, m->velocity + 6 * body, m->acceleration + 6 * body, p,
+                               drift);
+        for (int c = start; c < start + (int)widths[k]; ++c) {
+            double *row = rows + (size_t)c * n, drifting = 0.0, moving = 0.0;
+            for (int j = 0; j < n; ++j) {
+                double s = 0.0;
+                for (int i = 0; i < 6; ++i)
+                    s += alpha[i * columns + c] * frame_jacobian_rows[i * n + j];
+                row[j] = s;
+                moving += s * qdd[j];
+            }
+            for (int i = 0; i < 6; ++i)
+                drifting += alpha[i * columns + c] * drift[i];
+            nu[c] = beta[c] - drifting - moving;
+            memcpy(inverse_mass_at + (size_t)c * n, row, n * sizeof(double));
+            soa_cholesky_solve(m->joint_mass, inverse_mass_at + (size_t)c * n, n, 0);
+        }
+    }
+    for (int a = 0; a < columns; ++a)
+        for (int b = 0; b < columns; ++b) {
+            double s = 0.0;
+            for (int j = 0; j < n; ++j)
+                s += rows[(size_t)a * n + j] * inverse_mass_at[(size_t)b * n + j];
+            compliance[a * columns + b] = s;
+        }
+    symmetrize(compliance, columns);
+    status = solve_clearly_full_rank(compliance, nu, columns, scratch);
+    if (status != SOA_OK)
+        return status;
+    double *constraint_torques = out + n;
+    for (int j = 0; j < n; ++j) {
+        double moved = 0.0, pushed = 0.0;
+        for (int c = 0; c < columns; ++c) {
+            moved += inverse_mass_at[(size_t)c * n + j] * nu[c];
+            pushed += rows[(size_t)c * n + j] * nu[c];
+        }
+        qdd[j] += moved;
+        constraint_torques[j] = pushed;
+    }
+    /* kinematics.body_motion at qdd for the frames' accelerations */
+    hinge_rates(m, qdd, m->qdd_hinge);
+    newton_euler(m, p, m->qd_hinge, m->qdd_hinge, with_forces);
+    for (int k = 0; k < count; ++k) {
+        int frame = (int)frames[k], body = m->frame_body[frame];
+        classical_acceleration(m, frame, m->velocity + 6 * body, m->acceleration + 6 * body, p,
+                               out + 2 * n + columns + 6 * k);
+    }
+    return SOA_OK;
+}
+
 /* Inverse dynamics with the full map (qd and qdd NULL: zero). */
 static void inverse_core(Model *m, const double *qd, const double *qdd, const double *p,
                          int with_forces, double *out)
 {
-    transforms(m);
     if (qd)
         hinge_rates(m, qd, m->qd_hinge);
     else
@@ -800,6 +1258,20 @@ static void inverse_core(Model *m, const double *qd, const double *qdd, const do
 static Model *model_of(PyObject *object)
 {
     return (Model *)PyCapsule_GetPointer(object, CAPSULE_NAME);
+}
+
+/* At least `doubles` of workspace kept in the model (grown, never shrunk), or NULL when
+ * out of memory */
+static double *scratch(Model *m, size_t doubles)
+{
+    if (doubles > m->scratch_size) {
+        double *grown = realloc(m->scratch, doubles * sizeof(double));
+        if (!grown)
+            return NULL;
+        m->scratch = grown;
+        m->scratch_size = doubles;
+    }
+    return m->scratch;
 }
 
 /* `count` vectors of the given lengths from args, checked (runtime.h rules) */
@@ -832,41 +1304,79 @@ static PyObject *answer(PyObject *result, int status)
     return PyLong_FromLong(status);
 }
 
-/* The wrenches of a call: frame indices (float64, one per wrench) and (k, 6) wrenches. */
-static int wrench_arrays(Model *m, PyObject *frames, PyObject *wrenches, const double **frame_data,
-                         const double **wrench_data, int *count)
+/* A wrench [f; t]: a float64 ndarray of 6, or a list or tuple of 6 floats or ints */
+static int parse_wrench(PyObject *value, double *out)
 {
-    if (!PyArray_Check(frames))
-        return SOA_BAD_INPUT;
-    npy_intp k = PyArray_SIZE((PyArrayObject *)frames);
-    *frame_data = soa_array(frames, 1, k, 0);
-    *wrench_data = soa_array(wrenches, 2, k, 6);
-    if (!*frame_data || !*wrench_data || soa_check(*wrench_data, 6 * (int)k, SOA_MAX_MAGNITUDE))
-        return SOA_BAD_INPUT;
-    for (npy_intp i = 0; i < k; ++i)
-        if (!((*frame_data)[i] >= 0 && (*frame_data)[i] < m->nf))
+    if (PyArray_Check(value)) {
+        PyArrayObject *array = (PyArrayObject *)value;
+        if (PyArray_TYPE(array) != NPY_DOUBLE || PyArray_NDIM(array) != 1
+            || PyArray_DIM(array, 0) != 6)
             return SOA_BAD_INPUT;
-    *count = (int)k;
+        for (int k = 0; k < 6; ++k)
+            out[k] = *(const double *)PyArray_GETPTR1(array, k);
+        return SOA_OK;
+    }
+    if (!(PyList_CheckExact(value) || PyTuple_CheckExact(value)) || PySequence_Fast_GET_SIZE(value) != 6)
+        return SOA_BAD_INPUT;
+    for (int k = 0; k < 6; ++k) {
+        PyObject *item = PySequence_Fast_GET_ITEM(value, k);
+        if (PyFloat_Check(item))
+            out[k] = PyFloat_AS_DOUBLE(item);
+        else if (PyLong_CheckExact(item)) {
+            out[k] = PyLong_AsDouble(item);
+            if (out[k] == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return SOA_BAD_INPUT;
+            }
+        } else
+            return SOA_BAD_INPUT;
+    }
     return SOA_OK;
 }
 
-/* f(model, q, [qd, [qdd,]] [frames, wrenches,] p) -> tau: inputs vectors of length dof */
+/* A call's wrenches, {frame name: [f; t]} (root axes, about the frame origin), into
+ * wrench_frames and wrench_values; status 1 for anything else (an unknown frame, a
+ * malformed wrench: the numpy path names the problem). */
+static int parse_wrenches(Model *m, PyObject *wrenches, int *count)
+{
+    if (!PyDict_CheckExact(wrenches))
+        return SOA_BAD_INPUT;
+    PyObject *name, *value;
+    Py_ssize_t position = 0;
+    int k = 0;
+    while (PyDict_Next(wrenches, &position, &name, &value)) {
+        PyObject *index = PyUnicode_CheckExact(name)
+            ? PyDict_GetItemWithError(m->frame_index, name) : NULL;
+        if (!index || k >= m->nf) {
+            PyErr_Clear();
+            return SOA_BAD_INPUT;
+        }
+        m->wrench_frames[k] = (double)PyLong_AsLong(index);
+        if (parse_wrench(value, m->wrench_values + 6 * k) != SOA_OK)
+            return SOA_BAD_INPUT;
+        ++k;
+    }
+    if (soa_check(m->wrench_values, 6 * k, SOA_MAX_MAGNITUDE))
+        return SOA_BAD_INPUT;
+    *count = k;
+    return SOA_OK;
+}
+
+/* f(model, q, [qd, [qdd,]] [wrenches,] p) -> tau: inputs vectors of length dof */
 static PyObject *inverse_call(PyObject *const *args, Py_ssize_t nargs, int inputs, int wrenched)
 {
-    if (soa_wrong_count(nargs, 2 + inputs + 2 * wrenched))
+    if (soa_wrong_count(nargs, 2 + inputs + wrenched))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
     const double *data[4];
     npy_intp lengths[4] = {m->dof, m->dof, m->dof, m->params};
-    data[3] = soa_array(args[1 + inputs + 2 * wrenched], 1, m->params, 0);
+    data[3] = soa_array(args[1 + inputs + wrenched], 1, m->params, 0);
     if (!data[3] || vectors(args + 1, inputs, lengths, data) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
-    const double *frames = NULL, *wrenches = NULL;
     int count = 0;
-    if (wrenched && wrench_arrays(m, args[1 + inputs], args[2 + inputs], &frames, &wrenches,
-                                  &count) != SOA_OK)
+    if (wrenched && parse_wrenches(m, args[1 + inputs], &count) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     double *out;
     PyObject *result = new_array(1, m->dof, 0, &out);
@@ -874,10 +1384,9 @@ static PyObject *inverse_call(PyObject *const *args, Py_ssize_t nargs, int input
         return NULL;
     unpack_inertias(m, data[3]);
     hinge_positions(m, data[0]);
-    if (wrenched) {
-        body_placements(m);
-        body_forces(m, frames, wrenches, count);
-    }
+    placements(m, wrenched);
+    if (wrenched)
+        body_forces(m, m->wrench_frames, m->wrench_values, count);
     inverse_core(m, inputs > 1 ? data[1] : NULL, inputs > 2 ? data[2] : NULL, data[3],
                  wrenched, out);
     return result;
@@ -908,21 +1417,19 @@ static PyObject *inverse_dynamics_wrenches(PyObject *self, PyObject *const *args
     return inverse_call(args, nargs, 3, 1);
 }
 
-/* f(model, q, qd, tau, [frames, wrenches,] p) -> qdd of the selected joints */
+/* f(model, q, qd, tau, [wrenches,] p) -> qdd of the selected joints */
 static PyObject *forward_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
 {
-    if (soa_wrong_count(nargs, 5 + 2 * wrenched))
+    if (soa_wrong_count(nargs, 5 + wrenched))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    const double *data[3], *p = soa_array(args[4 + 2 * wrenched], 1, m->params, 0);
+    const double *data[3], *p = soa_array(args[4 + wrenched], 1, m->params, 0);
     npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
-    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK)
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    const double *frames = NULL, *wrenches = NULL;
     int count = 0;
-    if (wrenched && wrench_arrays(m, args[4], args[5], &frames, &wrenches, &count) != SOA_OK)
+    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK
+        || (wrenched && parse_wrenches(m, args[4], &count) != SOA_OK))
         return PyLong_FromLong(SOA_BAD_INPUT);
     double *out;
     PyObject *result = new_array(1, m->rate_dof, 0, &out);
@@ -930,41 +1437,41 @@ static PyObject *forward_call(PyObject *const *args, Py_ssize_t nargs, int wrenc
         return NULL;
     unpack_inertias(m, p);
     hinge_positions(m, data[0]);
-    if (wrenched) {
-        body_placements(m);
-        body_forces(m, frames, wrenches, count);
-    }
+    placements(m, wrenched);
+    if (wrenched)
+        body_forces(m, m->wrench_frames, m->wrench_values, count);
     return answer(result, forward_core(m, data[1], data[2], p, wrenched, out));
 }
 
-/* f(model, q, qd, qdd, tau, prescribed, [frames, wrenches,] p) -> [qdd_all; tau_all], (2, dof);
+/* f(model, q, qd, qdd, tau, prescribed, [wrenches,] p) -> [qdd_all; tau_all], (2, dof);
  * prescribed: per joint, nonzero where its qdd is given. */
 static PyObject *mixed_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
 {
-    if (soa_wrong_count(nargs, 7 + 2 * wrenched))
+    if (soa_wrong_count(nargs, 7 + wrenched))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    const double *data[5], *p = soa_array(args[6 + 2 * wrenched], 1, m->params, 0);
+    const double *data[5], *p = soa_array(args[6 + wrenched], 1, m->params, 0);
     npy_intp lengths[5] = {m->dof, m->rate_dof, m->rate_dof, m->rate_dof, m->rate_dof};
-    if (m->couples || !p || vectors(args + 1, 5, lengths, data) != SOA_OK)
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    const double *frames = NULL, *wrenches = NULL;
     int count = 0;
-    if (wrenched && wrench_arrays(m, args[6], args[7], &frames, &wrenches, &count) != SOA_OK)
+    if (!p || vectors(args + 1, 5, lengths, data) != SOA_OK
+        || (wrenched && parse_wrenches(m, args[6], &count) != SOA_OK))
         return PyLong_FromLong(SOA_BAD_INPUT);
-    double *out;
+    double *out, *work = m->couples ? scratch(m, (size_t)m->rate_dof * (m->rate_dof + 1)) : NULL;
+    if (m->couples && !work)
+        return PyErr_NoMemory();
     PyObject *result = new_array(2, 2, m->rate_dof, &out);
     if (!result)
         return NULL;
     unpack_inertias(m, p);
     hinge_positions(m, data[0]);
-    if (wrenched) {
-        body_placements(m);
-        body_forces(m, frames, wrenches, count);
-    }
-    return answer(result, mixed_core(m, data[1], data[2], data[3], data[4], p, wrenched, out));
+    placements(m, wrenched);
+    if (wrenched)
+        body_forces(m, m->wrench_frames, m->wrench_values, count);
+    return answer(result, m->couples
+        ? dense_mixed_core(m, data[1], data[2], data[3], data[4], p, wrenched, work, out)
+        : mixed_core(m, data[1], data[2], data[3], data[4], p, wrenched, out));
 }
 
 static PyObject *mixed_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -980,29 +1487,33 @@ static PyObject *mixed_dynamics_wrenches(PyObject *self, PyObject *const *args,
     return mixed_call(args, nargs, 1);
 }
 
-/* f(model, frames, first, width, q, p) -> J M^-1 J^T of unit wrenches along rows
- * first..first+width-1 of [f; t] at each frame (float64 frame indices): the task-space
- * compliance of the selected joints; status 3 (the dense numpy path) when mimic joints
- * couple hinges.  The only call that allocates: its size depends on the frames. */
-static PyObject *task_space_compliance(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* f(model, frames, first, width, q, damping, info, p) -> [Lambda, Lambda^-1, condition,
+ * rank] (invert_compliance; without `info`, invert_compliance_by_cholesky where it
+ * answers: condition NaN, rank -1), flat, of unit wrenches along rows first..first+width-1 of [f; t]
+ * at each frame (float64 frame indices), for the selected joints: the articulated-body
+ * compliance recursion, or dense_compliance_core where mimic joints couple hinges.
+ * Status 3 (the numpy path decides) when the rank is in doubt.  Its workspace (sized by
+ * the frames) stays in the model. */
+static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (soa_wrong_count(nargs, 6))
+    if (soa_wrong_count(nargs, 8))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    if (m->couples)
-        return PyLong_FromLong(SOA_ILL_CONDITIONED);
+    int info = PyObject_IsTrue(args[6]);
     long first = PyLong_Check(args[2]) ? PyLong_AsLong(args[2]) : -1;
     long width = PyLong_Check(args[3]) ? PyLong_AsLong(args[3]) : -1;
+    double damping = PyFloat_Check(args[5]) ? PyFloat_AS_DOUBLE(args[5]) : -1.0;
     if (PyErr_Occurred())
         PyErr_Clear();
     const double *frames = PyArray_Check(args[1])
         ? soa_array(args[1], 1, PyArray_SIZE((PyArrayObject *)args[1]), 0) : NULL;
-    const double *q, *p = soa_array(args[5], 1, m->params, 0);
+    const double *q, *p = soa_array(args[7], 1, m->params, 0);
     npy_intp length = m->dof;
-    if (!frames || !p || first < 0 || width < 1 || first + width > 6
+    if (!frames || !p || first < 0 || width < 1 || first + width > 6 || info < 0
+        || !(damping >= 0.0 && damping <= SOA_MAX_MAGNITUDE)
         || vectors(args + 4, 1, &length, &q) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     int count = (int)PyArray_SIZE((PyArrayObject *)args[1]);
@@ -1010,33 +1521,39 @@ static PyObject *task_space_compliance(PyObject *self, PyObject *const *args, Py
         if (!(frames[k] >= 0 && frames[k] < m->nf))
             return PyLong_FromLong(SOA_BAD_INPUT);
     int columns = count * (int)width;
-    double *out, *carried = malloc(((size_t)m->nb * 6 + 7) * columns * sizeof(double));
+    size_t carried_size = ((size_t)m->nb * 6 + 7) * columns;
+    size_t dense_size = ((size_t)6 * count + columns) * m->rate_dof;
+    carried_size = dense_size > carried_size ? dense_size : carried_size;
+    size_t size = carried_size + (size_t)columns * columns + 2 * (size_t)columns * columns + columns;
+    double *out, *carried = scratch(m, size);
     if (!carried)
         return PyErr_NoMemory();
-    PyObject *result = new_array(2, columns, columns, &out);
-    if (!result) {
-        free(carried);
+    double *compliance = carried + carried_size, *work = compliance + (size_t)columns * columns;
+    PyObject *result = new_array(1, 2 * (npy_intp)columns * columns + 2, 0, &out);
+    if (!result)
         return NULL;
-    }
     unpack_inertias(m, p);
     hinge_positions(m, q);
-    int status = compliance_core(m, frames, count, (int)first, (int)width, p, carried, out);
-    free(carried);
+    placements(m, 1);
+    int status = m->couples
+        ? dense_compliance_core(m, frames, count, (int)first, (int)width, carried, compliance)
+        : compliance_core(m, frames, count, (int)first, (int)width, p, carried, compliance);
+    if (status == SOA_OK && (info || invert_compliance_by_cholesky(compliance, columns, damping,
+                                                                   work, out) != SOA_OK))
+        status = invert_compliance(compliance, columns, damping, work, out);
     return answer(result, status);
 }
 
-/* f(model, q, qd, tau, frames, widths, alpha, beta, [wrench frames, wrenches,] p) ->
+/* f(model, q, qd, tau, frames, widths, alpha, beta, [wrenches,] p) ->
  * [qdd, constraint torques, nu, frame accelerations (6 per constraint)] (hybrid_core). */
 static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
 {
-    if (soa_wrong_count(nargs, 9 + 2 * wrenched))
+    if (soa_wrong_count(nargs, 9 + wrenched))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    if (m->couples)
-        return PyLong_FromLong(SOA_ILL_CONDITIONED);
-    const double *data[3], *p = soa_array(args[8 + 2 * wrenched], 1, m->params, 0);
+    const double *data[3], *p = soa_array(args[8 + wrenched], 1, m->params, 0);
     npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
     if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK || !PyArray_Check(args[4])
         || !PyArray_Check(args[7]))
@@ -1059,29 +1576,29 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
     }
     if (total != columns)
         return PyLong_FromLong(SOA_BAD_INPUT);
-    const double *wrench_frames = NULL, *wrenches = NULL;
     int wrench_count = 0;
-    if (wrenched && wrench_arrays(m, args[8], args[9], &wrench_frames, &wrenches,
-                                  &wrench_count) != SOA_OK)
+    if (wrenched && parse_wrenches(m, args[8], &wrench_count) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
-    size_t size = 2 * (size_t)m->nb * 6 * columns + (size_t)columns * columns + 7 * columns;
-    double *out, *work = malloc(size * sizeof(double));
+    size_t tree_size = 2 * (size_t)m->nb * 6 * columns;
+    size_t dense_size = ((size_t)6 * count + 2 * columns) * m->rate_dof;
+    size_t size = (dense_size > tree_size ? dense_size : tree_size)
+                  + (size_t)columns * columns + 7 * columns;
+    double *out, *work = scratch(m, size);
     if (!work)
         return PyErr_NoMemory();
     PyObject *result = new_array(1, 2 * m->rate_dof + columns + 6 * count, 0, &out);
-    if (!result) {
-        free(work);
+    if (!result)
         return NULL;
-    }
     unpack_inertias(m, p);
     hinge_positions(m, data[0]);
     body_placements(m);
     if (wrenched)
-        body_forces(m, wrench_frames, wrenches, wrench_count);
-    int status = hybrid_core(m, data[1], data[2], frames, widths, (int)count, alpha, beta,
-                             (int)columns, p, wrenched, work, out);
-    free(work);
-    return answer(result, status);
+        body_forces(m, m->wrench_frames, m->wrench_values, wrench_count);
+    int (*core)(Model *, const double *, const double *, const double *, const double *, int,
+                const double *, const double *, int, const double *, int, double *, double *)
+        = m->couples ? dense_hybrid_core : hybrid_core;
+    return answer(result, core(m, data[1], data[2], frames, widths, (int)count, alpha, beta,
+                               (int)columns, p, wrenched, work, out));
 }
 
 static PyObject *hybrid_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1129,7 +1646,7 @@ static PyObject *mass_matrix(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     unpack_inertias(m, p);
     hinge_positions(m, q);
-    transforms(m);
+    local_placements(m);
     composite_body(m);
     joint_mass_matrix(m);
     memcpy(out, m->joint_mass, m->rate_dof * m->rate_dof * sizeof(double));
@@ -1162,29 +1679,9 @@ static PyObject *jacobian(PyObject *self, PyObject *const *args, Py_ssize_t narg
     PyObject *result = new_array(2, 6, m->rate_dof, &out);
     if (!result)
         return NULL;
-    int n = m->rate_dof;
-    memset(out, 0, 6 * n * sizeof(double));
     hinge_positions(m, q);
     body_placements(m);
-    double rotation[9], point[3];
-    frame_placement(m, frame, rotation, point);
-    for (int body = m->frame_body[frame]; body > 0; body = m->parent[body]) {
-        int column = m->rate_master[body];
-        if (column < 0)
-            continue;
-        const double *r = m->rotations + 9 * body, *hb = m->hinge_map + 6 * body;
-        double linear[3], angular[3], arm[3], turned[3];
-        mat3_vec(r, hb, linear);
-        mat3_vec(r, hb + 3, angular);
-        for (int k = 0; k < 3; ++k)
-            arm[k] = point[k] - m->translations[3 * body + k];
-        cross(angular, arm, turned);
-        double scale = m->rate_multiplier[body];
-        for (int k = 0; k < 3; ++k) {
-            out[k * n + column] += (linear[k] + turned[k]) * scale;
-            out[(3 + k) * n + column] += angular[k] * scale;
-        }
-    }
+    frame_jacobian(m, frame, out);
     return result;
 }
 
@@ -1260,6 +1757,7 @@ static PyObject *batch_call(PyObject *const *args, Py_ssize_t nargs, int inputs,
                 return answer(result, (int)(4 * s + SOA_BAD_INPUT));
         }
         hinge_positions(m, sample[0]);
+        local_placements(m);
         int status = SOA_OK;
         if (forward)
             status = forward_core(m, sample[1], sample[2], p, 0, out + s * m->dof);
@@ -1295,6 +1793,8 @@ static void free_model(PyObject *capsule)
 {
     Model *m = model_of(capsule);
     if (m) {
+        Py_XDECREF(m->frame_index);
+        free(m->scratch);
         free(m->block);
         free(m);
     }
@@ -1302,14 +1802,18 @@ static void free_model(PyObject *capsule)
 
 /* make_model(sizes, parent, type, axis, joint_rotation, joint_translation, hinge_map,
  *            master, multiplier, offset, rate_master, rate_multiplier,
- *            frame_body, frame_rotation, frame_translation)
+ *            frame_body, frame_rotation, frame_translation, frame_index)
  * sizes = [nb, dof, rate_dof, frames, couples]; every argument a float64 array
- * (generic.py packs them). */
+ * (generic.py packs them) but frame_index, a {frame name: index} dict. */
 static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (soa_wrong_count(nargs, 15))
+    if (soa_wrong_count(nargs, 16))
         return NULL;
+    if (!PyDict_CheckExact(args[15])) {
+        PyErr_SetString(PyExc_TypeError, "make_model: frame_index must be a dict");
+        return NULL;
+    }
     const double *sizes = soa_array(args[0], 1, 5, 0);
     if (!sizes) {
         PyErr_SetString(PyExc_ValueError, "make_model: sizes must be 5 float64 values");
@@ -1336,8 +1840,8 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     int n = m->rate_dof > 0 ? m->rate_dof : 1;
     /* per body: the structure (24), then the workspace in the order TAKE lays it out */
     size_t doubles = (size_t)nb * (24 + 6 + 9 + 3 + 36 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + nb)
-                     + (size_t)nf * 12 + (size_t)n * n;
-    size_t ints = (size_t)nb * 5 + nf;
+                     + (size_t)nf * (12 + 7) + (size_t)n * n;
+    size_t ints = (size_t)nb * 6 + nf;
     m->block = calloc(doubles * sizeof(double) + ints * sizeof(int) + 2 * nb, 1);
     if (!m->block) {
         free(m);
@@ -1348,6 +1852,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     TAKE(axis, 3 * nb); TAKE(joint_rotation, 9 * nb); TAKE(joint_translation, 3 * nb);
     TAKE(hinge_map, 6 * nb); TAKE(multiplier, nb); TAKE(offset, nb); TAKE(rate_multiplier, nb);
     TAKE(frame_rotation, 9 * nf); TAKE(frame_translation, 3 * nf);
+    TAKE(wrench_frames, nf); TAKE(wrench_values, 6 * nf);
     TAKE(q_hinge, nb); TAKE(qd_hinge, nb); TAKE(qdd_hinge, nb); TAKE(qdd_given, nb); TAKE(tau_hinge, nb);
     TAKE(torque, nb); TAKE(local_rotation, 9 * nb); TAKE(local_translation, 3 * nb);
     TAKE(transforms, 36 * nb); TAKE(rotations, 9 * nb); TAKE(translations, 3 * nb);
@@ -1360,7 +1865,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     int *i = (int *)d;
 #define TAKE_INT(field, count) (m->field = i, i += (count))
     TAKE_INT(parent, nb); TAKE_INT(type, nb); TAKE_INT(master, nb); TAKE_INT(rate_master, nb);
-    TAKE_INT(frame_body, nf);
+    TAKE_INT(frame_body, nf); TAKE_INT(rate_bodies, nb);
 #undef TAKE_INT
     m->free = (unsigned char *)i;
     m->call_free = m->free + nb;
@@ -1373,6 +1878,8 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
         m->rate_master[b] = (int)data[9][b];
         m->rate_multiplier[b] = data[10][b];
         m->free[b] = b > 0 && m->rate_master[b] >= 0;
+        if (m->free[b])
+            m->rate_bodies[m->rate_count++] = b;
     }
     memcpy(m->axis, data[2], 3 * nb * sizeof(double));
     memcpy(m->joint_rotation, data[3], 9 * nb * sizeof(double));
@@ -1382,8 +1889,11 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
         m->frame_body[f] = (int)data[11][f];
     memcpy(m->frame_rotation, data[12], 9 * nf * sizeof(double));
     memcpy(m->frame_translation, data[13], 3 * nf * sizeof(double));
+    Py_INCREF(args[15]);
+    m->frame_index = args[15];
     PyObject *capsule = PyCapsule_New(m, CAPSULE_NAME, free_model);
     if (!capsule) {
+        Py_DECREF(m->frame_index);
         free(m->block);
         free(m);
     }
@@ -1396,21 +1906,22 @@ static PyMethodDef methods[] = {
     METHOD(gravity_torques, "g(q): f(model, q, p)"),
     METHOD(bias_torques, "h(q, qd): f(model, q, qd, p)"),
     METHOD(inverse_dynamics, "M qdd + h: f(model, q, qd, qdd, p)"),
-    METHOD(inverse_dynamics_wrenches, "M qdd + h - sum J^T w: f(model, q, qd, qdd, frames, "
-                                      "wrenches, p)"),
+    METHOD(inverse_dynamics_wrenches, "M qdd + h - sum J^T w: f(model, q, qd, qdd, "
+                                      "{frame: wrench}, p)"),
     METHOD(forward_dynamics, "qdd of the selected joints: f(model, q, qd, tau, p)"),
-    METHOD(forward_dynamics_wrenches, "qdd with wrenches: f(model, q, qd, tau, frames, "
-                                      "wrenches, p)"),
+    METHOD(forward_dynamics_wrenches, "qdd with wrenches: f(model, q, qd, tau, "
+                                      "{frame: wrench}, p)"),
     METHOD(mass_matrix, "G^T M G: f(model, q, p)"),
     METHOD(hybrid_dynamics, "[qdd, constraint torques, nu, frame accelerations]: "
                             "f(model, q, qd, tau, frames, widths, alpha, beta, p)"),
     METHOD(hybrid_dynamics_wrenches, "hybrid dynamics with wrenches: f(model, q, qd, tau, "
-                                     "frames, widths, alpha, beta, wrench frames, wrenches, p)"),
-    METHOD(task_space_compliance, "J M^-1 J^T of frames' wrench rows: "
-                                  "f(model, frames, first, width, q, p)"),
+                                     "frames, widths, alpha, beta, {frame: wrench}, p)"),
+    METHOD(task_space_inertia, "[Lambda, Lambda^-1, condition, rank] of frames' wrench "
+                               "rows, flat: f(model, frames, first, width, q, damping, info, "
+                               "p)"),
     METHOD(mixed_dynamics, "[qdd_all; tau_all]: f(model, q, qd, qdd, tau, prescribed, p)"),
     METHOD(mixed_dynamics_wrenches, "mixed dynamics with wrenches: f(model, q, qd, qdd, tau, "
-                                    "prescribed, frames, wrenches, p)"),
+                                    "prescribed, {frame: wrench}, p)"),
     METHOD(jacobian, "6 x dof Jacobian of a frame: f(model, frame, q, p)"),
     METHOD(frame_poses, "4x4 pose of a frame, or (frames, 4, 4) for frame -1: "
                         "f(model, frame, q, p)"),

@@ -16,6 +16,7 @@ import pathlib
 import numpy as np
 
 from . import build
+from ..algorithms.task_space import DEFAULT_RCOND
 from .generator import CONDITION_LIMIT
 
 SOURCE = pathlib.Path(__file__).resolve().parent / "generic.c"
@@ -27,7 +28,7 @@ def module_name():
     digest = hashlib.sha256(build.toolchain_id().encode())
     for path in (SOURCE, build.RUNTIME_DIR / "runtime.h"):
         digest.update(path.read_bytes())
-    digest.update(repr(CONDITION_LIMIT).encode())
+    digest.update(repr((CONDITION_LIMIT, DEFAULT_RCOND)).encode())
     return f"soa_generic_{digest.hexdigest()[:16]}"
 
 
@@ -35,6 +36,7 @@ def module_source(name):
     """The C source compiled as module ``name``: defines, then generic.c (found by -I)."""
     return (f"#define SOA_GENERIC_MODULE {name}\n"
             f"#define SOA_CONDITION_LIMIT {CONDITION_LIMIT!r}\n"
+            f"#define SOA_RANK_RCOND {DEFAULT_RCOND!r}\n"
             f'#include "{SOURCE.name}"\n')
 
 
@@ -57,6 +59,7 @@ class CompiledTree:
         positions = tree.coordinates
         types = [0.0] + [_JOINT_TYPES[model.name] for model in tree.joint_model[1:]]
         self.rate_dof = rates.dof
+        self.couples_hinges = rates.couples_hinges
         self.model = module.make_model(
             _flat([tree.nb, tree.dof, rates.dof, len(frames), rates.couples_hinges]),
             _flat(tree.parent), _flat(types), _flat(np.array(tree.hinge_axis)),
@@ -65,7 +68,7 @@ class CompiledTree:
             _flat(positions.offset), _flat(rates.master), _flat(rates.multiplier),
             _flat([frame.body for frame in frames]),
             _flat(np.array([frame.rotation for frame in frames])),
-            _flat(np.array([frame.translation for frame in frames])))
+            _flat(np.array([frame.translation for frame in frames])), self.frame_index)
 
     def restricted(self, rate_coordinates):
         """The same tree with rates and forces on a joint selection's coordinate map."""
@@ -75,46 +78,43 @@ class CompiledTree:
         """Module function ``name`` with this model (and ``bound``) as its first arguments."""
         return functools.partial(getattr(self.module, name), self.model, *bound)
 
-    def wrench_arrays(self, wrenches):
-        """``(frame indices, (k, 6) wrenches)`` of a ``{link: wrench}`` dict, or None when
-        it does not convert (an unknown link, a malformed wrench): the numpy path then
-        names the problem."""
-        try:
-            frames = np.array([self.frame_index[link] for link in wrenches], dtype=float)
-            values = np.array(list(wrenches.values()))
-        except (LookupError, TypeError, ValueError):
-            return None
-        # Only real numbers convert silently: complex, huge integers (object) and text do not.
-        if values.shape != (len(frames), 6) or values.dtype.kind not in "biuf":
-            return None
-        return frames, np.ascontiguousarray(values, dtype=float)
-
-    def task_space_compliance(self, frame_names, rows, q, params):
-        """``J M^-1 J^T`` of unit wrenches along ``rows`` (a slice of ``[f; t]``) at each
-        frame, or None when the compiled code declines (mimic joints, bad input)."""
+    def task_space_inertia(self, frame_names, rows, q, damping, info, params):
+        """``(Lambda, Lambda^-1 = J M^-1 J^T, condition number, rank)`` of unit wrenches
+        along ``rows`` (a slice of ``[f; t]``) at each frame, ``damping`` (a float >= 0)
+        added to Lambda^-1 before inverting (dense ``J G (G^T M G)^-1 G^T J^T`` when mimic
+        joints couple hinges); None when the compiled code declines (bad input, a singular
+        mass matrix, a rank the numpy path must decide: below full rank without damping,
+        or within round-off of the threshold).  Without ``info`` the condition number and
+        rank may be left out (NaN, -1): Lambda then comes from a Cholesky factor where that
+        needs no rank decision."""
         frames = np.array([self.frame_index[name] for name in frame_names], dtype=float)
-        compliance = self.module.task_space_compliance(self.model, frames, rows.start,
-                                                       rows.stop - rows.start, q, params)
-        return compliance if type(compliance) is np.ndarray else None
+        width = rows.stop - rows.start
+        packed = self.module.task_space_inertia(self.model, frames, rows.start, width, q,
+                                                damping, info, params)
+        if type(packed) is not np.ndarray:
+            return None
+        n = len(frames) * width
+        square = n * n
+        return (packed[:square].reshape(n, n), packed[square:2 * square].reshape(n, n),
+                float(packed[-2]), int(packed[-1]))
 
     def hybrid_dynamics(self, frame_names, blocks, beta, q, qd, tau, wrenches, params):
         """``(qdd, constraint torques, nu, frame accelerations)`` of the constraints
-        ``alpha_k^T a_k = beta`` (``blocks``: the alphas, 6 x m_k), or None when the
-        compiled code declines (mimic joints, bad input, a compliance not clearly of full
-        rank: the numpy path decides the rank)."""
+        ``alpha_k^T a_k = beta`` (``blocks``: the alphas, 6 x m_k; dense Gauss least
+        constraint with ``G^T M G`` where mimic joints couple hinges), or None when the
+        compiled code declines (bad input, a singular mass matrix, a compliance not clearly
+        of full rank: the numpy path decides the rank)."""
         qd = np.zeros(self.rate_dof) if qd is None else qd
         tau = np.zeros(self.rate_dof) if tau is None else tau
-        frames = np.array([self.frame_index[name] for name in frame_names], dtype=float)
+        # An unknown name is index -1, which the module declines (status 1).
+        frames = np.array([self.frame_index.get(name, -1) for name in frame_names], dtype=float)
         widths = np.array([block.shape[1] for block in blocks], dtype=float)
         alpha = np.ascontiguousarray(np.hstack(blocks), dtype=float)
         arguments = (q, qd, tau, frames, widths, alpha, np.ascontiguousarray(beta, dtype=float))
         if wrenches is None or (type(wrenches) is dict and not wrenches):
             result = self.module.hybrid_dynamics(self.model, *arguments, params)
         else:
-            arrays = self.wrench_arrays(wrenches) if type(wrenches) is dict else None
-            if arrays is None:
-                return None
-            result = self.module.hybrid_dynamics_wrenches(self.model, *arguments, *arrays,
+            result = self.module.hybrid_dynamics_wrenches(self.model, *arguments, wrenches,
                                                           params)
         if type(result) is not np.ndarray:
             return None

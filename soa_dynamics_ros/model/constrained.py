@@ -22,7 +22,11 @@ from .evaluation import Evaluation, select_joints
 
 TASK_SPACE_PARTS = {"full": slice(0, 6), "translational": slice(0, 3), "rotational": slice(3, 6)}
 COMPILED_COMPLIANCE = "O(N) articulated-body compliance recursion, compiled (generic module)"
+COMPILED_DENSE_COMPLIANCE = ("dense J M^-1 J^T by Cholesky, compiled (generic module; mimic "
+                             "joints couple hinges across the tree)")
 COMPILED_HYBRID = "O(N) Popov-Vereshchagin sweeps on the tree, compiled (generic module)"
+COMPILED_DENSE_HYBRID = ("dense Gauss least-constraint by Cholesky, compiled (generic module; "
+                         "mimic joints couple hinges across the tree)")
 
 
 @dataclass
@@ -99,33 +103,35 @@ def selected_forward_dynamics(model, selection, q, qd, tau, wrenches=None):
 def task_space_inertia(model, selection, q, frame, part="full", damping=None, return_info=False,
                        rcond=DEFAULT_RCOND, kernels=(None, None)):
     """``kernels``: ``(compiled tree, p)`` of the generic module for ``selection``
-    (:meth:`~soa_dynamics_ros.kernels.generic.CompiledTree.task_space_compliance`
-    then computes the compliance), or ``(None, None)``."""
+    (:meth:`~soa_dynamics_ros.kernels.generic.CompiledTree.task_space_inertia` then
+    answers, unless it leaves the rank to this reference), or ``(None, None)``."""
     rows = _check_part(part)
     names, frames = _frames_of(model, frame)
     if damping is not None and not (np.isfinite(damping) and damping >= 0):
         raise InvalidInputError(f"damping must be a finite non-negative number, not {damping!r}")
     compiled, params = kernels
-    compliance = None if compiled is None else compiled.task_space_compliance(names, rows, q,
-                                                                               params)
-    if compliance is not None:
-        method = COMPILED_COMPLIANCE
+    answer = None if compiled is None or rcond != DEFAULT_RCOND else (
+        compiled.task_space_inertia(names, rows, q, float(damping or 0.0), return_info, params))
+    if answer is not None:
+        inertia, compliance, condition, rank = answer
+        method = COMPILED_DENSE_COMPLIANCE if compiled.couples_hinges else COMPILED_COMPLIANCE
     else:
         evaluation = _evaluation(model, selection, q)
         blocks = [np.eye(6)[:, rows] for _ in frames]
         compliance, method = dynamics_for(selection).task_space_compliance(evaluation, frames,
                                                                            blocks)
         compliance = 0.5 * (compliance + compliance.T)
-    values = np.linalg.eigvalsh(compliance)
-    strongest = max(values[-1], 0.0)
-    rank = int((values > rcond * strongest).sum()) if strongest > 0 else 0
-    condition = values[-1] / values[0] if rank == len(values) else np.inf
-    if rank < len(values) and not damping:
-        raise SingularDynamicsError(
-            f"the {part} task-space inertia of {', '.join(names)} is singular here: only {rank} "
-            f"of {len(values)} directions can be moved by the joints; ask for part='translational' "
-            "or part='rotational', or pass damping=... for a damped result")
-    inertia = _symmetric_inverse(compliance, damping or 0.0)
+        values = np.linalg.eigvalsh(compliance)
+        strongest = max(values[-1], 0.0)
+        rank = int((values > rcond * strongest).sum()) if strongest > 0 else 0
+        condition = values[-1] / values[0] if rank == len(values) else np.inf
+        if rank < len(values) and not damping:
+            raise SingularDynamicsError(
+                f"the {part} task-space inertia of {', '.join(names)} is singular here: only "
+                f"{rank} of {len(values)} directions can be moved by the joints; ask for "
+                "part='translational' or part='rotational', or pass damping=... for a damped "
+                "result")
+        inertia = _symmetric_inverse(compliance, damping or 0.0)
     if not return_info:
         return inertia
     return TaskSpaceInertia(inertia, compliance, float(condition), rank, float(damping or 0.0),
@@ -163,6 +169,38 @@ def _parse_constraints(model, constraints):
     return names, frames, blocks, np.concatenate(targets)
 
 
+def _constraint_slices(blocks):
+    """The rows of nu of each constraint block."""
+    slices, start = [], 0
+    for block in blocks:
+        slices.append(slice(start, start + block.shape[1]))
+        start += block.shape[1]
+    return slices
+
+
+def _well_formed_constraints(constraints):
+    """``(names, blocks, beta)`` when every constraint is ``(str, float64 6 x m array,
+    float64 m array)`` with 1 <= m <= 6, else None.  Their values and names are not
+    checked: the compiled code checks them and declines what :func:`_parse_constraints`
+    must name."""
+    if type(constraints) not in (list, tuple) or not constraints:
+        return None
+    names, blocks, targets = [], [], []
+    for constraint in constraints:
+        if type(constraint) not in (list, tuple) or len(constraint) != 3:
+            return None
+        name, alpha, beta = constraint
+        if (type(name) is not str or type(alpha) is not np.ndarray
+                or type(beta) is not np.ndarray or alpha.dtype != np.float64
+                or beta.dtype != np.float64 or alpha.ndim != 2 or alpha.shape[0] != 6
+                or not 1 <= alpha.shape[1] <= 6 or beta.shape != (alpha.shape[1],)):
+            return None
+        names.append(name)
+        blocks.append(alpha)
+        targets.append(beta)
+    return names, blocks, np.concatenate(targets)
+
+
 def _truncated_solve(matrix, rhs, rcond):
     """Least-squares solution through the directions of ``matrix`` that are not singular."""
     values, vectors = np.linalg.eigh(0.5 * (matrix + matrix.T))
@@ -178,19 +216,25 @@ def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=Non
     """``kernels``: ``(compiled tree, p)`` of the generic module for ``selection``, which
     answers when the constraints are clearly independent (else the recursions below
     decide the rank), or ``(None, None)``."""
-    names, frames, blocks, beta = _parse_constraints(model, constraints)
-    slices, start = [], 0
-    for block in blocks:
-        slices.append(slice(start, start + block.shape[1]))
-        start += block.shape[1]
     compiled, params = kernels
+    parsed = None
     if compiled is not None and rcond == DEFAULT_RCOND:
+        # Well-formed arrays go to the compiled code unparsed (it checks their values and
+        # names); what it declines is parsed, and named when wrong, below.
+        quick = _well_formed_constraints(constraints)
+        if quick is None:
+            parsed = _parse_constraints(model, constraints)
+            quick = parsed[0], parsed[2], parsed[3]
+        names, blocks, beta = quick
         answer = compiled.hybrid_dynamics(names, blocks, beta, q, qd, tau, wrenches, params)
         if answer is not None:
             qdd, constraint_torques, nu, accelerations = answer
             return HybridDynamics(qdd, constraint_torques, nu, dict(zip(names, accelerations)),
                                   len(nu), np.zeros((len(nu), 0)), list(selection.names),
-                                  COMPILED_HYBRID, slices)
+                                  COMPILED_DENSE_HYBRID if compiled.couples_hinges
+                                  else COMPILED_HYBRID, _constraint_slices(blocks))
+    names, frames, blocks, beta = parsed or _parse_constraints(model, constraints)
+    slices = _constraint_slices(blocks)
     evaluation = _evaluation(model, selection, q, qd, tau, wrenches)
 
     def drift_of(velocity, accelerations):

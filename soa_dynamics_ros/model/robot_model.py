@@ -403,21 +403,17 @@ class RobotModel:
                               self._reference_forward_dynamics)
 
     def _wrenched(self, name, vectors, wrenches, reference):
-        """Generic function ``name`` with the wrenches as arrays; ``reference`` when there is
-        none or it declines."""
+        """Generic function ``name`` with the wrenches (it reads the dict); ``reference``
+        when there is none or it declines."""
         function = self._generic.get(name)
-        arrays = None if function is None or type(wrenches) is not dict else (
-            self._compiled.wrench_arrays(wrenches))
-        if arrays is None:
+        if function is None:
             return reference(*vectors, wrenches)
-
-        def kernel(*arguments):
-            return function(*arguments[:-1], *arrays, arguments[-1])
-        result = kernel(*vectors, self._params)
+        result = function(*vectors, wrenches, self._params)
         if type(result) is _NDARRAY:
             return result
-        return self._fallback(kernel, result, vectors,
-                              lambda *vectors: reference(*vectors, wrenches))
+        return self._fallback(lambda *arguments: function(*arguments[:-1], wrenches,
+                                                          arguments[-1]),
+                              result, vectors, lambda *vectors: reference(*vectors, wrenches))
 
     # The numpy reference path.
     def _reference_inverse_dynamics(self, q, qd, qdd, wrenches=None):
@@ -535,7 +531,7 @@ class RobotModel:
 
     def mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches=None):
         """``(qdd_all, tau_all)``: joints in ``prescribed`` take their ``qdd``, the rest their ``tau``."""
-        if self._compiled is not None and not self.tree.has_mimic:
+        if self._compiled is not None:
             mask = constrained.prescribed_mask(self, prescribed).astype(float)
             if self._no_wrenches(wrenches):
                 both = self._generic["mixed_dynamics"](q, qd, qdd, tau, mask, self._params)

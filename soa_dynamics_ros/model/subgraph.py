@@ -31,17 +31,14 @@ class Subgraph:
             self._restricted, self._base = base.restricted(self.selection.coordinates), base
         return self._restricted, params
 
-    def _kernel(self, name, *bound):
-        """Generic compiled function ``name`` on this selection (``(function, p)``), or
-        ``(None, None)``; anything it declines goes to the numpy path, which names it."""
-        compiled, params = self._restricted_kernels()
-        return (None, None) if compiled is None else (compiled.function(name, *bound), params)
-
     def _compiled_answer(self, name, arguments, *bound):
-        function, params = self._kernel(name, *bound)
-        if function is None:
+        """Generic compiled function ``name`` on this selection, or None; anything it
+        declines goes to the numpy path, which names it.  (The module function is called
+        directly: binding it per call cost as much as a small robot's recursion.)"""
+        compiled, params = self._restricted_kernels()
+        if compiled is None:
             return None
-        result = function(*arguments, params)
+        result = getattr(compiled.module, name)(compiled.model, *bound, *arguments, params)
         return result if type(result) is _NDARRAY else None
 
     @property
@@ -76,10 +73,8 @@ class Subgraph:
         base, _ = self.model.generic_kernels()
         if base is not None and (wrenches is None or (type(wrenches) is dict and not wrenches)):
             qdd = self._compiled_answer("forward_dynamics", (q, qd, tau))
-        elif base is not None and type(wrenches) is dict:
-            arrays = base.wrench_arrays(wrenches)
-            qdd = None if arrays is None else self._compiled_answer(
-                "forward_dynamics_wrenches", (q, qd, tau, *arrays))
+        elif base is not None:
+            qdd = self._compiled_answer("forward_dynamics_wrenches", (q, qd, tau, wrenches))
         else:
             qdd = None
         if qdd is not None:

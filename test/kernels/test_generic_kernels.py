@@ -94,15 +94,14 @@ def _compare_everything(fast, slow, rng, samples=3):
         for frame in _frames(slow, rng):
             assert_close(fast.jacobian(q, frame), slow.jacobian(q, frame), f"J {frame}", TOL)
             assert_close(fast.frame_pose(q, frame), slow.frame_pose(q, frame), f"T {frame}", TOL)
-        if not slow.tree.has_mimic:
-            prescribed = [str(name) for name in rng.choice(slow.joint_names, size=max(1, n // 2),
-                                                           replace=False)]
-            for load in (None, wrenches):
-                expected = slow.mixed_dynamics(q, qd, qdd, tau, prescribed, load)
-                with mock.patch.object(constrained, "mixed_dynamics", _refuse):
-                    answer = fast.mixed_dynamics(q, qd, qdd, tau, prescribed, load)
-                assert_close(answer[0], expected[0], "mixed qdd", TOL)
-                assert_close(answer[1], expected[1], "mixed tau", TOL)
+        prescribed = [str(name) for name in rng.choice(slow.joint_names, size=max(1, n // 2),
+                                                       replace=False)]
+        for load in (None, wrenches):
+            expected = slow.mixed_dynamics(q, qd, qdd, tau, prescribed, load)
+            with mock.patch.object(constrained, "mixed_dynamics", _refuse):
+                answer = fast.mixed_dynamics(q, qd, qdd, tau, prescribed, load)
+            assert_close(answer[0], expected[0], "mixed qdd", TOL)
+            assert_close(answer[1], expected[1], "mixed tau", TOL)
         assert_close(fast.center_of_mass(q), slow.center_of_mass(q), "centre of mass", TOL)
         poses = fast.frame_poses(q)
         for frame, pose in slow.frame_poses(q).items():
@@ -185,6 +184,15 @@ def test_task_space_inertia_matches_the_numpy_recursions(source, zoo, rng):
                 scale = max(1.0, values[-1] / values[0])
                 assert_close(answer.inertia, expected.inertia, f"Lambda {frames} {part}",
                              TOL * scale)
+                # Without return_info the compiled code may invert by Cholesky instead.
+                assert_close(fast_view.task_space_inertia(q, frames, part, damping),
+                             expected.inertia, f"Lambda (no info) {frames} {part}", TOL * scale)
+                # Its smallest eigenvalue carries round-off of the largest: cond * eps.
+                assert answer.condition_number == pytest.approx(
+                    expected.condition_number, rel=TOL * max(1.0, expected.condition_number))
+                # Mimic robots included: compiled code answers (dense where hinges couple).
+                assert answer.method in (constrained.COMPILED_COMPLIANCE,
+                                         constrained.COMPILED_DENSE_COMPLIANCE)
                 if not slow.tree.has_mimic:
                     assert answer.method == constrained.COMPILED_COMPLIANCE
 
@@ -216,10 +224,13 @@ def test_hybrid_dynamics_matches_the_numpy_recursions(source, zoo, rng):
             for load in (None, wrenches):
                 expected = slow_view.hybrid_dynamics(q, qd, constraints, tau, load)
                 answer = fast_view.hybrid_dynamics(q, qd, constraints, tau, load)
-                if (not slow.tree.has_mimic and expected.rank == len(expected.nu)
-                        and np.linalg.cond(compliance) < 1e6):
-                    # Clearly independent constraints: compiled code answers.
-                    assert answer.method == constrained.COMPILED_HYBRID
+                if expected.rank == len(expected.nu) and np.linalg.cond(compliance) < 1e6:
+                    # Clearly independent constraints: compiled code answers (dense where
+                    # mimic joints couple hinges).
+                    assert answer.method in (constrained.COMPILED_HYBRID,
+                                             constrained.COMPILED_DENSE_HYBRID)
+                    if not slow.tree.has_mimic:
+                        assert answer.method == constrained.COMPILED_HYBRID
                 assert answer.rank == expected.rank
                 assert_close(answer.qdd, expected.qdd, "hybrid qdd", tolerance)
                 assert_close(answer.nu, expected.nu, "hybrid nu", tolerance)
@@ -246,6 +257,21 @@ def test_inputs_the_compiled_code_declines_get_the_numpy_answer_or_error(rng):
     wrenches = {"panda_hand": list(rng.normal(size=6))}
     assert_close(fast.forward_dynamics(list(q), qd, qdd, wrenches),
                  slow.forward_dynamics(list(q), qd, qdd, wrenches), "list + wrench list", TOL)
+    # The wrench forms the compiled code reads itself (the dict goes to C as it is); with
+    # the numpy path off, an answer that came from numpy fails.
+    compiled_only = _numpy_path_disabled(
+        RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="generic"))
+    columns = rng.normal(size=(6, 2))
+    for wrench in (tuple(int(value) for value in rng.integers(-5, 5, 6)),
+                   list(rng.normal(size=6)), rng.normal(size=6), columns[:, 0]):
+        loads = {"panda_hand": wrench, "panda_link3": np.ones(6)}
+        assert_close(compiled_only.inverse_dynamics(q, qd, qdd, loads),
+                     slow.inverse_dynamics(q, qd, qdd, loads), f"ID with {wrench!r}", TOL)
+        assert_close(compiled_only.forward_dynamics(q, qd, qdd, loads),
+                     slow.forward_dynamics(q, qd, qdd, loads), f"FD with {wrench!r}", TOL)
+    # Text numpy converts: the compiled code declines, the numpy path answers.
+    assert_close(fast.inverse_dynamics(q, qd, qdd, {"panda_hand": ["1"] * 6}),
+                 slow.inverse_dynamics(q, qd, qdd, {"panda_hand": ["1"] * 6}), "text wrench", TOL)
     bad = q.copy()
     bad[3] = np.nan
     for model in (fast, slow):
@@ -265,6 +291,21 @@ def test_inputs_the_compiled_code_declines_get_the_numpy_answer_or_error(rng):
             model.inverse_dynamics(q, qd, qdd, {"panda_hand": np.zeros(5)})
         with pytest.raises(InvalidInputError):
             model.forward_dynamics(q, qd, qdd, {"panda_hand": [np.nan] * 6})
+        for malformed in (np.zeros(6, dtype=complex), [1e300 * 1e10] * 6, [0.0] * 7):
+            with pytest.raises(InvalidInputError):
+                model.inverse_dynamics(q, qd, qdd, {"panda_hand": malformed})
+        with pytest.raises(UnknownNameError):
+            model.forward_dynamics(q, qd, qdd, {3: np.zeros(6)})
+        # Constraints the compiled code reads unparsed still get the parser's errors.
+        rows = np.eye(6)[:, :3]
+        with pytest.raises(UnknownNameError):
+            model.hybrid_dynamics(q, qd, [("no_such_link", rows, np.zeros(3))])
+        with pytest.raises(InvalidInputError, match="alpha holds NaN"):
+            model.hybrid_dynamics(q, qd, [("panda_hand", np.full((6, 3), np.nan), np.zeros(3))])
+        with pytest.raises(InvalidInputError, match="beta"):
+            model.hybrid_dynamics(q, qd, [("panda_hand", rows, np.zeros(2))])
+        with pytest.raises(InvalidInputError, match="beta"):
+            model.hybrid_dynamics(q, qd, [("panda_hand", rows, np.array([np.inf, 0.0, 0.0]))])
         with pytest.raises(InvalidInputError):
             model.forward_dynamics(q, qd, qdd, [("panda_hand", np.zeros(6))])
         with pytest.raises(InvalidInputError, match="sample"):
