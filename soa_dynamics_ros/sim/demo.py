@@ -16,6 +16,12 @@ stand-in (``controller:=joint_trajectory``) at the same PID gains twice: without
 trajectory efforts, and with those the node fills in (``~/trajectory_in`` ->
 ``~/trajectory_out``); prints both RMS tracking errors and writes
 ``trajectory_feedforward.png`` beside the first PNG.
+
+Then (``--part estimation`` alone) the node's estimation against the sim's truth:
+external torques, the wrench at the hand and contact during a wrench window,
+with the exact model and with joint friction only the sim has, and a payload
+the node is never told of, identified (:mod:`.estimation_demo`); writes
+``estimation.png`` beside the first PNG.
 """
 import argparse
 import contextlib
@@ -111,15 +117,26 @@ def _call(node, client, request, timeout=10.0):
     return future.result()
 
 
-def _set_parameter(node, name, value):
-    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+def _parameter_value(value):
+    from rcl_interfaces.msg import ParameterType, ParameterValue
+    if isinstance(value, str):
+        return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(value))
+    return ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
+                          double_array_value=[float(v) for v in value])
+
+
+def _set_parameter(node, name, value, target="/soa_dynamics"):
+    """Set a string, number or number-list parameter of ``target``; RuntimeError if refused."""
+    from rcl_interfaces.msg import Parameter
     from rcl_interfaces.srv import SetParameters
-    client = node.create_client(SetParameters, "/soa_dynamics/set_parameters")
-    request = SetParameters.Request(parameters=[Parameter(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_STRING, string_value=value))])
+    client = node.create_client(SetParameters, f"{target}/set_parameters")
+    request = SetParameters.Request(parameters=[Parameter(name=name, value=_parameter_value(value))])
     result = _call(node, client, request).results[0]
+    node.destroy_client(client)
     if not result.successful:
-        raise RuntimeError(f"setting {name} refused: {result.reason}")
+        raise RuntimeError(f"setting {name} of {target} refused: {result.reason}")
 
 
 def wait_for_compiled_kernels(node, longest):
@@ -241,9 +258,12 @@ def main(argv=None):
     parser.add_argument("--phase", type=float, default=5.0, help="seconds per phase (two phases)")
     parser.add_argument("--warm-up", type=float, default=120.0,
                         help="longest wait [s] for the node's compiled kernels before measuring")
-    parser.add_argument("--part", choices=("all", "gravity", "trajectory"), default="all",
+    parser.add_argument("--part", choices=("all", "gravity", "trajectory", "estimation"),
+                        default="all",
                         help="gravity: hold and fall; trajectory: pick-and-place through the "
-                        "joint_trajectory_controller stand-in without and with trajectory feedforward")
+                        "joint_trajectory_controller stand-in without and with trajectory "
+                        "feedforward; estimation: external torques, wrench, contact and payload "
+                        "identification against the sim's truth")
     args = parser.parse_args(argv)
 
     env = os.environ.copy()
@@ -256,6 +276,9 @@ def main(argv=None):
     status = gravity_demo(args, env, output) if args.part in ("all", "gravity") else 0
     if args.part in ("all", "trajectory"):
         status = trajectory_demo(output.parent, env, args.warm_up + 180.0) or status
+    if args.part in ("all", "estimation"):
+        from .estimation_demo import estimation_demo
+        status = estimation_demo(output.parent, env, args.warm_up) or status
     return status
 
 
