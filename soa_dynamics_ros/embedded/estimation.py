@@ -30,7 +30,7 @@ MAX_BUFFER_SAMPLES = 60_000
 # At most this many samples (evenly spread over the requested duration) enter
 # one identification, so that ~/identify_payload holds the node no longer
 # than the other services' largest requests (README, "Estimation").
-MAX_IDENTIFICATION_SAMPLES = 1_500
+MAX_IDENTIFICATION_SAMPLES = 300
 # On the numpy path (no compiled kernels) a sample costs ~50x more.
 MAX_IDENTIFICATION_SAMPLES_NUMPY_PATH = 30
 IDENTIFIED_PAYLOAD = "identified"

@@ -2,7 +2,8 @@
 
     .venv/bin/python -m soa_dynamics_ros.sim.demo --part estimation
 
-The Panda in MuJoCo (1 kHz, real time) is held at its start pose by the node's
+The Panda in MuJoCo (1 kHz, at most real time, lockstep: each step waits
+for the node's command) is held at its start pose by the node's
 computed-torque feedforward.  A wrench acts on ``panda_hand`` during a window;
 the node estimates the external joint torques (``~/external_torque``), the
 wrench at ``panda_hand`` (``~/external_wrench``) and contact (``~/contact``)
@@ -206,7 +207,7 @@ def identify(node, recorder, demo):
 def print_report(runs, answer):
     print()
     print("=" * 78)
-    print("Estimation: Panda in MuJoCo (1 kHz, real time), held by computed torque; a wrench")
+    print("Estimation: Panda in MuJoCo (1 kHz, lockstep), held by computed torque; a wrench")
     print(f"{WRENCH.tolist()} on {LINK} for 1 s (observer gain 100 1/s)")
     print("-" * 78)
     for run in runs:
@@ -308,7 +309,8 @@ def estimation_demo(folder, env, warm_up):
                 print(f"[demo] estimation, {label}: starting the MuJoCo arm ...")
                 sim = start_process("estimation_sim", "soa_dynamics_ros.sim.arm",
                                     ["--params-file", str(config / "panda_sim.yaml"),
-                                     "-p", "publish_clock:=true", *extra], folder, env)
+                                     "-p", "publish_clock:=true", "-p", "lockstep:=true",
+                                     *extra], folder, env)
                 recorder.clear()
                 runs.append(wrench_run(node, recorder, session, plant, label))
                 answers[label] = identify(node, recorder, session)
