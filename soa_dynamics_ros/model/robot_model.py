@@ -54,6 +54,7 @@ from ..algorithms.external_forces import body_forces, gravity_root_acceleration
 from ..algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
 from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix as _composite_body
+from ..algorithms.momentum import coriolis_transpose_product as _momentum_gather
 from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
@@ -386,6 +387,20 @@ class RobotModel:
         if type(mass) is _NDARRAY:
             return mass
         return self._fallback(self._fast.mass_matrix, mass, (q,), self._reference_mass_matrix)
+
+    def coriolis_transpose_product(self, q, qd):
+        """``C(q, qd)^T qd``, the gradient of the kinetic energy in q (numpy recursion).
+
+        With ``h = C qd + g`` the bias, this is the other product of the Coriolis
+        matrix: the term the generalized-momentum observer integrates, since
+        ``d(M qd)/dt = tau + C^T qd - g + tau_ext``.  Mimic joints are folded
+        (``G^T``).
+        """
+        with self.parameters_lock:
+            tree = self.tree
+            q_hinge = hinge_positions(tree, q)
+            return tree.coordinates.joint_forces(
+                _momentum_gather(tree, q_hinge, self._hinge_rates("qd", qd)))
 
     def forward_dynamics(self, q, qd, tau, wrenches=None):
         """Joint accelerations: solves ``M qdd + h = tau + sum J_i^T w_i``.
