@@ -117,6 +117,12 @@ def wrench_run(node, recorder, demo, plant, label):
                 wrench_t=wrench_t, wrench=wrench, contacts=contacts)
 
 
+def contact_changes(contacts):
+    """(sim time, new value) of each change in a list of ~/contact (sim time, value)."""
+    return [(s, value) for (s, value), (_, previous) in zip(contacts[1:], contacts)
+            if value != previous]
+
+
 def figures(run):
     """The issue's figures of one wrench run (fractions of the peak true external torque)."""
     t, truth, estimate, start, end = run["t"], run["truth"], run["estimate"], run["start"], run["end"]
@@ -126,8 +132,7 @@ def figures(run):
     in_window = (run["wrench_t"] >= start + 0.1) & (run["wrench_t"] <= end)
     wrench_error = (np.linalg.norm(run["wrench"][in_window] - WRENCH, axis=1).max()
                     / np.linalg.norm(WRENCH)) if in_window.any() else np.nan
-    values = [(s, value) for s, value in run["contacts"]]
-    changes = [(s, v) for (s, v), (_, p) in zip(values[1:], values) if v != p]
+    changes = contact_changes(run["contacts"])
     rises = [s - start for s, v in changes if v and s > start - 1e-3]
     false_alarms = [s for s, v in changes if v and s <= start]
     return dict(peak=peak, before=error[before].max() if before.any() else np.nan,
@@ -149,9 +154,14 @@ def plot(path, runs, identification):
         axes[row, 0].set_title(f"{run['label']}: external joint torques, estimate (solid) vs "
                                "truth J^T w (dashed)", fontsize=9)
         axes[row, 0].set_ylabel("[N m]")
-        for s, value in run["contacts"]:
-            if value:
-                axes[row, 0].axvspan(s - run["start"], s - run["start"] + 1e-3, color="r", alpha=0.3)
+        rise = None
+        for s, value in contact_changes(run["contacts"]) + [(run["t"][-1], False)]:
+            if value and rise is None:
+                rise = s
+            elif not value and rise is not None:
+                axes[row, 0].axvspan(rise - run["start"], s - run["start"], color="r", alpha=0.08,
+                                     label="~/contact true" if rise is not None else None)
+                rise = None
         wt = run["wrench_t"] - run["start"]
         applied = np.where(((run["wrench_t"] > run["start"]) & (run["wrench_t"] <= run["end"]))[:, None],
                            WRENCH, 0.0)
@@ -212,7 +222,8 @@ def print_report(runs, answer):
     print("-" * 78)
     for run in runs:
         f = figures(run)
-        print(f"{run['label']}:")
+        print(f"{run['label']}" + (f" (viscous {FRICTION[0]} N m s/rad, Coulomb {FRICTION[1]} N m "
+                                   "in every joint)" if "friction" in run["label"] else "") + ":")
         print(f"  external torques, from 100 ms after the start: within {f['during']:.1%} of the "
               f"peak ({f['peak']:.2f} N m); before it: {f['before']:.1%}")
         print(f"  wrench at {LINK}: within {f['wrench']:.1%} of |w|; contact after "
@@ -238,15 +249,15 @@ class Session:
 
     @staticmethod
     def set_sim(node, **values):
-        from .demo import _set_parameter
+        from .demo import set_parameter
         for name, value in values.items():
-            _set_parameter(node, name, value, SIM)
+            set_parameter(node, name, value, SIM)
 
     def call(self, node, service_type, name, request):
-        from .demo import _call
+        from .demo import call_service
         client = node.create_client(service_type, name)
         try:
-            return _call(node, client, request, timeout=self.timeout)
+            return call_service(node, client, request, timeout=self.timeout)
         finally:
             node.destroy_client(client)
 
@@ -275,10 +286,10 @@ def estimation_demo(folder, env, warm_up):
     from soa_dynamics_ros.model import RobotModel
     from trajectory_msgs.msg import JointTrajectoryPoint
     import yaml
-    from .demo import _config_dir, _spinning_node, start_process, wait_for_compiled_kernels
+    from .demo import config_dir, spinning_node, start_process, wait_for_compiled_kernels
     from .mujoco_plant import MujocoPlant
 
-    config = _config_dir()
+    config = config_dir()
     urdf = config.parent / "urdf" / "panda.urdf"
     urdf = str(urdf) if urdf.is_file() else "package://soa_dynamics_ros/urdf/panda.urdf"
     q0 = np.array(yaml.safe_load((config / "panda_sim.yaml").read_text())
@@ -292,18 +303,20 @@ def estimation_demo(folder, env, warm_up):
          "-p", "feedforward_ramp_time:=0.0", "-p", "feedforward_mode:=computed_torque",
          "-p", "computed_torque_kp:=400.0", "-p", "computed_torque_kd:=40.0",
          "-p", f"external_wrench_frame:={LINK}",
+         # Lockstep: the sim waits for each command, so a state that waited behind
+         # the machine's other work is still the one to answer (and to estimate from).
+         "-p", "state_timeout:=0.5",
          "-r", "~/feedforward:=/effort_controller/commands"], folder, env)
     sim, runs, answers, status = None, [], {}, 1
     try:
-        with _spinning_node("soa_estimation_demo") as node:
+        with spinning_node("soa_estimation_demo") as node:
             recorder = EstimateRecorder(node)
             hold = node.create_publisher(JointTrajectoryPoint, f"{NODE}/desired_state", 10)
             session = Session(q0, lambda: hold.publish(JointTrajectoryPoint(positions=q0.tolist())))
             print("[demo] estimation: starting the model node ...")
             wait_for_compiled_kernels(node, warm_up)
             for label, extra in (("exact model", []),
-                                 (f"joint friction unknown to the model (viscous {FRICTION[0]} "
-                                  f"N m s/rad, Coulomb {FRICTION[1]} N m)",
+                                 ("joint friction unknown to the model",
                                   ["-p", f"urdf_file:={friction_urdf}",
                                    "-p", "urdf_dynamics:=true"])):
                 print(f"[demo] estimation, {label}: starting the MuJoCo arm ...")
@@ -317,7 +330,7 @@ def estimation_demo(folder, env, warm_up):
                 sim.stop()
                 sim = None
             identification = "; ".join(
-                f"{label.split(' (')[0]}: payload {a.inertia.m:.3f} kg (true {PAYLOAD['mass']})"
+                f"{label}: payload {a.inertia.m:.3f} kg (true {PAYLOAD['mass']})"
                 if a.success else f"{label}: {a.message}" for label, a in answers.items())
             path = folder / "estimation.png"
             plot(path, runs, identification)

@@ -70,7 +70,10 @@ def loop(tmp_path_factory):
                     "-p", "publish_clock:=true", "-p", "lockstep_timeout:=2.0")
     node = start_node(ROBOT, logs, "-p", "feedforward_mode:=computed_torque",
                       "-p", "computed_torque_kp:=400.0", "-p", "computed_torque_kd:=40.0",
-                      "-p", f"external_wrench_frame:={LINK}")
+                      "-p", f"external_wrench_frame:={LINK}",
+                      # Lockstep: the sim waits for each command, so a state that waited
+                      # behind the machine's other work is still the one to answer.
+                      "-p", "state_timeout:=0.5")
     client = RosClient("estimation_loop_test")
     try:
         loop = Loop(client)
