@@ -247,12 +247,10 @@ def clock(time_message):
 class EstimationMessages:
     """The estimation topics' messages of one model, built once and refilled per estimate."""
 
-    def __init__(self, joint_names, root_link, wrench_frame):
-        self.joint_names = joint_names
+    def __init__(self, joint_names, root_link):
         self.torque = JointState(name=list(joint_names))
         self.wrench = WrenchStamped()
         self.wrench.header.frame_id = root_link       # root axes, about the frame's origin
-        self.wrench_frame = wrench_frame
 
     def fill(self, estimate, stamp):
         """(JointState of the external torques at the state's positions, WrenchStamped or None)."""

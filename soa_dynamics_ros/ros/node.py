@@ -54,7 +54,8 @@ class EmbeddedModelNode(Node):
         self.external_torque_publisher = self.create_publisher(JointState, "~/external_torque", 10)
         self.external_wrench_publisher = self.create_publisher(WrenchStamped, "~/external_wrench", 10)
         self.contact_publisher = self.create_publisher(Bool, "~/contact", 10)
-        self._estimation_messages = None    # conversions.EstimationMessages of host.estimation
+        # (the host.estimation they were made for, conversions.EstimationMessages)
+        self._estimation_messages = (None, None)
 
         description = description_from(config)
         if description is not None:
@@ -237,12 +238,11 @@ class EmbeddedModelNode(Node):
         if estimate is None:
             return
         estimation = self.host.estimation
-        messages = self._estimation_messages
-        if messages is None or messages.joint_names is not estimation.model.joint_names \
-                or messages.wrench_frame != estimation.wrench_frame:
-            messages = self._estimation_messages = conversions.EstimationMessages(
-                estimation.model.joint_names, estimation.model.tree.root_link,
-                estimation.wrench_frame)
+        made_for, messages = self._estimation_messages
+        if made_for is not estimation:     # a new model or new settings: new LiveEstimation
+            messages = conversions.EstimationMessages(
+                estimation.model.joint_names, estimation.model.tree.root_link)
+            self._estimation_messages = (estimation, messages)
         torque, wrench = messages.fill(estimate, stamp)
         self.external_torque_publisher.publish(torque)
         if wrench is not None:

@@ -52,15 +52,17 @@ class EstimateRecorder:
         from std_msgs.msg import Bool
         self.lock = threading.Lock()
         self.torques, self.wrenches, self.contacts = [], [], []
+        self.written = []       # (source timestamp [ns], stamp) of every estimate
         self.latest_stamp = None
         node.create_subscription(JointState, f"{NODE}/external_torque", self._on_torque, 100)
         node.create_subscription(WrenchStamped, f"{NODE}/external_wrench", self._on_wrench, 100)
         node.create_subscription(Bool, f"{NODE}/contact", self._on_contact, 10)
 
-    def _on_torque(self, message):
+    def _on_torque(self, message, info):
         stamp = message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
         with self.lock:
             self.torques.append((stamp, np.array(message.position), np.array(message.effort)))
+            self.written.append((info["source_timestamp"], stamp))
             self.latest_stamp = stamp
 
     def _on_wrench(self, message):
@@ -70,22 +72,30 @@ class EstimateRecorder:
                                   np.array([w.force.x, w.force.y, w.force.z,
                                             w.torque.x, w.torque.y, w.torque.z])))
 
-    def _on_contact(self, message):
+    def _on_contact(self, message, info):
         with self.lock:
-            # a change is published right after the estimate of its state
-            self.contacts.append((self.latest_stamp, message.data))
+            # A change is published right after the estimate of its state: its sim time is
+            # the stamp of the last estimate the node wrote before it (this process may take
+            # the two topics' messages in another order).
+            self.contacts.append((info["source_timestamp"], message.data))
 
     def clear(self):
         """Forget everything (a restarted sim's clock starts again at 0)."""
         with self.lock:
-            self.torques, self.wrenches, self.contacts = [], [], []
+            self.torques, self.wrenches, self.contacts, self.written = [], [], [], []
             self.latest_stamp = None
 
     def window(self, t0, t1):
         with self.lock:
             torques = sorted((r for r in self.torques if t0 < r[0] <= t1), key=lambda r: r[0])
             wrenches = sorted((r for r in self.wrenches if t0 < r[0] <= t1), key=lambda r: r[0])
-            contacts = [r for r in self.contacts if r[0] is not None and t0 < r[0] <= t1]
+            written = sorted(self.written)
+            sources = np.array([w for w, _ in written])
+            stamps = [s for _, s in written]
+            contacts = [(stamps[k - 1], value) for k, value in
+                        ((np.searchsorted(sources, source, side="right"), value)
+                         for source, value in self.contacts) if k > 0]
+            contacts = [(s, value) for s, value in contacts if t0 < s <= t1]
         return (np.array([r[0] for r in torques]), np.array([r[1] for r in torques]),
                 np.array([r[2] for r in torques]), np.array([r[0] for r in wrenches]),
                 np.array([r[1] for r in wrenches]), contacts)
@@ -106,8 +116,10 @@ def wrench_run(node, recorder, demo, plant, label):
     """A wrench window in the running loop; (label, t, truth, estimate, wrench t, wrench, contacts)."""
     now = demo.wait_for_estimates(node, recorder)
     start, end = now + 1.0, now + 2.0
-    demo.set_sim(node, wrench_link=LINK, wrench=WRENCH.tolist(), wrench_start=start,
-                 wrench_duration=end - start)
+    # The window first: parameters are set one at a time, and a wrench set before its
+    # window would act at once.
+    demo.set_sim(node, wrench_start=start, wrench_duration=end - start, wrench_link=LINK,
+                 wrench=WRENCH.tolist())
     plant.set_wrench(LINK, WRENCH, start, end - start)
     demo.wait_until(recorder, end + 1.0)
     demo.set_sim(node, wrench_link="")

@@ -30,7 +30,6 @@ from soa_dynamics_ros.srv import IdentifyPayload, SetPayload
 NODE, SIM = "/soa_dynamics", "/soa_dynamics_sim"
 ROBOT, LINK = "panda", "panda_hand"
 WRENCH = np.array([10.0, -15.0, 20.0, 0.5, 1.0, -0.5])      # [f; t] on panda_hand, root axes
-MAPPING = 0.003      # [s] see the contact check
 PAYLOAD = dict(mass=1.5, com=[0.02, -0.01, 0.06],
                inertia=[0.004, 0.0, 0.0, 0.0, 0.005, 0.0, 0.0, 0.0, 0.003])
 
@@ -44,9 +43,9 @@ class Loop:
         self.reference = PinocchioReference(urdf, self.names)
         self.q0 = np.array([POSES[ROBOT][n] for n in self.names])
         self.states = StateRecorder(client, self.names)
-        self.torques = client.collect(JointState, f"{NODE}/external_torque", 1000)
+        self.torques = client.collect_published(JointState, f"{NODE}/external_torque", 1000)
         self.wrenches = client.collect(WrenchStamped, f"{NODE}/external_wrench", 1000)
-        self.contacts = client.collect(Bool, f"{NODE}/contact", 100)
+        self.contacts = client.collect_published(Bool, f"{NODE}/contact", 100)
         self.desired = client.publisher(JointTrajectoryPoint, f"{NODE}/desired_state")
 
     def hold(self, q):
@@ -90,8 +89,10 @@ def test_external_torque_wrench_and_contact_follow_the_applied_wrench(loop):
     run_for(loop.states, t0, 0.3)
     start = loop.now() + 0.5
     duration = 0.6
-    set_parameters(loop.client, SIM, wrench_link=LINK, wrench=WRENCH.tolist(),
-                   wrench_start=start, wrench_duration=duration)
+    # The window first: the sim takes parameters one at a time, and a wrench set before
+    # its window would act at once.
+    set_parameters(loop.client, SIM, wrench_start=start, wrench_duration=duration,
+                   wrench_link=LINK, wrench=WRENCH.tolist())
     contacts_before = len(loop.contacts)
     try:
         run_for(loop.states, start, duration + 0.4)
@@ -122,18 +123,17 @@ def test_external_torque_wrench_and_contact_follow_the_applied_wrench(loop):
     assert {m.header.frame_id for _, m in wrenches} == {loop.model.tree.root_link}
 
     # ~/contact: a change is published at once, right after the external_torque of its
-    # state; its simulated time is the stamp of the last estimate that arrived before it
-    # (to within the few messages the test client may take out of order: MAPPING).
-    arrivals = sorted((arrival, stamp_seconds(m.header.stamp)) for arrival, m in list(loop.torques))
-    values = [(max(s for a, s in arrivals if a <= arrival), m.data)
-              for arrival, m in loop.contacts[contacts_before:] if arrival >= arrivals[0][0]]
+    # state: its simulated time is the stamp of the last estimate the node wrote before it.
+    written = sorted((source, stamp_seconds(m.header.stamp)) for source, m in list(loop.torques))
+    values = [(max(s for w, s in written if w <= source), m.data)
+              for source, m in loop.contacts[contacts_before:] if source >= written[0][0]]
     changes = [(s, value) for (s, value), (_, previous) in zip(values[1:], values) if value != previous]
     window = [(s, value) for s, value in changes if start - 0.4 < s <= end + 0.4]
     print(f"contact changes (ms after the wrench started): "
           f"{[(round(1e3 * (s - start), 1), value) for s, value in window]}")
     assert [value for _, value in window] == [True, False], "one contact, no false alarms"
-    assert start - MAPPING < window[0][0] <= start + 0.020
-    assert end - MAPPING < window[1][0] <= end + 0.1
+    assert start < window[0][0] <= start + 0.020
+    assert end < window[1][0] <= end + 0.1
 
 
 def test_identify_payload_the_node_was_not_told_of(loop):
