@@ -57,7 +57,10 @@ def fast_run(model):
     return observed(model, FAST_MOTION, 3.0)
 
 
-def test_coriolis_transpose_product_agrees_with_pinocchio(model, rng):
+@pytest.mark.parametrize("kernels", ["c", "off"])
+def test_coriolis_transpose_product_agrees_with_pinocchio(kernels, rng):
+    """The per-robot compiled kernel and the numpy recursion."""
+    model = RobotModel.from_urdf(arm_description(), kernels=kernels)
     reference = PinocchioReference(arm_description(), model.joint_names)
     for _ in range(20):
         q, qd = rng.uniform(-2, 2, model.dof), rng.normal(size=model.dof) * 2
