@@ -155,6 +155,31 @@ def test_unknown_damping_shows_as_its_torque_and_subtracting_it_meets_the_target
     assert error <= 0.1 * peak, error
 
 
+def test_friction_of_a_mimic_joint_is_folded_onto_its_master():
+    """The right finger mirrors the left (multiplier read from the URDF text): its friction
+    force on the left coordinate is multiplier * (its force at multiplier * qd)."""
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(arm_description())
+    dynamics = {"left_finger": (2.0, 0.3), "right_finger": (5.0, 0.7)}
+    multiplier = None
+    for joint in root.iter("joint"):
+        if joint.get("name") in dynamics:
+            damping, friction = dynamics[joint.get("name")]
+            ET.SubElement(joint, "dynamics", damping=str(damping), friction=str(friction))
+            if joint.find("mimic") is not None:
+                multiplier = float(joint.find("mimic").get("multiplier", 1))
+    model = RobotModel.from_urdf(ET.tostring(root, encoding="unicode"))
+    observer = ExternalTorqueObserver(model, subtract_friction=True, friction_velocity=1e-3)
+    qd = np.zeros(model.dof)
+    qd[model.joint_index("left_finger")] = 0.05           # far above friction_velocity
+    left = 2.0 * 0.05 + 0.3
+    right_rate = multiplier * 0.05
+    right = 5.0 * right_rate + 0.7 * np.sign(right_rate)
+    expected = np.zeros(model.dof)
+    expected[model.joint_index("left_finger")] = left + multiplier * right
+    np.testing.assert_allclose(observer.friction_torques(qd), expected, atol=1e-12)
+
+
 # ---------------------------------------------------------------------------- bad input
 def _twin_observers(model):
     observers = [ExternalTorqueObserver(model, gain=[20.0] * model.dof) for _ in range(2)]
