@@ -95,8 +95,6 @@ class ExternalTorqueObserver:
         input raises :class:`~soa_dynamics_ros.errors.InvalidInputError` and
         leaves the observer as it was.
         """
-        q = as_vector("q", q, self.dof)
-        qd = as_vector("qd", qd, self.dof)
         tau = as_vector("tau_measured", tau_measured, self.dof)
         if not isinstance(dt, numbers.Real) or isinstance(dt, bool):
             raise InvalidInputError(f"dt must be a number of seconds, not {dt!r}")
@@ -104,9 +102,12 @@ class ExternalTorqueObserver:
         if not (np.isfinite(dt) and dt > 0.0):
             raise InvalidInputError(f"dt must be finite and positive (time must increase), "
                                     f"got {dt}")
+        # The model's calls validate q and qd (compiled kernels check them, and what they
+        # decline the numpy path refuses by name): no second pass over them at 1 kHz.
         model = self.model
-        momentum = model.mass_matrix(q) @ qd
+        mass = model.mass_matrix(q)
         known = tau + model.coriolis_transpose_product(q, qd) - model.gravity_torques(q)
+        momentum = mass @ np.asarray(qd, dtype=float)
         if self.subtract_friction:
             known -= self.friction_torques(qd)
         if self._initial_momentum is None:

@@ -389,13 +389,24 @@ class RobotModel:
         return self._fallback(self._fast.mass_matrix, mass, (q,), self._reference_mass_matrix)
 
     def coriolis_transpose_product(self, q, qd):
-        """``C(q, qd)^T qd``, the gradient of the kinetic energy in q (numpy recursion).
+        """``C(q, qd)^T qd``, the gradient of the kinetic energy in q (a momentum gather).
 
         With ``h = C qd + g`` the bias, this is the other product of the Coriolis
         matrix: the term the generalized-momentum observer integrates, since
         ``d(M qd)/dt = tau + C^T qd - g + tau_ext``.  Mimic joints are folded
-        (``G^T``).
+        (``G^T``).  A per-robot compiled kernel where there is one (the
+        generic module has none).
         """
+        kernel = None if self._kernel_set is None else self._kernel("coriolis_transpose_product")
+        if kernel is not None:
+            product = kernel(q, qd, self._params)
+            if type(product) is _NDARRAY:
+                return product
+            return self._fallback(kernel, product, (q, qd),
+                                  self._reference_coriolis_transpose_product)
+        return self._reference_coriolis_transpose_product(q, qd)
+
+    def _reference_coriolis_transpose_product(self, q, qd):
         with self.parameters_lock:
             tree = self.tree
             q_hinge = hinge_positions(tree, q)

@@ -57,7 +57,10 @@ def fast_run(model):
     return observed(model, FAST_MOTION, 3.0)
 
 
-def test_coriolis_transpose_product_agrees_with_pinocchio(model, rng):
+@pytest.mark.parametrize("kernels", ["c", "off"])
+def test_coriolis_transpose_product_agrees_with_pinocchio(kernels, rng):
+    """The per-robot compiled kernel and the numpy recursion."""
+    model = RobotModel.from_urdf(arm_description(), kernels=kernels)
     reference = PinocchioReference(arm_description(), model.joint_names)
     for _ in range(20):
         q, qd = rng.uniform(-2, 2, model.dof), rng.normal(size=model.dof) * 2
@@ -150,6 +153,31 @@ def test_unknown_damping_shows_as_its_torque_and_subtracting_it_meets_the_target
                           subtract_friction=True)
     error = np.abs(subtracted.estimate[settled] - subtracted.true_external[settled]).max()
     assert error <= 0.1 * peak, error
+
+
+def test_friction_of_a_mimic_joint_is_folded_onto_its_master():
+    """The right finger mirrors the left (multiplier read from the URDF text): its friction
+    force on the left coordinate is multiplier * (its force at multiplier * qd)."""
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(arm_description())
+    dynamics = {"left_finger": (2.0, 0.3), "right_finger": (5.0, 0.7)}
+    multiplier = None
+    for joint in root.iter("joint"):
+        if joint.get("name") in dynamics:
+            damping, friction = dynamics[joint.get("name")]
+            ET.SubElement(joint, "dynamics", damping=str(damping), friction=str(friction))
+            if joint.find("mimic") is not None:
+                multiplier = float(joint.find("mimic").get("multiplier", 1))
+    model = RobotModel.from_urdf(ET.tostring(root, encoding="unicode"))
+    observer = ExternalTorqueObserver(model, subtract_friction=True, friction_velocity=1e-3)
+    qd = np.zeros(model.dof)
+    qd[model.joint_index("left_finger")] = 0.05           # far above friction_velocity
+    left = 2.0 * 0.05 + 0.3
+    right_rate = multiplier * 0.05
+    right = 5.0 * right_rate + 0.7 * np.sign(right_rate)
+    expected = np.zeros(model.dof)
+    expected[model.joint_index("left_finger")] = left + multiplier * right
+    np.testing.assert_allclose(observer.friction_torques(qd), expected, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------- bad input

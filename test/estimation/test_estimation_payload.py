@@ -6,6 +6,7 @@ import pytest
 from oracles.pinocchio_reference import PinocchioReference
 from support.estimation_runs import WRIST, arm_description, simulate, sinusoid
 from soa_dynamics_ros import RobotModel
+from soa_dynamics_ros.estimation import accelerations
 from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError
 
 # An off-centre box (0.10 x 0.06 x 0.04 m, 0.4 kg) held by the gripper.
@@ -38,6 +39,32 @@ def test_box_mass_and_centre_of_mass_from_six_seconds(model, box_run):
     assert estimate.samples == len(run.t)
     assert estimate.residual < 1e-3 * np.abs(run.tau).max()
     assert estimate.standard_deviation.shape == (10,) and estimate.condition >= 1.0
+
+
+def test_accelerations_differentiated_from_recorded_rates_identify_the_box(model, box_run):
+    """What a node has: joint states without accelerations, here at uneven times (every
+    other sample of the second half dropped)."""
+    run = box_run
+    keep = np.ones(len(run.t), bool)
+    keep[len(keep) // 2::2] = False
+    QDD = accelerations(run.t[keep], run.qd[keep])
+    estimate = model.identify_payload(WRIST, run.q[keep], run.qd[keep], QDD, run.tau[keep])
+    assert abs(estimate.mass - BOX_MASS) <= 0.02 * BOX_MASS, estimate.mass
+    assert np.linalg.norm(estimate.com - BOX_COM) <= 0.005, estimate.com
+
+
+@pytest.mark.parametrize("times, rates", [
+    ([0.0, 0.1, 0.1, 0.2], np.zeros((4, 2))),          # time standing still
+    ([0.0, 0.2, 0.1, 0.3], np.zeros((4, 2))),          # going back
+    ([0.0, 0.1], np.zeros((2, 2))),                    # too few
+    ([0.0, 0.1, 0.2], np.zeros((4, 2))),               # lengths differ
+    ([0.0, np.nan, 0.2], np.zeros((3, 2))),
+    ([0.0, 0.1, 0.2], np.full((3, 2), np.inf)),
+    ([0.0, 0.1, 0.2], np.zeros(3)),
+])
+def test_accelerations_refuse_bad_samples(times, rates):
+    with pytest.raises(InvalidInputError):
+        accelerations(times, rates)
 
 
 def test_applied_estimate_explains_the_measured_torques(box_run):
