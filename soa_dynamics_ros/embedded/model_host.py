@@ -280,6 +280,8 @@ class ModelHost:
         """Why no external torque is estimated now ("" while it is)."""
         if self.live is None:
             return "no robot model loaded"
+        if not self.config["estimation"]:
+            return "parameter estimation is false"
         if self.estimation is None:
             return self.estimation_error
         missing = self.live.effortless_joints(now)
@@ -298,7 +300,7 @@ class ModelHost:
         (it would hold the feedforward back, as feedforward() explains).
         """
         live, estimation = self.live, self.estimation
-        if estimation is None or self.awaiting_kernels:
+        if estimation is None or self.awaiting_kernels or not self.config["estimation"]:
             return None
         timeout = live.state_timeout
         if now - live.received_at.min() > timeout or now - live.effort_received_at.min() > timeout:

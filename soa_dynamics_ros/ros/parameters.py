@@ -161,6 +161,8 @@ PARAMETERS = {
     "marker_frame": Spec("", "frame whose inertia ellipsoid is published (empty: none)", _text),
     "marker_rate": Spec(0.0, "[Hz] of ~/task_space_inertia_marker, 0.1 to 100; 0: off",
                         _number(0.1, 100.0, " Hz", zero_allowed=True), read_only=True),
+    "estimation": Spec(True, "estimate external torques, wrench and contact when joint_states "
+                             "carry effort (false: never)", _flag),
     "observer_gain": Spec(DEFAULT_OBSERVER_GAIN, "[1/s] external-torque observer gain K: the "
                           "estimate follows the true external torque as a first-order low-pass "
                           "with time constant 1/K; 0.1 to 1e4", _number(0.1, 1e4, " 1/s")),

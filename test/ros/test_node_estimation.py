@@ -238,3 +238,21 @@ def test_identify_payload_refuses_a_motion_that_does_not_excite_the_load(client,
     topics["diagnostics"].clear()
     values = wait_for(lambda: estimation_status(topics), 5, what="diagnostics")
     assert "box" not in values["payloads"]
+
+
+def test_estimation_false_switches_it_off_and_diagnostics_say_so(client, topics, reference):
+    efforts = held_against(reference, WRENCH)
+    set_accepted(client, NODE, estimation=False)
+    try:
+        wait_for(lambda: publish(topics, reference, efforts, 5) and (
+            estimation_status(topics) or {}).get("estimation") == "off: parameter estimation is false",
+            10, what="diagnostics saying estimation is switched off")
+        first = next(_MILLISECONDS) * 1e-3
+        last = publish(topics, reference, efforts, 100)
+        time.sleep(0.3)
+        stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for _, m in list(topics["torque"])]
+        assert not [s for s in stamps if first <= s <= last + 1e-6]
+    finally:
+        set_accepted(client, NODE, estimation=True)
+    last = publish(topics, reference, efforts, 100)
+    wait_for(lambda: last_estimate(topics, last), 5, what="estimates again")
