@@ -288,19 +288,20 @@ class ModelHost:
         if missing:
             return (f"joint_states carry no effort for {missing[:4]}{'...' if len(missing) > 4 else ''}"
                     f" (none within state_timeout {self.live.state_timeout} s)")
-        if self.awaiting_kernels:
-            return "compiled kernels not ready yet"
+        if self._warmup is not None:
+            return "this robot's compiled kernels not ready yet"
         return ""
 
     def estimate(self, stamp, now):
         """The estimate for the latest state (an Estimate), or None when none may be made.
 
         Only from a state whose every joint, positions and efforts, was measured
-        within ``state_timeout``; never on the numpy path while kernels compile
-        (it would hold the feedforward back, as feedforward() explains).
+        within ``state_timeout``; never while this robot's kernels compile (the
+        observer's C^T qd has no compiled path but the robot's own: ~0.5 ms per
+        state otherwise, held before the next state's feedforward).
         """
         live, estimation = self.live, self.estimation
-        if estimation is None or self.awaiting_kernels or not self.config["estimation"]:
+        if estimation is None or self._warmup is not None or not self.config["estimation"]:
             return None
         timeout = live.state_timeout
         if now - live.received_at.min() > timeout or now - live.effort_received_at.min() > timeout:
@@ -310,7 +311,7 @@ class ModelHost:
     def identify_payload(self, link, duration, apply, name):
         """``LiveEstimation.identify`` of the current model; SoaDynamicsError when estimation is off."""
         reason = self.estimation_off(time.monotonic())
-        if self.estimation is None or self.awaiting_kernels:
+        if self.estimation is None or self._warmup is not None:
             raise InvalidInputError(f"estimation is off: {reason}")
         return self.estimation.identify(link, duration, apply, name)
 
