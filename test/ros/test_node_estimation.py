@@ -173,6 +173,25 @@ def test_bad_efforts_are_not_used_and_nothing_non_finite_is_published(topics, re
     assert all(np.all(np.isfinite(m.effort)) for _, m in topics["torque"])
 
 
+def test_no_estimate_while_some_joints_are_stale(topics, reference):
+    """Only three joints keep coming: once the others are older than state_timeout (50 ms),
+    no estimate is made from the mix."""
+    efforts = held_against(reference, WRENCH)
+    last = publish(topics, reference, efforts, 50)
+    wait_for(lambda: last_estimate(topics, last), 5, what="an estimate")
+    names = reference.joint_names[:3]
+    partial_start = time.monotonic()
+    sent = []       # (stamp, wall seconds since the others last came)
+    while time.monotonic() - partial_start < 0.4:
+        stamp = publish(topics, reference, efforts[:3], 1, names=names, positions=POSE[:3])
+        sent.append((stamp, time.monotonic() - partial_start))
+    late = [stamp for stamp, after in sent if after > 0.2]
+    time.sleep(0.3)
+    estimated = {round(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, 6)
+                 for _, m in list(topics["torque"])}
+    assert late and not [s for s in late if round(s, 6) in estimated]
+
+
 def refused(client, **values):
     setter = client.client(SetParameters, f"{NODE}/set_parameters")
     results = client.call(setter, SetParameters.Request(parameters=[
@@ -222,6 +241,8 @@ def identify(client, **fields):
     (dict(link=FRAME, duration=0.0), "duration"), (dict(link=FRAME, duration=-1.0), "duration"),
     (dict(link=FRAME, duration=math.nan), "duration"),
     (dict(link=FRAME, duration=100.0), "longer than"),
+    (dict(link=FRAME, duration=math.inf), "duration"),
+    (dict(link=FRAME, duration=0.1, name="x" * 300), "at most 256"),
 ])
 def test_identify_payload_refuses_bad_requests(client, topics, reference, fields, problem):
     publish(topics, reference, held_against(reference, np.zeros(6)), 50)
