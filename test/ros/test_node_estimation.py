@@ -277,3 +277,26 @@ def test_estimation_false_switches_it_off_and_diagnostics_say_so(client, topics,
         set_accepted(client, NODE, estimation=True)
     last = publish(topics, reference, efforts, 100)
     wait_for(lambda: last_estimate(topics, last), 5, what="estimates again")
+
+
+def test_the_estimate_follows_a_step_as_a_first_order_lag_of_time_constant_one_over_gain(
+        topics, reference):
+    """The documented meaning of observer_gain, end to end: time from the states' stamps."""
+    gain = 100.0
+    publish(topics, reference, held_against(reference, np.zeros(6)), 100)
+    step = next(_MILLISECONDS) * 1e-3        # the first state with the wrench: one ms later
+    last = publish(topics, reference, held_against(reference, WRENCH), 60)
+    wait_for(lambda: last_estimate(topics, last), 5, what="the estimate of the last state")
+    final = reference.jacobian(POSE, FRAME).T @ WRENCH
+    fractions, lags = [], []
+    for _, m in list(topics["torque"]):
+        s = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+        if step < s <= last + 1e-6:
+            elapsed = s - step
+            fractions.append(np.array(m.effort) / final)
+            lags.append(1.0 - math.exp(-gain * elapsed))
+    assert len(fractions) > 50
+    errors = np.abs(np.array(fractions) - np.array(lags)[:, None])
+    print(f"step response: largest departure from 1 - exp(-K t): {errors.max():.3f} of the final value")
+    # (the discrete observer lags the continuous law by about half a 1 ms step)
+    assert errors.max() < 0.04, errors.max()
