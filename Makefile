@@ -17,7 +17,9 @@ bench:
 soak:
 	.venv/bin/python bench/bench_soak.py $(BENCH_ARGS)
 
-# Closed-loop demo: MuJoCo arm + model node, gravity hold (10 s) then a pick-and-place without/with
-# trajectory feedforward; prints a report, writes build/demo/closed_loop.png and trajectory_feedforward.png.
+# Closed-loop demo: MuJoCo arm + model node, gravity hold (10 s), a pick-and-place without/with
+# trajectory feedforward, then estimation (external torques, wrench, contact, payload) against the
+# sim's truth; prints a report, writes build/demo/closed_loop.png, trajectory_feedforward.png and
+# estimation.png.
 demo:
 	.venv/bin/python -m soa_dynamics_ros.sim.demo

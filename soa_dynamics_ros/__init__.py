@@ -14,8 +14,9 @@ from .errors import (  # noqa: E402
     InertiaError, InertiaWarning, InvalidInputError, SingularDynamicsError, SoaDynamicsError,
     UnknownNameError, UnsupportedJointError, URDFError)
 from .model import RobotModel  # noqa: E402
+from .estimation import ContactDetector, ExternalTorqueObserver  # noqa: E402
 
 __all__ = [
-    "RobotModel", "SoaDynamicsError", "InvalidInputError", "UnknownNameError", "URDFError",
+    "RobotModel", "ExternalTorqueObserver", "ContactDetector", "SoaDynamicsError", "InvalidInputError", "UnknownNameError", "URDFError",
     "UnsupportedJointError", "InertiaError", "InertiaWarning", "SingularDynamicsError",
 ]

@@ -83,6 +83,8 @@ class StateUpdate:
     unknown: list = field(default_factory=list)   # names the model does not have
     error: str = ""
     updated: int = 0                              # joints of the model it measured
+    effort_error: str = ""                        # why its efforts were not taken (if any)
+    efforts_taken: bool = False                   # it measured the efforts of its joints
 
 
 @dataclass
@@ -123,6 +125,8 @@ class LiveModel:
         self.position = np.zeros(model.dof)
         self.velocity = np.zeros(model.dof)
         self.received_at = np.full(model.dof, -math.inf)   # per joint, caller's clock [s]
+        self.effort = np.zeros(model.dof)                    # measured, for estimation
+        self.effort_received_at = np.full(model.dof, -math.inf)
         self.desired_acceleration = None
         self.desired_point = None                            # (q, qd, qdd) model order
         self.gains = (0.0, 0.0)                              # computed torque kp, kd
@@ -163,6 +167,8 @@ class LiveModel:
                 j = previous_index[name]
                 self.position[i], self.velocity[i] = previous.position[j], previous.velocity[j]
                 self.received_at[i] = previous.received_at[j]
+                self.effort[i] = previous.effort[j]
+                self.effort_received_at[i] = previous.effort_received_at[j]
                 # The new law ramps in from what the controller was last given.
                 self.last_effort[i] = previous.last_effort[j]
 
@@ -186,8 +192,13 @@ class LiveModel:
                 self._layouts[key] = layout
         return layout
 
-    def update_state(self, names, positions, velocities, now):
-        """Merge a (possibly partial) joint-state message; all-or-nothing on bad input."""
+    def update_state(self, names, positions, velocities, now, efforts=()):
+        """Merge a (possibly partial) joint-state message; all-or-nothing on bad input.
+
+        Efforts (optional, as in a JointState) are taken when the message gives
+        one per name, all finite; otherwise the state still counts and
+        ``effort_error`` says why its efforts did not.
+        """
         layout = self._layout(names)
         if layout is None:
             return StateUpdate(False, error=f"joint names repeat in {list(names)}")
@@ -207,7 +218,18 @@ class LiveModel:
         self.position[columns] = new_positions
         self.velocity[columns] = new_velocities
         self.received_at[columns] = now
-        return StateUpdate(True, unknown, updated=columns.size)
+        efforts = np.asarray(efforts, dtype=float)
+        effort_error = ""
+        if efforts.size and efforts.shape != (len(names),):
+            effort_error = f"{efforts.size} efforts for {len(names)} names"
+        elif efforts.size and not _physical(efforts[rows]):
+            effort_error = "non-finite or out-of-range effort for " + str(
+                [names[r] for r in rows if not _physical(efforts[r])])
+        elif efforts.size:
+            self.effort[columns] = efforts[rows]
+            self.effort_received_at[columns] = now
+        return StateUpdate(True, unknown, updated=columns.size, effort_error=effort_error,
+                           efforts_taken=bool(efforts.size) and not effort_error)
 
     def stale_joints(self, now):
         """Joints whose latest measurement is older than ``state_timeout`` (or missing)."""
@@ -220,6 +242,11 @@ class LiveModel:
             stale = self.stale_joints(now)
             raise StaleStateError(f"joint states older than {self.state_timeout} s for {stale}",
                                   stale)
+
+    def effortless_joints(self, now):
+        """Joints with no effort measured within ``state_timeout`` (estimation needs every one)."""
+        old = (now - self.effort_received_at) > self.state_timeout
+        return [name for name, is_old in zip(self.model.joint_names, old) if is_old]
 
     def state_age(self, now):
         """Age of the oldest joint measurement [s] (inf before every joint was seen)."""

@@ -15,6 +15,7 @@ from ..description.urdf import read_description_text
 from ..errors import InvalidInputError, SoaDynamicsError
 from ..model.robot_model import KERNELS_ENV, RobotModel
 from .description_loader import DescriptionLoader
+from .estimation import LiveEstimation
 from .live_model import Feedforward, LiveModel, require_moving_joints
 from .warmup import BackgroundWarmup
 
@@ -23,6 +24,10 @@ LIVE_SETTINGS = {"feedforward_mode", "command_joints", "state_timeout", "effort_
                  "gravity", "computed_torque_kp", "computed_torque_kd",
                  "robot_compensates_gravity", "feedforward_ramp_time"}
 DESCRIPTION_SETTINGS = {"robot_description", "urdf_file"}
+# Settings a new LiveEstimation is built for (its samples stay).
+ESTIMATION_SETTINGS = {"observer_gain", "contact_thresholds", "contact_release_ratio",
+                       "external_wrench_frame", "identification_buffer_time", "state_timeout",
+                       "subtract_friction"}
 # At most one "feedforward withheld" line per this many seconds.
 WITHHELD_LOG_PERIOD = 2.0
 
@@ -51,6 +56,8 @@ class ModelHost:
     def __init__(self, config, logger, startup_payloads=list):
         self.config = config
         self.live = None
+        self.estimation = None             # embedded.estimation.LiveEstimation of live.model
+        self.estimation_error = ""         # why the settings give no estimation for this model
         self.description_error = ""        # why the newest description was refused
         self.awaiting_kernels = False      # compiling, or loading them once compiled
         self._logger = logger
@@ -105,7 +112,10 @@ class ModelHost:
         started = time.perf_counter()
         model, warmup = self.load(description)
         check_marker_frame(self.config["marker_frame"], model)
-        self._install(self.build_live(model, self.config), source, time.perf_counter() - started)
+        live = self.build_live(model, self.config)
+        estimation = self.build_estimation(model, self.config)
+        self._install(live, source, time.perf_counter() - started)
+        self.estimation = estimation
         self._start_warmup(model, warmup)
 
     def request(self, description, source):
@@ -118,13 +128,15 @@ class ModelHost:
         A new description is only requested here (see :meth:`request`); any
         other refused setting raises SoaDynamicsError with nothing changed.
         """
-        live = description = None
+        live = description = estimation = None
         if DESCRIPTION_SETTINGS & changed:
             description = description_from(config)
             if description is None:
                 raise InvalidInputError("robot_description and urdf_file cannot both be empty")
         elif self.live is not None:
             check_marker_frame(config["marker_frame"], self.live.model)
+            if ESTIMATION_SETTINGS & changed:
+                estimation = self.build_estimation(self.live.model, config)
             if LIVE_SETTINGS & changed:
                 live = self.build_live(self.live.model, config)
         self.config = config
@@ -132,6 +144,8 @@ class ModelHost:
             self.request(description, "parameters")
         if live is not None:
             self._install(live)
+        if estimation is not None:
+            self.estimation, self.estimation_error = estimation, ""
 
     def build_live(self, model, config):
         """A LiveModel configured from ``config``; raises before the (possibly shared) model is touched."""
@@ -158,6 +172,18 @@ class ModelHost:
         model.gravity = config["gravity"]
         return live
 
+    def build_estimation(self, model, config):
+        """A LiveEstimation of ``model`` from ``config`` (keeping the current one's samples);
+        SoaDynamicsError, with nothing changed, when the settings do not fit the model."""
+        estimation = LiveEstimation(model, config["observer_gain"], config["contact_thresholds"],
+                                    config["contact_release_ratio"],
+                                    config["external_wrench_frame"],
+                                    config["identification_buffer_time"], config["state_timeout"],
+                                    config["subtract_friction"])
+        if self.estimation is not None:
+            estimation.take_over(self.estimation)
+        return estimation
+
     def _install(self, live, source=None, seconds=None):
         self.live = live
         if source is not None:
@@ -179,7 +205,13 @@ class ModelHost:
             self._logger.error(f"{self.description_error} ({keeping})")
             return
         self.description_error = ""
+        try:
+            estimation, self.estimation_error = self.build_estimation(loaded.model, self.config), ""
+        except SoaDynamicsError as error:    # e.g. external_wrench_frame not in the new robot
+            estimation, self.estimation_error = None, str(error)
+            self._logger.warning(f"estimation off for {loaded.model.name!r}: {error}")
         self._install(live, loaded.source, loaded.seconds)
+        self.estimation = estimation
         frame = self.config["marker_frame"]
         if frame and frame not in loaded.model.frame_names:
             self._logger.warning(f"marker_frame {frame!r} is not a frame of "
@@ -252,6 +284,46 @@ class ModelHost:
         result = self.live.feedforward(mode, now)
         result.seconds = time.perf_counter() - started
         return result
+
+    # ------------------------------------------------------------------ estimation
+    def estimation_off(self, now):
+        """Why no external torque is estimated now ("" while it is)."""
+        if self.live is None:
+            return "no robot model loaded"
+        if not self.config["estimation"]:
+            return "parameter estimation is false"
+        if self.estimation is None:
+            return self.estimation_error
+        missing = self.live.effortless_joints(now)
+        if missing:
+            return (f"joint_states carry no effort for {missing[:4]}{'...' if len(missing) > 4 else ''}"
+                    f" (none within state_timeout {self.live.state_timeout} s)")
+        if self._warmup is not None:
+            return "this robot's compiled kernels not ready yet"
+        return ""
+
+    def estimate(self, stamp, now):
+        """The estimate for the latest state (an Estimate), or None when none may be made.
+
+        Only from a state whose every joint, positions and efforts, was measured
+        within ``state_timeout``; never while this robot's kernels compile (the
+        observer's C^T qd has no compiled path but the robot's own: ~0.5 ms per
+        state otherwise, held before the next state's feedforward).
+        """
+        live, estimation = self.live, self.estimation
+        if estimation is None or self._warmup is not None or not self.config["estimation"]:
+            return None
+        timeout = live.state_timeout
+        if now - live.received_at.min() > timeout or now - live.effort_received_at.min() > timeout:
+            return None
+        return estimation.update(live.position, live.velocity, live.effort, stamp, now)
+
+    def identify_payload(self, link, duration, apply, name):
+        """``LiveEstimation.identify`` of the current model; SoaDynamicsError when estimation is off."""
+        reason = self.estimation_off(time.monotonic())
+        if self.estimation is None or self._warmup is not None:
+            raise InvalidInputError(f"estimation is off: {reason}")
+        return self.estimation.identify(link, duration, apply, name)
 
     def withhold(self, reason, now):
         """Log (at most once per WITHHELD_LOG_PERIOD) that a state got no feedforward, and why."""

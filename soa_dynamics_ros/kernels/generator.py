@@ -44,6 +44,7 @@ from ..algorithms.external_forces import gravity_root_acceleration
 from ..algorithms.inverse_dynamics import inverse_dynamics
 from ..algorithms.kinematics import body_placements, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix
+from ..algorithms.momentum import coriolis_transpose_product
 from ..algorithms.task_space import DEFAULT_RCOND, compliance_gather, frame_wrench_map
 from ..multibody.spatial import (INERTIA_PARAMETER_COUNT as PARAMS_PER_BODY, inertia_to_parameters,
                                  parameters_to_inertia)
@@ -138,6 +139,15 @@ def trace_inverse_dynamics(tree, with_qd=True, with_qdd=True):
     torque = inverse_dynamics(t.symbolic_tree, t.coordinates.hinge_positions(t.inputs["q"]), t.coordinates.hinge_rates(qd),
                               t.coordinates.hinge_rates(qdd), t.root_acceleration())
     return t, arrays, t.coordinates.joint_forces(torque)
+
+
+def trace_coriolis_transpose_product(tree):
+    arrays = [("q", tree.dof), ("qd", tree.dof), ("p", _param_count(tree))]
+    t = _Tracing(tree, arrays)
+    product = coriolis_transpose_product(t.symbolic_tree,
+                                         t.coordinates.hinge_positions(t.inputs["q"]),
+                                         t.coordinates.hinge_rates(t.inputs["qd"]))
+    return t, arrays, t.coordinates.joint_forces(product)
 
 
 def trace_mass_matrix(tree):
@@ -395,7 +405,7 @@ def _matrix_outputs(values, target="out"):
 
 
 MODEL_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
-                 "forward_dynamics")
+                 "forward_dynamics", "coriolis_transpose_product")
 FRAME_KERNELS = ("jacobian", "task_space_inertia")
 _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
                      "bias_torques": (True, False, "h(q, qd)"),
@@ -429,6 +439,10 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
         # sample, 1.65x on a 32-joint tree, 2026-11-23) and costs compile time;
         # inverse and forward dynamics gained 1.3-2.1x and 2.0-5.3x.
         module.batch(kernel + "_batch", kernel, arrays, vectorized=kernel != "gravity_torques")
+    elif kernel == "coriolis_transpose_product":
+        t, arrays, product = trace_coriolis_transpose_product(tree)
+        module.kernel(kernel, arrays, _vector_outputs(product), t.trace,
+                      "C(q, qd)^T qd, momentum gather", (dof,))
     elif kernel == "mass_matrix":
         t, arrays, mass = trace_mass_matrix(tree)
         module.kernel(kernel, arrays, _matrix_outputs(mass), t.trace,

@@ -54,6 +54,7 @@ from ..algorithms.external_forces import body_forces, gravity_root_acceleration
 from ..algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
 from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix as _composite_body
+from ..algorithms.momentum import coriolis_transpose_product as _momentum_gather
 from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
@@ -63,7 +64,7 @@ from ..multibody.spatial import (homogeneous, inertia_parameters, inertia_to_par
 from ..multibody.tree import BodyTree
 from ..validation import (as_float_array, as_samples, as_vector, check_link_inertias,
                           payload_problems)
-from . import constrained
+from . import constrained, identification
 from .evaluation import hinge_positions, select_joints
 from .subgraph import Subgraph
 
@@ -387,6 +388,31 @@ class RobotModel:
             return mass
         return self._fallback(self._fast.mass_matrix, mass, (q,), self._reference_mass_matrix)
 
+    def coriolis_transpose_product(self, q, qd):
+        """``C(q, qd)^T qd``, the gradient of the kinetic energy in q (a momentum gather).
+
+        With ``h = C qd + g`` the bias, this is the other product of the Coriolis
+        matrix: the term the generalized-momentum observer integrates, since
+        ``d(M qd)/dt = tau + C^T qd - g + tau_ext``.  Mimic joints are folded
+        (``G^T``).  A per-robot compiled kernel where there is one (the
+        generic module has none).
+        """
+        kernel = None if self._kernel_set is None else self._kernel("coriolis_transpose_product")
+        if kernel is not None:
+            product = kernel(q, qd, self._params)
+            if type(product) is _NDARRAY:
+                return product
+            return self._fallback(kernel, product, (q, qd),
+                                  self._reference_coriolis_transpose_product)
+        return self._reference_coriolis_transpose_product(q, qd)
+
+    def _reference_coriolis_transpose_product(self, q, qd):
+        with self.parameters_lock:
+            tree = self.tree
+            q_hinge = hinge_positions(tree, q)
+            return tree.coordinates.joint_forces(
+                _momentum_gather(tree, q_hinge, self._hinge_rates("qd", qd)))
+
     def forward_dynamics(self, q, qd, tau, wrenches=None):
         """Joint accelerations: solves ``M qdd + h = tau + sum J_i^T w_i``.
 
@@ -593,6 +619,49 @@ class RobotModel:
             inertia[body] += contribution
         self.tree = self._parsed_tree.with_inertia(inertia)
         self._pack_parameters()
+
+    def identify_payload(self, link, Q, QD, QDD, TAU):
+        """Identify a rigid load on ``link`` from N samples of a motion carrying it.
+
+        ``Q``, ``QD``, ``QDD``, ``TAU``: (N, dof) arrays in model order, ``TAU``
+        the measured joint torques (``M qdd + h`` of the robot with its load).
+        The model as it is (URDF and attached payloads) is the known robot: the
+        torques it does not explain are fitted by least squares with the ten
+        inertial parameters of one rigid body on ``link``.  Returns a
+        :class:`~soa_dynamics_ros.model.identification.PayloadEstimate`:
+        ``.mass``, ``.com`` (link frame), ``.inertia`` (3x3 about the COM, link
+        axes), ``.residual`` (RMS unexplained torque, N m), per-parameter
+        ``.standard_deviation`` and the regressor's ``.singular_values`` and
+        ``.condition`` (how well the motion excited the parameters),
+        ``.problems`` (why the estimate is not a physical body; empty when it
+        is) and ``.apply(model, name)`` (attach it; refused with the problems
+        named).  Raises :class:`InvalidInputError` for bad shapes, NaN, fewer
+        than 20 equations, or a motion that cannot tell the parameters apart.
+        """
+        frame = self.tree.frame(link)
+        Q = self._samples("Q", Q)
+        QD, QDD = self._samples("QD", QD, len(Q)), self._samples("QDD", QDD, len(Q))
+        TAU = self._samples("TAU", TAU, len(Q))
+        with self.parameters_lock:
+            tree = self.tree
+            known = self.inverse_dynamics_batch(Q, QD, QDD)
+            columns = [self._inverse_dynamics_batch_of(tree.with_inertia(inertia), Q, QD, QDD)
+                       for inertia in identification.unit_payload_inertias(tree, frame)]
+        return identification.solve(link, np.stack(columns, axis=-1), TAU - known)
+
+    def _inverse_dynamics_batch_of(self, tree, Q, QD, QDD):
+        """Inverse dynamics of validated samples for a view of this tree with other inertias."""
+        from ..kernels import pack_parameters
+        kernel = self._generic.get("inverse_dynamics_batch")
+        if kernel is not None:
+            torques = kernel(Q, QD, QDD, pack_parameters(tree, self._gravity))
+            if type(torques) is _NDARRAY:
+                return torques
+        coordinates, root = tree.coordinates, gravity_root_acceleration(self._gravity)
+        return np.array([coordinates.joint_forces(_newton_euler(
+            tree, coordinates.hinge_positions(q), coordinates.hinge_rates(qd),
+            coordinates.hinge_rates(qdd), root)) for q, qd, qdd in zip(Q, QD, QDD)]).reshape(
+                Q.shape)
 
     # ------------------------------------------------------------------ mass properties
     @property

@@ -9,11 +9,11 @@ import array
 import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Inertia, Point, Quaternion, Vector3
+from geometry_msgs.msg import Inertia, Point, Quaternion, Vector3, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension
 from transforms3d.quaternions import mat2quat
 from visualization_msgs.msg import Marker
 
@@ -49,6 +49,16 @@ def joint_state_arrays(message):
     """(names, positions, velocities) of a JointState; velocities may be empty."""
     return list(message.name), np.asarray(message.position, dtype=float), \
         np.asarray(message.velocity, dtype=float)
+
+
+def joint_state_efforts(message):
+    """The efforts of a JointState (may be empty)."""
+    return np.asarray(message.effort, dtype=float)
+
+
+def stamp_seconds(stamp):
+    """Seconds of a builtin_interfaces/Time (0.0: not stamped)."""
+    return stamp.sec + 1e-9 * stamp.nanosec
 
 
 def publication_times(info):
@@ -101,11 +111,15 @@ def payload_from_message(payload):
 
 def payload_message(name, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
     """A Payload message of a mass, a centre of mass and a 3x3 inertia about it (None: point mass)."""
+    return Payload(name=name, link=link, inertia=inertia_message(mass, com, inertia))
+
+
+def inertia_message(mass, com=(0.0, 0.0, 0.0), inertia=None):
+    """geometry_msgs/Inertia of a mass, a centre of mass and a 3x3 inertia about it (None: point mass)."""
     tensor = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
-    return Payload(name=name, link=link, inertia=Inertia(
-        m=float(mass), com=vector3(com), ixx=float(tensor[0, 0]), ixy=float(tensor[0, 1]),
-        ixz=float(tensor[0, 2]), iyy=float(tensor[1, 1]), iyz=float(tensor[1, 2]),
-        izz=float(tensor[2, 2])))
+    return Inertia(m=float(mass), com=vector3(com), ixx=float(tensor[0, 0]),
+                   ixy=float(tensor[0, 1]), ixz=float(tensor[0, 2]), iyy=float(tensor[1, 1]),
+                   iyz=float(tensor[1, 2]), izz=float(tensor[2, 2]))
 
 
 def trajectory_arrays(points, count):
@@ -228,6 +242,32 @@ def time_from_seconds(seconds):
 
 def clock(time_message):
     return Clock(clock=time_message)
+
+
+class EstimationMessages:
+    """The estimation topics' messages of one model, built once and refilled per estimate."""
+
+    def __init__(self, joint_names, root_link):
+        self.torque = JointState(name=list(joint_names))
+        self.wrench = WrenchStamped()
+        self.wrench.header.frame_id = root_link       # root axes, about the frame's origin
+
+    def fill(self, estimate, stamp):
+        """(JointState of the external torques at the state's positions, WrenchStamped or None)."""
+        self.torque.header.stamp = stamp
+        self.torque.position = _doubles(estimate.position)
+        self.torque.effort = _doubles(estimate.torques)
+        if estimate.wrench is None:
+            return self.torque, None
+        self.wrench.header.stamp = stamp
+        force, torque = estimate.wrench[:3], estimate.wrench[3:]
+        self.wrench.wrench.force = vector3(force)
+        self.wrench.wrench.torque = vector3(torque)
+        return self.torque, self.wrench
+
+
+def contact(value):
+    return Bool(data=bool(value))
 
 
 class JointStates:

@@ -16,6 +16,8 @@ class Statistics:
         self.last_command_rejection = ""
         self.trajectories = self.rejected_trajectories = 0
         self.last_trajectory_rejection = ""
+        self.estimates = self.rejected_efforts = 0
+        self.last_effort_rejection = ""
 
     def record_compute(self, seconds):
         self.compute_total += seconds
@@ -35,10 +37,22 @@ class Statistics:
         return taken
 
 
+def estimation_status(host, now):
+    """"on (...)" with the observer's gain, or "off: <why>" (joint_states without effort, ...)."""
+    reason = host.estimation_off(now)
+    if reason:
+        return f"off: {reason}"
+    estimation = host.estimation
+    return (f"on: observer gain {estimation.gain:g} 1/s (estimate = true external torque "
+            f"low-pass filtered, time constant {1e3 / estimation.gain:.3g} ms)"
+            + (f", wrench at {estimation.wrench_frame!r}" if estimation.wrench_frame else ""))
+
+
 def model_status(name, host, stats, period, stamp):
     """The DiagnosticArray of one period of an embedded.ModelHost (``stats`` taken for it)."""
     live, mode = host.live, host.config["feedforward_mode"]
-    values = {"feedforward_mode": mode, "description_error": host.description_error}
+    values = {"feedforward_mode": mode, "description_error": host.description_error,
+              "estimation": estimation_status(host, time.monotonic())}
     if live is None:
         return conversions.diagnostics(
             name, "", "error", "no robot model loaded" + (
@@ -67,6 +81,10 @@ def model_status(name, host, stats, period, stamp):
         "services_answered": str(stats.services),
         "kernels": host.kernels_status(),
         "payloads": ", ".join(f"{n} ({p[1]} kg on {p[0]})" for n, p in live.model.payloads.items()),
+        "external_torques_published": str(stats.estimates),
+        "contact": str(host.estimation.contact) if host.estimation is not None else "",
+        "rejected_efforts": str(stats.rejected_efforts),
+        "last_effort_rejection": stats.last_effort_rejection,
     })
     stale = live.stale_joints(now)
     problems = []
@@ -80,6 +98,8 @@ def model_status(name, host, stats, period, stamp):
         problems.append("feedforward clamped to effort limits")
     if stats.rejected:
         problems.append(f"joint states rejected: {stats.last_rejection}")
+    if stats.rejected_efforts:
+        problems.append(f"joint_states efforts not used: {stats.last_effort_rejection}")
     if stats.rejected_commands:
         problems.append(stats.last_command_rejection)
     if stats.rejected_trajectories:

@@ -18,7 +18,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, String
+from geometry_msgs.msg import WrenchStamped
+from std_msgs.msg import Bool, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker
 
@@ -34,6 +35,7 @@ NODE_NAME = "soa_dynamics"
 # How often finished background work (a description load, a kernel warm-up)
 # is looked for: the delay before a loaded model serves.
 BACKGROUND_POLL_PERIOD = 0.05
+CONTACT_PERIOD = 0.1     # [s] ~/contact is republished this often (and on every change)
 
 
 class EmbeddedModelNode(Node):
@@ -49,6 +51,11 @@ class EmbeddedModelNode(Node):
         self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.marker_publisher = self.create_publisher(Marker, "~/task_space_inertia_marker", 1)
         self.trajectory_publisher = self.create_publisher(JointTrajectory, "~/trajectory_out", 10)
+        self.external_torque_publisher = self.create_publisher(JointState, "~/external_torque", 10)
+        self.external_wrench_publisher = self.create_publisher(WrenchStamped, "~/external_wrench", 10)
+        self.contact_publisher = self.create_publisher(Bool, "~/contact", 10)
+        # (the host.estimation they were made for, conversions.EstimationMessages)
+        self._estimation_messages = (None, None)
 
         description = description_from(config)
         if description is not None:
@@ -85,6 +92,7 @@ class EmbeddedModelNode(Node):
         self.create_timer(config["diagnostics_period"],
                           self._never_raises("diagnostics", self._publish_diagnostics))
         self.create_timer(BACKGROUND_POLL_PERIOD, self._never_raises("background work", self.host.poll))
+        self.create_timer(CONTACT_PERIOD, self._never_raises("contact", self._publish_contact))
         if config["marker_rate"] > 0:
             self.create_timer(1.0 / config["marker_rate"],
                               self._never_raises("inertia marker", self._publish_marker))
@@ -172,7 +180,9 @@ class EmbeddedModelNode(Node):
                            "dropped", taken)
             return
         names, positions, velocities = conversions.joint_state_arrays(message)
-        update = live.update_state(names, positions, velocities, taken - max(waited, 0.0))
+        arrival = taken - max(waited, 0.0)
+        update = live.update_state(names, positions, velocities, arrival,
+                                   conversions.joint_state_efforts(message))
         if update.unknown:
             self.get_logger().warning(f"joint_states names unknown to the model are ignored: "
                                       f"{update.unknown}", throttle_duration_sec=10.0)
@@ -182,8 +192,17 @@ class EmbeddedModelNode(Node):
             self.get_logger().warning(f"joint_states message rejected: {update.error}",
                                       throttle_duration_sec=2.0)
             return
+        if update.effort_error:
+            self.stats.rejected_efforts += 1
+            self.stats.last_effort_rejection = update.effort_error
+            self.get_logger().warning(f"joint_states efforts not used: {update.effort_error}",
+                                      throttle_duration_sec=2.0)
         if update.updated:   # a message about other joints only measured nothing of ours
             self._publish_feedforward(live, taken, message.header.stamp)
+        if update.updated and update.efforts_taken:
+            # After the feedforward, which the arm waits for; never from a state whose
+            # efforts were refused (its positions with older efforts would mislead).
+            self._publish_estimate(message.header.stamp, arrival, taken)
 
     def _withhold(self, reason, now):
         self.stats.withheld += 1
@@ -213,6 +232,35 @@ class EmbeddedModelNode(Node):
         self.feedforward_publisher.publish(effort_array)
         self.feedforward_state_publisher.publish(effort_state)
         self.stats.published += 1
+
+    def _publish_estimate(self, stamp, arrival, now):
+        """~/external_torque (and ~/external_wrench, ~/contact on a change) for the latest state.
+
+        The observer's clock is the state's stamp, or its arrival when unstamped.
+        """
+        seconds = conversions.stamp_seconds(stamp)
+        estimate = self.host.estimate(seconds if seconds else arrival, now)
+        if estimate is None:
+            return
+        estimation = self.host.estimation
+        made_for, messages = self._estimation_messages
+        if made_for is not estimation:     # a new model or new settings: new LiveEstimation
+            messages = conversions.EstimationMessages(
+                estimation.model.joint_names, estimation.model.tree.root_link)
+            self._estimation_messages = (estimation, messages)
+        torque, wrench = messages.fill(estimate, stamp)
+        self.external_torque_publisher.publish(torque)
+        if wrench is not None:
+            self.external_wrench_publisher.publish(wrench)
+        if estimate.contact_changed:
+            self.contact_publisher.publish(conversions.contact(estimation.contact))
+        self.stats.estimates += 1
+
+    def _publish_contact(self):
+        """~/contact at 10 Hz while the estimate is fresh (no contact state for a silent robot)."""
+        estimation = self.host.estimation
+        if estimation is not None and estimation.fresh(time.monotonic()):
+            self.contact_publisher.publish(conversions.contact(estimation.contact))
 
     def _on_desired_acceleration(self, message):
         self._set_desired("~/desired_acceleration", lambda live: live.set_desired_acceleration(

@@ -23,6 +23,10 @@ DEFAULT_JOINT_STATES_DEPTH = 10
 # Slower than a joint position loop settles (~0.1 s), so the controller holding
 # the arm absorbs the change; short against a motion's start (README, "Ramping").
 DEFAULT_RAMP_TIME = 0.5
+# Time constant 1/K = 10 ms: the estimate is within 10% of a step in external
+# torque after 23 ms, and crosses half its value after 7 ms (README, "Estimation").
+DEFAULT_OBSERVER_GAIN = 100.0
+DEFAULT_CONTACT_THRESHOLD = 2.0      # [N m]
 
 
 def _number(low, high, unit="", zero_allowed=False):
@@ -95,6 +99,19 @@ def _vector(size, bound, unit=""):
     return check
 
 
+def _thresholds(value):
+    """Contact thresholds: one positive number for every joint, or one per joint (the model checks
+    the count)."""
+    if isinstance(value, (str, bool)) or not hasattr(value, "__len__") or not len(value) \
+            or len(value) > 1000 \
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        raise ValueError(f"must be one number (every joint) or one per joint, not {value!r}")
+    thresholds = [float(v) for v in value]
+    if not all(math.isfinite(v) and 1e-6 <= v <= 1e6 for v in thresholds):
+        raise ValueError(f"must be between 1e-06 and 1e+06 N m (or N), not {thresholds}")
+    return thresholds
+
+
 @dataclass(frozen=True)
 class Spec:
     default: object
@@ -144,6 +161,26 @@ PARAMETERS = {
     "marker_frame": Spec("", "frame whose inertia ellipsoid is published (empty: none)", _text),
     "marker_rate": Spec(0.0, "[Hz] of ~/task_space_inertia_marker, 0.1 to 100; 0: off",
                         _number(0.1, 100.0, " Hz", zero_allowed=True), read_only=True),
+    "estimation": Spec(True, "estimate external torques, wrench and contact when joint_states "
+                             "carry effort (false: never)", _flag),
+    "observer_gain": Spec(DEFAULT_OBSERVER_GAIN, "[1/s] external-torque observer gain K: the "
+                          "estimate follows the true external torque as a first-order low-pass "
+                          "with time constant 1/K; 0.1 to 1e4", _number(0.1, 1e4, " 1/s")),
+    "contact_thresholds": Spec([DEFAULT_CONTACT_THRESHOLD], "[N m or N] ~/contact turns true when "
+                               "an estimated external joint torque exceeds its threshold: one "
+                               "value for every joint or one per joint (model order)",
+                               _thresholds),
+    "contact_release_ratio": Spec(0.5, "~/contact turns false again when every estimate is below "
+                                  "ratio x its threshold (hysteresis); 0.01 to 1",
+                                  _number(0.01, 1.0)),
+    "subtract_friction": Spec(False, "subtract the URDF joints' <dynamics damping friction> from "
+                              "the measured efforts before estimating (without it, friction is "
+                              "part of the external torques)", _flag),
+    "external_wrench_frame": Spec("", "frame at which ~/external_wrench is estimated (empty: "
+                                  "not published)", _text),
+    "identification_buffer_time": Spec(10.0, "[s] of recent joint states (with effort) kept for "
+                                       "~/identify_payload; 0.5 to 60",
+                                       _number(0.5, 60.0, " s")),
     "executor": Spec(DEFAULT_EXECUTOR, " | ".join(EXECUTORS), _choice(EXECUTORS), read_only=True),
     "kernels": Spec("auto", "auto (the generic compiled module at once; this robot's kernels "
                             "compiled in a child process, then loaded) | off", _choice(("auto", "off")), read_only=True),

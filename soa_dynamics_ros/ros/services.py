@@ -1,4 +1,4 @@
-"""The node's nine services: each request unpacked (conversions), answered by the live model.
+"""The node's ten services: each request unpacked (conversions), answered by the live model.
 
 Every service answers: ``success=false`` with a message naming the problem
 for any bad request, and a model error never escapes into the executor.  A
@@ -14,7 +14,8 @@ from . import conversions
 from .. import plant
 from ..errors import InvalidInputError, JointLimitWarning, SoaDynamicsError
 from ..srv import (EvaluateTrajectory, ForwardDynamics, GravityTorques, HybridDynamics,
-                   InverseDynamics, MassMatrix, MixedDynamics, SetPayload, TaskSpaceInertia)
+                   IdentifyPayload, InverseDynamics, MassMatrix, MixedDynamics, SetPayload,
+                   TaskSpaceInertia)
 
 # Service name -> type; each is answered by the ModelServices method of the same name.
 SERVICES = {
@@ -27,6 +28,7 @@ SERVICES = {
     "mixed_dynamics": MixedDynamics,
     "set_payload": SetPayload,
     "evaluate_trajectory": EvaluateTrajectory,
+    "identify_payload": IdentifyPayload,
 }
 
 
@@ -218,3 +220,18 @@ class ModelServices:
         if first:
             notes.insert(0, f"{first[1]!r} exceeds its effort limit at t={first[0]:g} s")
         response.message = "; ".join(notes)
+
+    def identify_payload(self, request, response):
+        """The load on a link from the recent joint states (embedded.estimation); bounded work."""
+        name = conversions.bounded("payload name", request.name, conversions.MAX_NAME_LENGTH)
+        outcome = self.host.identify_payload(request.link, request.duration, request.apply, name)
+        if request.apply and not outcome.applied:
+            raise InvalidInputError(f"nothing attached: {outcome.message}")
+        result = outcome.result
+        response.inertia = conversions.inertia_message(result.mass, result.com, result.inertia)
+        response.residual = float(result.residual)
+        response.samples = outcome.samples
+        response.applied = outcome.applied
+        response.message = outcome.message
+        if outcome.applied:
+            self.logger.info(f"~/identify_payload: {outcome.message}")

@@ -115,8 +115,12 @@ class SimNode(Node):
         declare("payload_mass", 0.0, _descriptor("[kg]", number=True))
         declare("payload_com", [0.0, 0.0, 0.0], _descriptor("[m] in the link frame"))
         declare("payload_inertia", [0.0] * 9, _descriptor("3x3 about the COM, link axes (0: point mass)"))
-        declare("wrench_link", "", _descriptor("link receiving a constant external wrench (empty: none)"))
+        declare("wrench_link", "", _descriptor("link receiving an external wrench (empty: none)"))
         declare("wrench", [0.0] * 6, _descriptor("[f; t] in root axes about the link origin, on the robot"))
+        declare("wrench_start", 0.0, _descriptor("[simulated s] when the wrench starts acting",
+                                                 number=True))
+        declare("wrench_duration", 0.0, _descriptor("[simulated s] how long it acts; 0: no end",
+                                                    number=True))
         declare("diagnostics_period", 1.0, _descriptor("[s]", True, number=True))
 
         value = self._value
@@ -137,7 +141,7 @@ class SimNode(Node):
         payload = self._payload_from(value)
         if payload is not None:
             self.plant.set_payload(payload)
-        self.plant.set_wrench(value("wrench_link"), as_vector("wrench", value("wrench"), 6))
+        self._set_wrench(value, as_vector("wrench", value("wrench"), 6))
         initial = as_vector("initial_positions", value("initial_positions"),
                             len(value("initial_positions"))).tolist()
         if len(initial) <= 1 and not any(initial):
@@ -186,7 +190,8 @@ class SimNode(Node):
 
     # ------------------------------------------------------------------ parameters
     NUMBERS = ("timestep", "real_time_factor", "lockstep_timeout", "command_timeout", "payload_mass",
-               "diagnostics_period")
+               "diagnostics_period", "wrench_start", "wrench_duration")
+    WRENCH = {"wrench_link", "wrench", "wrench_start", "wrench_duration"}
 
     def _value(self, name, changes=None):
         value = changes[name] if changes and name in changes else self.get_parameter(name).value
@@ -247,6 +252,11 @@ class SimNode(Node):
         return dict(link=value("payload_link"), mass=mass, com=com.tolist(),
                     inertia=inertia.ravel().tolist())
 
+    def _set_wrench(self, value, wrench):
+        duration = value("wrench_duration")
+        self.plant.set_wrench(value("wrench_link"), wrench, value("wrench_start"),
+                              duration if duration > 0.0 else math.inf)
+
     def _on_set_parameters(self, parameters):
         changes = {p.name: p.value for p in parameters}
         value = lambda name: self._value(name, changes)  # noqa: E731
@@ -256,7 +266,7 @@ class SimNode(Node):
             payload_changed = bool(set(changes) & {"payload_link", "payload_mass", "payload_com",
                                                    "payload_inertia"})
             payload = self._payload_from(value) if payload_changed else None
-            wrench_changed = bool(set(changes) & {"wrench_link", "wrench"})
+            wrench_changed = bool(set(changes) & self.WRENCH)
             wrench = as_vector("wrench [f; t]", value("wrench"), 6) if wrench_changed else None
             if wrench_changed and value("wrench_link"):
                 self.plant.check_link(value("wrench_link"))
@@ -264,9 +274,10 @@ class SimNode(Node):
                 self.plant.set_payload(payload)
                 self.get_logger().info(f"payload now {self.plant.payload}")
             if wrench_changed:
-                self.plant.set_wrench(value("wrench_link"), wrench)
+                self._set_wrench(value, wrench)
+                start, end = self.plant.wrench_window
                 self.get_logger().info(f"external wrench {wrench.tolist()} on "
-                                       f"{value('wrench_link')!r}")
+                                       f"{value('wrench_link')!r} for t in [{start:g}, {end:g}) s")
         except (SoaDynamicsError, ValueError, TypeError) as error:
             self.get_logger().error(f"parameter change refused: {error}")
             return conversions.parameters_result(refusal=str(error))

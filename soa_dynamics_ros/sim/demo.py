@@ -16,6 +16,12 @@ stand-in (``controller:=joint_trajectory``) at the same PID gains twice: without
 trajectory efforts, and with those the node fills in (``~/trajectory_in`` ->
 ``~/trajectory_out``); prints both RMS tracking errors and writes
 ``trajectory_feedforward.png`` beside the first PNG.
+
+Then (``--part estimation`` alone) the node's estimation against the sim's truth:
+external torques, the wrench at the hand and contact during a wrench window,
+with the exact model and with joint friction only the sim has, and a payload
+the node is never told of, identified (:mod:`.estimation_demo`); writes
+``estimation.png`` beside the first PNG.
 """
 import argparse
 import contextlib
@@ -33,7 +39,7 @@ from soa_dynamics_ros.ros.processes import ChildProcess
 REPO = pathlib.Path(__file__).resolve().parents[2]     # the repository (editable install)
 
 
-def _config_dir():
+def config_dir():
     if (REPO / "config" / "panda_sim.yaml").is_file():
         return REPO / "config"
     from ament_index_python.packages import get_package_share_directory
@@ -100,7 +106,7 @@ class Recorder:
                 np.array([r[2] for r in rows]), np.array([r[3] for r in rows]))
 
 
-def _call(node, client, request, timeout=10.0):
+def call_service(node, client, request, timeout=10.0):
     if not client.wait_for_service(timeout_sec=timeout):
         raise TimeoutError(f"service {client.srv_name} not available")
     future = client.call_async(request)
@@ -111,15 +117,26 @@ def _call(node, client, request, timeout=10.0):
     return future.result()
 
 
-def _set_parameter(node, name, value):
-    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+def parameter_value(value):
+    from rcl_interfaces.msg import ParameterType, ParameterValue
+    if isinstance(value, str):
+        return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(value))
+    return ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
+                          double_array_value=[float(v) for v in value])
+
+
+def set_parameter(node, name, value, target="/soa_dynamics"):
+    """Set a string, number or number-list parameter of ``target``; RuntimeError if refused."""
+    from rcl_interfaces.msg import Parameter
     from rcl_interfaces.srv import SetParameters
-    client = node.create_client(SetParameters, "/soa_dynamics/set_parameters")
-    request = SetParameters.Request(parameters=[Parameter(name=name, value=ParameterValue(
-        type=ParameterType.PARAMETER_STRING, string_value=value))])
-    result = _call(node, client, request).results[0]
+    client = node.create_client(SetParameters, f"{target}/set_parameters")
+    request = SetParameters.Request(parameters=[Parameter(name=name, value=parameter_value(value))])
+    result = call_service(node, client, request).results[0]
+    node.destroy_client(client)
     if not result.successful:
-        raise RuntimeError(f"setting {name} refused: {result.reason}")
+        raise RuntimeError(f"setting {name} of {target} refused: {result.reason}")
 
 
 def wait_for_compiled_kernels(node, longest):
@@ -165,7 +182,7 @@ def ask_every_service(node, names, q0):
     from soa_dynamics_ros import srv
     state = JointState(name=names, position=q0.tolist(), velocity=[0.0] * len(names))
     zero = [0.0] * len(names)
-    ask = lambda kind, name, **fields: _call(  # noqa: E731
+    ask = lambda kind, name, **fields: call_service(  # noqa: E731
         node, node.create_client(kind, f"/soa_dynamics/{name}"), kind.Request(**fields))
     lines = []
     a = ask(srv.GravityTorques, "gravity_torques", state=state)
@@ -241,9 +258,12 @@ def main(argv=None):
     parser.add_argument("--phase", type=float, default=5.0, help="seconds per phase (two phases)")
     parser.add_argument("--warm-up", type=float, default=120.0,
                         help="longest wait [s] for the node's compiled kernels before measuring")
-    parser.add_argument("--part", choices=("all", "gravity", "trajectory"), default="all",
+    parser.add_argument("--part", choices=("all", "gravity", "trajectory", "estimation"),
+                        default="all",
                         help="gravity: hold and fall; trajectory: pick-and-place through the "
-                        "joint_trajectory_controller stand-in without and with trajectory feedforward")
+                        "joint_trajectory_controller stand-in without and with trajectory "
+                        "feedforward; estimation: external torques, wrench, contact and payload "
+                        "identification against the sim's truth")
     args = parser.parse_args(argv)
 
     env = os.environ.copy()
@@ -256,6 +276,9 @@ def main(argv=None):
     status = gravity_demo(args, env, output) if args.part in ("all", "gravity") else 0
     if args.part in ("all", "trajectory"):
         status = trajectory_demo(output.parent, env, args.warm_up + 180.0) or status
+    if args.part in ("all", "estimation"):
+        from .estimation_demo import estimation_demo
+        status = estimation_demo(output.parent, env, args.warm_up) or status
     return status
 
 
@@ -264,7 +287,7 @@ def gravity_demo(args, env, output):
     from soa_dynamics_ros.model import RobotModel
     import yaml
 
-    config = _config_dir()
+    config = config_dir()
     sim_parameters = yaml.safe_load((config / "panda_sim.yaml").read_text())
     q0 = np.array(sim_parameters["soa_dynamics_sim"]["ros__parameters"]["initial_positions"])
     names = RobotModel.from_urdf(str(config.parent / "urdf" / "panda.urdf")
@@ -280,7 +303,7 @@ def gravity_demo(args, env, output):
                           "-r", "~/feedforward:=/effort_controller/commands"], output.parent, env)
     status = 1
     try:
-        with _spinning_node("soa_demo") as node:
+        with spinning_node("soa_demo") as node:
             recorder = Recorder(node, names)
             # In order, as on a real arm: the node ready first (its kernels compiled),
             # then the arm, whose time stands still until the node's first command.
@@ -294,17 +317,17 @@ def gravity_demo(args, env, output):
             # Recording from the first command on: this process may discover the sim
             # later than the node does (it missed the first second once), so the
             # node's feedforward is switched on only now; the arm waits for it.
-            _set_parameter(node, "feedforward_mode", "gravity")
+            set_parameter(node, "feedforward_mode", "gravity")
             recorder.wait_for_answers(60)
             t0 = 0.0        # the first command's time: the sim's clock starts with it
             print(f"[demo] arm at {_fmt(q0)}; {args.phase:g} s with gravity feedforward ...")
             recorder.wait_until(t0 + args.phase, 60)
-            _set_parameter(node, "feedforward_mode", "off")
+            set_parameter(node, "feedforward_mode", "off")
             t1 = recorder.latest_time()
             print(f"[demo] feedforward off at t={t1 - t0:.2f} s; {args.phase:g} s more ...")
             recorder.wait_until(t1 + args.phase, 60)
             lines = ask_every_service(node, names, q0)
-            _set_parameter(node, "feedforward_mode", "gravity")
+            set_parameter(node, "feedforward_mode", "gravity")
 
             t, arrival, q, effort = recorder.window(t0, t1 + args.phase)
             held, fell = t <= t0 + args.phase, t > t1
@@ -365,7 +388,7 @@ def trajectory_demo(folder, env, timeout):
     except ImportError:
         print("[demo] rtb-data is not installed (requirements-dev.txt): the Panda only")
     results, status = {}, 0
-    with _spinning_node("soa_trajectory_demo") as node:
+    with spinning_node("soa_trajectory_demo") as node:
         for robot in robots:
             description = pnp.description(robot)
             model = RobotModel.from_urdf(description, kernels="off")
@@ -444,7 +467,7 @@ def plot_tracking(path, results):
 
 
 @contextlib.contextmanager
-def _spinning_node(name):
+def spinning_node(name):
     """An rclpy node of its own context, spun in a daemon thread while the block runs."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor

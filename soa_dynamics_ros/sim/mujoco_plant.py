@@ -24,6 +24,7 @@ MuJoCo's warnings go to :func:`route_warnings`' handler (by default the
 directory: a diverged simulation warns at every step (a 965 MB file once).
 """
 import logging
+import math
 import xml.etree.ElementTree as ET
 
 import mujoco
@@ -96,6 +97,7 @@ class MujocoPlant:
         self.model = self.data = None
         self._build(payload)
         self.wrench_link, self.wrench = None, np.zeros(6)
+        self.wrench_window = (0.0, math.inf)
 
     # ------------------------------------------------------------------ building
     def _spec(self, payload):
@@ -227,20 +229,55 @@ class MujocoPlant:
         self.data.qfrc_applied[self._dof] = effort
         return effort
 
-    def set_wrench(self, link, wrench):
-        """A constant wrench ``[f; t]`` (root axes, about the link origin) on a link; None clears."""
+    def set_wrench(self, link, wrench, start=0.0, duration=math.inf):
+        """A wrench ``[f; t]`` (root axes, about the link origin) on a link; None clears.
+
+        It acts during the steps that begin in ``[start, start + duration)``
+        (simulated seconds; by default always).
+        """
+        if not (math.isfinite(start) and duration > 0.0):
+            raise InvalidInputError(f"wrench window: start {start} must be finite and duration "
+                                    f"{duration} positive")
         if link:
             self.check_link(link)
             self.wrench_link, self.wrench = link, np.asarray(wrench, dtype=float).reshape(6)
         else:
             self.wrench_link, self.wrench = None, np.zeros(6)
+        self.wrench_window = (float(start), float(start) + float(duration))
+
+    def wrench_acting(self):
+        """The wrench ``[f; t]`` acting during the coming step (zeros outside its window)."""
+        start, end = self.wrench_window
+        if self.wrench_link is None or not start <= self.data.time < end:
+            return np.zeros(6)
+        return self.wrench.copy()
+
+    def external_joint_torques(self):
+        """The joint torques (``joints`` order) of the wrench acting in the coming step: J^T w.
+
+        MuJoCo's Jacobian of the link origin, independent of the project's model;
+        a mimic joint's share goes to its master (times the multiplier), as the
+        model folds mimic joints.
+        """
+        wrench = self.wrench_acting()
+        if not np.any(wrench):
+            return np.zeros(len(self.joint_names))
+        body = self.model.body(self.wrench_link).id
+        linear, angular = np.zeros((3, self.model.nv)), np.zeros((3, self.model.nv))
+        mujoco.mj_jac(self.model, self.data, linear, angular, self.data.xpos[body], body)
+        torques = linear.T @ wrench[:3] + angular.T @ wrench[3:]
+        for eq, mimic, master in self._mimics:
+            torques[self.model.jnt_dofadr[master]] += \
+                self.model.eq_data[eq][1] * torques[self.model.jnt_dofadr[mimic]]
+        return torques[self._dof]
 
     def _apply_wrench(self):
         self.data.xfrc_applied[:] = 0.0
-        if self.wrench_link is None or not np.any(self.wrench):
+        wrench = self.wrench_acting()
+        if not np.any(wrench):
             return
         body = self.model.body(self.wrench_link).id
-        force, torque = self.wrench[:3], self.wrench[3:]
+        force, torque = wrench[:3], wrench[3:]
         # MuJoCo applies xfrc_applied at the body's centre of mass, in world axes.
         lever = self.data.xpos[body] - self.data.xipos[body]
         self.data.xfrc_applied[body, :3] = force

@@ -57,6 +57,8 @@ def _check_against_reference(fast, slow, rng, samples=4, frames=()):
         assert_close(fast.bias_torques(q, qd), slow.bias_torques(q, qd), "bias", TOL)
         assert_close(fast.inverse_dynamics(q, qd, qdd), tau, "inverse dynamics", TOL)
         assert_close(fast.mass_matrix(q), slow.mass_matrix(q), "mass matrix", TOL)
+        assert_close(fast.coriolis_transpose_product(q, qd),
+                     slow.coriolis_transpose_product(q, qd), "C^T qd", TOL)
         assert_close(fast.forward_dynamics(q, qd, tau), slow.forward_dynamics(q, qd, tau),
                      "forward dynamics", 1e-10 if fast.tree.has_mimic else TOL)
         for frame in frames:

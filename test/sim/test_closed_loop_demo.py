@@ -1,5 +1,5 @@
-"""`make demo` (soa_dynamics_ros.sim.demo), shortened: it runs, reports and plots (both parts:
-gravity hold and fall; the pick-and-place without and with trajectory feedforward)."""
+"""`make demo` (soa_dynamics_ros.sim.demo), shortened: it runs, reports and plots (all parts:
+gravity hold and fall; the pick-and-place without and with trajectory feedforward; estimation)."""
 import subprocess
 import sys
 
@@ -22,9 +22,11 @@ def test_demo_reports_and_plots(tmp_path):
                      "~/hybrid_dynamics", "~/mixed_dynamics", "~/set_payload",
                      "~/evaluate_trajectory", "panda   RMS tracking error WITHOUT feedforward",
                      "vx300s  RMS tracking error WITHOUT feedforward",
-                     "RMS tracking error WITH feedforward"):
+                     "RMS tracking error WITH feedforward",
+                     "external torques, from 100 ms after the start",
+                     "payload (never told to the node)"):
         assert expected in report
-    for png in (output, tmp_path / "trajectory_feedforward.png"):
+    for png in (output, tmp_path / "trajectory_feedforward.png", tmp_path / "estimation.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -11,7 +11,9 @@ from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
 from support.sim_harness import POSES, StateRecorder, start_sim, stamp_seconds
+from oracles.pinocchio_reference import PinocchioReference
 from soa_dynamics_ros import RobotModel
+from soa_dynamics_ros.errors import InvalidInputError
 from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant, strip_urdf
 
 
@@ -64,6 +66,38 @@ def test_external_wrench_matches_the_model_convention():
     assert hold(plant, tau, 500) < 1e-10
     plant.reset(q0)
     assert hold(plant, model.gravity_torques, 300) > 1e-4      # the wrench is really there
+
+
+def test_wrench_acts_only_during_its_window():
+    """Outside [start, start + duration) gravity torques hold the arm; inside, ID with the wrench does."""
+    plant, model, q0 = plant_and_model("panda")
+    wrench = np.array([5.0, -3.0, 8.0, 0.4, 0.2, -0.3])
+    plant.set_wrench("panda_link6", wrench, start=0.2, duration=0.3)
+    with_wrench = lambda q: model.inverse_dynamics(q, np.zeros(7), np.zeros(7),  # noqa: E731
+                                                   {"panda_link6": wrench})
+    assert hold(plant, model.gravity_torques, 200) < 1e-10          # t in [0, 0.2)
+    assert hold(plant, with_wrench, 300) < 1e-10                    # t in [0.2, 0.5)
+    assert hold(plant, model.gravity_torques, 300) < 1e-10          # after the window
+    plant.reset(q0)
+    plant.data.time = 0.2
+    assert hold(plant, model.gravity_torques, 300) > 1e-4           # the wrench is really there
+
+
+def test_external_joint_torques_are_the_wrench_through_the_jacobian():
+    """J^T w against Pinocchio's Jacobian of the link origin; zero outside the window."""
+    urdf = open(shipped_urdf("panda.urdf")).read()
+    plant, model, q0 = plant_and_model("panda")
+    reference = PinocchioReference(urdf, model.joint_names)
+    wrench = np.array([5.0, -3.0, 8.0, 0.4, 0.2, -0.3])
+    plant.set_wrench("panda_link6", wrench, start=0.1, duration=0.1)
+    assert not np.any(plant.external_joint_torques())
+    plant.data.time = 0.1
+    expected = reference.jacobian(q0, "panda_link6").T @ wrench
+    assert plant.external_joint_torques() == pytest.approx(expected, abs=1e-12)
+    plant.data.time = 0.2
+    assert not np.any(plant.external_joint_torques())
+    with pytest.raises(InvalidInputError, match="duration"):
+        plant.set_wrench("panda_link6", wrench, start=0.0, duration=0.0)
 
 
 def test_payload_on_a_link():

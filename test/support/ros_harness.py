@@ -74,6 +74,15 @@ class RosClient:
                                       lambda m: messages.append((time.monotonic(), m)), qos)
         return messages
 
+    def collect_published(self, message_type, topic, qos=10):
+        """Subscribe and gather (source timestamp [ns], message): when the publisher wrote each,
+        on its process's clock, so that messages of one publisher on two topics can be ordered."""
+        messages = []
+        self.node.create_subscription(
+            message_type, topic, lambda m, info: messages.append((info["source_timestamp"], m)),
+            qos)
+        return messages
+
     def publisher(self, message_type, topic, depth=10, timeout=30.0):
         """A publisher on ``topic`` once a subscriber has matched it (earlier messages are lost)."""
         publisher = self.node.create_publisher(message_type, topic, depth)

@@ -7,7 +7,7 @@ from support.robots import REPO
 PACKAGE = REPO / "soa_dynamics_ros"
 # Lowest first: a module may import its own layer and the layers before it.
 LAYERS = ["errors", "validation", "multibody", "description", "algorithms", "kernels", "model",
-          "plant", "embedded", "ros", "sim"]
+          "estimation", "plant", "embedded", "ros", "sim"]
 # The package's front door and the old-path alias import the model and the reader.
 ENTRY_MODULES = {"__init__", "urdf"}
 ROS_LAYERS = {"ros", "sim"}

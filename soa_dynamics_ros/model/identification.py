@@ -1,0 +1,125 @@
+"""Payload identification: least squares on a rigid load's ten inertial parameters.
+
+Joint torques are linear in a body's inertial parameters (``tau = Y(q, qd, qdd) pi``),
+so the torques a load adds to the known robot's, ``TAU - ID_robot``, fit
+``pi`` of the load by least squares.  ``pi`` is, in the link frame,
+``[m, m cx, m cy, m cz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]`` with the rotational
+inertia about the **link origin**; :class:`PayloadEstimate` turns it into a
+mass, a centre of mass and the inertia about it.  The regressor's column j
+is the inverse dynamics of the tree with only a unit of parameter j on the
+link (:func:`unit_payload_inertias`), computed by the model's own
+recursions (compiled batch where there is one).
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..multibody.spatial import (INERTIA_PARAMETER_COUNT, motion_transform,
+                                 parameters_to_inertia, skew)
+from ..validation import payload_problems
+
+PARAMETER_NAMES = ("m", "m*cx", "m*cy", "m*cz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
+# Singular values of the column-normalized regressor below this fraction of the
+# largest count as zero: the motion did not tell those parameter combinations
+# apart (condition number of at least 1e8).
+EXCITATION_RCOND = 1e-8
+
+
+def unit_payload_inertias(tree, frame):
+    """Per inertial parameter of a load on ``frame``, the tree's body inertias with only
+    a unit of that parameter (link-frame parameter, carried onto the frame's body)."""
+    x = motion_transform(frame.rotation, frame.translation)
+    inertias = []
+    for unit in np.eye(INERTIA_PARAMETER_COUNT):
+        inertia = np.zeros_like(tree.body_inertia)
+        inertia[frame.body] = x.T @ parameters_to_inertia(unit) @ x
+        inertias.append(inertia)
+    return inertias
+
+
+@dataclass
+class PayloadEstimate:
+    """A rigid load identified on ``link``: see :meth:`RobotModel.identify_payload`."""
+    link: str
+    mass: float
+    com: np.ndarray              # link frame, m
+    inertia: np.ndarray          # 3x3 about the COM, link axes
+    parameters: np.ndarray       # the ten fitted parameters (PARAMETER_NAMES, about the link origin)
+    residual: float              # RMS of the torques the fit leaves unexplained, N m
+    standard_deviation: np.ndarray  # per parameter, from the residual and the regressor
+    singular_values: np.ndarray  # of the column-normalized regressor, largest first
+    samples: int
+    problems: list = field(default_factory=list)  # why it is not a physical body, if it is not
+
+    @property
+    def condition(self):
+        """Condition number of the column-normalized regressor: how well the motion
+        excited the parameters apart (1 is ideal; the solve refuses at 1e8)."""
+        return float(self.singular_values[0] / self.singular_values[-1])
+
+    @property
+    def plausible(self):
+        return not self.problems
+
+    def apply(self, model, name, with_inertia=True):
+        """Attach the estimate to ``model`` as payload ``name``; refuses an implausible one.
+
+        ``with_inertia=False`` attaches the mass at the centre of mass only (a
+        point mass), for a motion that determined them but left the inertia
+        implausible (a small load's inertia is the least excited parameter).
+        """
+        problems = self.problems if with_inertia else payload_problems(self.mass, np.zeros((3, 3)))
+        if problems:
+            raise InvalidInputError(f"identified payload on {self.link!r} is not a physical "
+                                    f"body ({'; '.join(problems)}): not applied")
+        model.attach_payload(name, self.link, self.mass, self.com,
+                             self.inertia if with_inertia else None)
+
+
+def solve(link, regressor, torques):
+    """Fit the ten parameters: ``regressor`` (N, dof, 10), ``torques`` (N, dof) the load's."""
+    samples, dof, count = regressor.shape
+    rows = regressor.reshape(samples * dof, count)
+    target = torques.reshape(samples * dof)
+    if len(rows) < 2 * count:
+        raise InvalidInputError(f"{samples} samples of {dof} joints give {len(rows)} equations: "
+                                f"at least {2 * count} are needed for {count} parameters")
+    scale = np.linalg.norm(rows, axis=0)
+    unfelt = [PARAMETER_NAMES[j] for j in np.flatnonzero(scale == 0.0)]
+    if unfelt:
+        raise InvalidInputError(f"the joint torques do not depend on the payload's {unfelt} in "
+                                f"this motion: a load on {link!r} cannot be identified from it")
+    left, singular, right = np.linalg.svd(rows / scale, full_matrices=False)
+    weak = singular < EXCITATION_RCOND * singular[0]
+    if np.any(weak):
+        # The right singular vectors of the weak directions name the parameters they mix.
+        mixed = sorted({PARAMETER_NAMES[j] for vector in right[weak]
+                        for j in np.flatnonzero(np.abs(vector) > 0.1)})
+        raise InvalidInputError(
+            f"the motion does not excite the payload parameters on {link!r} enough to tell "
+            f"{mixed} apart (condition number {singular[0] / singular[-1]:.3g} of the "
+            f"normalized regressor): move more joints, faster, in more directions")
+    scaled = right.T @ ((left.T @ target) / singular)
+    parameters = scaled / scale
+    error = target - rows @ parameters
+    residual = float(np.sqrt(np.mean(error ** 2)))
+    variance = float(error @ error) / (len(rows) - count)
+    covariance_scaled = (right.T / singular ** 2) @ right
+    deviation = np.sqrt(variance * np.diag(covariance_scaled)) / scale
+    return _estimate(link, parameters, residual, deviation, singular, samples)
+
+
+def _estimate(link, parameters, residual, deviation, singular, samples):
+    mass = float(parameters[0])
+    first_moment = parameters[1:4]
+    ixx, ixy, ixz, iyy, iyz, izz = parameters[4:]
+    about_origin = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    if mass != 0.0:
+        com = first_moment / mass
+        c = skew(com)
+        inertia = about_origin + mass * (c @ c)     # parallel axis, back to the COM
+    else:
+        com, inertia = np.zeros(3), about_origin
+    return PayloadEstimate(link, mass, com, inertia, parameters, residual, deviation, singular,
+                           samples, payload_problems(mass, inertia))
