@@ -298,20 +298,30 @@ class ModelHost:
         if missing:
             return (f"joint_states carry no effort for {missing[:4]}{'...' if len(missing) > 4 else ''}"
                     f" (none within state_timeout {self.live.state_timeout} s)")
-        if self._warmup is not None:
+        return self._estimation_kernels()
+
+    def _estimation_kernels(self):
+        """Why the observer cannot run at the joint-state rate yet ("" when it can).
+
+        Its C^T qd has no compiled path but the robot's own kernels: ~0.5-1 ms
+        per state otherwise, held before the next state's feedforward.
+        """
+        mode, backend = self.live.model.kernels
+        if mode == "c":
+            return ""
+        if self._warmup is not None or backend is not None:   # (generic: their reload is on its way)
             return "this robot's compiled kernels not ready yet"
-        return ""
+        return "no compiled kernels (kernels off or no C compiler): too slow for the joint-state rate"
 
     def estimate(self, stamp, now):
         """The estimate for the latest state (an Estimate), or None when none may be made.
 
         Only from a state whose every joint, positions and efforts, was measured
-        within ``state_timeout``; never while this robot's kernels compile (the
-        observer's C^T qd has no compiled path but the robot's own: ~0.5 ms per
-        state otherwise, held before the next state's feedforward).
+        within ``state_timeout``, and only with this robot's own compiled kernels
+        (:meth:`_estimation_kernels`).
         """
         live, estimation = self.live, self.estimation
-        if estimation is None or self._warmup is not None or not self.config["estimation"]:
+        if estimation is None or not self.config["estimation"] or self._estimation_kernels():
             return None
         timeout = live.state_timeout
         if now - live.received_at.min() > timeout or now - live.effort_received_at.min() > timeout:
@@ -320,8 +330,10 @@ class ModelHost:
 
     def identify_payload(self, link, duration, apply, name):
         """``LiveEstimation.identify`` of the current model; SoaDynamicsError when estimation is off."""
-        reason = self.estimation_off(time.monotonic())
-        if self.estimation is None or self._warmup is not None:
+        if self.live is None:
+            raise InvalidInputError("estimation is off: no robot model loaded")
+        reason = self.estimation_error if self.estimation is None else self._estimation_kernels()
+        if reason:
             raise InvalidInputError(f"estimation is off: {reason}")
         return self.estimation.identify(link, duration, apply, name)
 
