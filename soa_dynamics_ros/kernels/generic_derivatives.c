@@ -8,10 +8,10 @@
  * covariantly (S_j x) except where it involves the bodies upstream of j.  With S,
  * v, a, F the hinge map, velocity, acceleration and gathered force of each body,
  * Ic the composite inertia and, summed over the subtree of i,
- *   B(i) = sum_k [-I_k (v_k x) + ((I_k v_k) x*)^T-like term + (v_k x*) I_k]
- *        (the 6x6 map w -> I_k (w x v_k) + w x* I_k v_k + v_k x* I_k w, negated),
- *   E(i) = sum_k of the wrenches' turning (6x3: root-axes wrenches about their link
- *        origins move with the link, they do not turn with it),
+ *   B(i) = sum_k of the 6x6 map w -> I_k (w x v_k) + w x* (I_k v_k) + v_k x* (I_k w)
+ *        (zero where v_k = 0),
+ *   E(i) = sum_k of the wrenches' turning, 6x3: a root-axes wrench about its link
+ *        origin moves with the link but does not turn with it,
  * and per hinge j with parent body l: w_j = S_j x v_l, u_j = S_j x a_l - w_j x v_l,
  *   j ancestor of i or i itself:
  *     dtau_i/dq_j  = -(Ic_i S_i).u_j - (B_i^T S_i).w_j - (E_i^T S_i).omega_j
