@@ -350,26 +350,29 @@ static int derivatives_sample(Model *m, int kind, const double *q, const double 
 /* Matrices per answer: 2 (inverse), 3 (forward), 1 (gravity). */
 static const int derivative_outputs[3] = {2, 3, 1};
 
-/* f(model, q, [qd, qdd | tau,] [frames, wrenches,] p) -> (outputs, n, n) or (n, n) */
+/* f(model, q, [qd, qdd | tau,] [{link: wrench},] p) -> (outputs, n, n) or (n, n) */
 static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, int kind,
                                   int wrenched)
 {
     int inputs = kind == 2 ? 1 : 3;
-    if (soa_wrong_count(nargs, 2 + inputs + 2 * wrenched))
+    if (soa_wrong_count(nargs, 2 + inputs + wrenched))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
     const double *data[3] = {NULL, NULL, NULL};
-    const double *p = soa_array(args[1 + inputs + 2 * wrenched], 1, m->params, 0);
+    const double *p = soa_array(args[1 + inputs + wrenched], 1, m->params, 0);
     npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
     if (!p || vectors(args + 1, inputs, lengths, data) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     const double *frames = NULL, *wrenches = NULL;
     int count = 0;
-    if (wrenched && wrench_arrays(m, args[1 + inputs], args[2 + inputs], &frames, &wrenches,
-                                  &count) != SOA_OK)
-        return PyLong_FromLong(SOA_BAD_INPUT);
+    if (wrenched) {
+        if (parse_wrenches(m, args[1 + inputs], &count) != SOA_OK)
+            return PyLong_FromLong(SOA_BAD_INPUT);
+        frames = m->wrench_frames;
+        wrenches = m->wrench_values;
+    }
     double *space = derivative_workspace(derivative_doubles(m)), *out;
     if (!space)
         return PyErr_NoMemory();

@@ -79,7 +79,7 @@ OUTPUTS = {"inverse_dynamics_derivatives": 2, "forward_dynamics_derivatives": 3,
            "gravity_derivatives": 1}
 
 
-def compiled_answer(functions, compiled, name, vectors, wrenches, params):
+def compiled_answer(functions, name, vectors, wrenches, params):
     """The generic module's answer (``functions``: name -> bound function, as
     ``RobotModel._generic``), or None when there is none or it declines: bad or
     unconverted input, a singular mass matrix (the numpy path then answers or raises)."""
@@ -88,11 +88,8 @@ def compiled_answer(functions, compiled, name, vectors, wrenches, params):
         return None
     if wrenches is None or (type(wrenches) is dict and not wrenches):
         result = function(*vectors, params)
-    else:
-        arrays = compiled.wrench_arrays(wrenches) if type(wrenches) is dict else None
-        if arrays is None:
-            return None
-        result = functions[name + "_wrenches"](*vectors, *arrays, params)
+    else:       # (the C reads the {link: wrench} dict; what it declines, numpy names)
+        result = functions[name + "_wrenches"](*vectors, wrenches, params)
     return result if type(result) is np.ndarray else None
 
 

@@ -518,9 +518,8 @@ class RobotModel:
         frames: its ``computeRNEADerivatives`` differs by that term).  Mimic joints
         are folded (chain rule through ``q_mimic = multiplier * q_master + offset``).
         """
-        both = derivatives.compiled_answer(self._generic, self._compiled,
-                                           "inverse_dynamics_derivatives", (q, qd, qdd),
-                                           wrenches, self._params)
+        both = derivatives.compiled_answer(self._generic, "inverse_dynamics_derivatives",
+                                           (q, qd, qdd), wrenches, self._params)
         if both is not None:
             return both[0], both[1]
         with self.parameters_lock:
@@ -534,9 +533,8 @@ class RobotModel:
         dynamics derivatives at ``qdd = forward_dynamics(q, qd, tau, wrenches)``.
         A singular mass matrix raises :class:`SingularDynamicsError`.
         """
-        three = derivatives.compiled_answer(self._generic, self._compiled,
-                                            "forward_dynamics_derivatives", (q, qd, tau),
-                                            wrenches, self._params)
+        three = derivatives.compiled_answer(self._generic, "forward_dynamics_derivatives",
+                                            (q, qd, tau), wrenches, self._params)
         if three is not None:
             return three[0], three[1], three[2]
         with self.parameters_lock:
@@ -546,8 +544,8 @@ class RobotModel:
     def gravity_derivatives(self, q):
         """``dg_dq``: derivative of :meth:`gravity_torques`, dof x dof, symmetric (the
         Hessian of the potential energy)."""
-        derivative = derivatives.compiled_answer(self._generic, self._compiled,
-                                                 "gravity_derivatives", (q,), None, self._params)
+        derivative = derivatives.compiled_answer(self._generic, "gravity_derivatives", (q,),
+                                                 None, self._params)
         if derivative is not None:
             return derivative
         with self.parameters_lock:

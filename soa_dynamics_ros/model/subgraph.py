@@ -100,20 +100,20 @@ class Subgraph:
     # Derivatives (see RobotModel.inverse_dynamics_derivatives): against the selected
     # joints only; the locked ones hold their positions from q.
     def _derivative_kernels(self):
-        """``(name -> generic function on this selection, compiled tree, p)``; empty without
-        the generic module."""
+        """``(name -> generic function on this selection, p)``; empty without the generic
+        module."""
         compiled, params = self._restricted_kernels()
         if compiled is None:
-            return {}, None, None
+            return {}, None
         if self._derivatives_of is not compiled:
             self._derivative_functions = {name: compiled.function(name)
                                           for name in derivatives.COMPILED_FUNCTIONS}
             self._derivatives_of = compiled
-        return self._derivative_functions, compiled, params
+        return self._derivative_functions, params
 
     def _compiled_derivatives(self, name, vectors, wrenches=None):
-        functions, compiled, params = self._derivative_kernels()
-        return derivatives.compiled_answer(functions, compiled, name, vectors, wrenches, params)
+        functions, params = self._derivative_kernels()
+        return derivatives.compiled_answer(functions, name, vectors, wrenches, params)
 
     def inverse_dynamics_derivatives(self, q, qd, qdd, wrenches=None):
         both = self._compiled_derivatives("inverse_dynamics_derivatives", (q, qd, qdd), wrenches)
@@ -144,7 +144,7 @@ class Subgraph:
         return (Q,) + tuple(as_samples(name, value, self.dof, len(Q)) for name, value in rates)
 
     def _batch(self, name, single, arrays):
-        functions, _, params = self._derivative_kernels()
+        functions, params = self._derivative_kernels()
         return derivatives.run_batch(functions, params, self.model.parameters_lock, name, single,
                                      arrays, self.dof)
 
