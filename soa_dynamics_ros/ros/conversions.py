@@ -200,6 +200,11 @@ class FeedforwardMessages:
         return self.array, self.state
 
 
+def row_major(matrix):
+    """A matrix as the flat, row-major float64 array of a message field."""
+    return _doubles(np.ravel(matrix))
+
+
 def _doubles(vector):
     """A float64 numpy vector as the array.array message setters take without a check per entry."""
     return array.array("d", np.ascontiguousarray(vector, dtype=float).tobytes())
