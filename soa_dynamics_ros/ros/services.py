@@ -176,15 +176,16 @@ class ModelServices:
         model = self.live.model
         if kind == "gravity":
             matrices = {"dg_dq": model.gravity_derivatives(q)}
-        elif kind == "inverse":
-            qdd = self._in_model_order(request.acceleration, order, "acceleration")
-            matrices = dict(zip(("dtau_dq", "dtau_dqd"), model.inverse_dynamics_derivatives(
-                q, qd, qdd, conversions.wrenches_from_messages(request.wrenches))))
         else:
-            tau = self._in_model_order(request.effort, order, "effort")
-            matrices = dict(zip(("dqdd_dq", "dqdd_dqd", "dqdd_dtau"),
-                                model.forward_dynamics_derivatives(
-                                    q, qd, tau, conversions.wrenches_from_messages(request.wrenches))))
+            wrenches = conversions.wrenches_from_messages(request.wrenches)
+            if kind == "inverse":
+                qdd = self._in_model_order(request.acceleration, order, "acceleration")
+                matrices = dict(zip(("dtau_dq", "dtau_dqd"),
+                                    model.inverse_dynamics_derivatives(q, qd, qdd, wrenches)))
+            else:
+                tau = self._in_model_order(request.effort, order, "effort")
+                matrices = dict(zip(("dqdd_dq", "dqdd_dqd", "dqdd_dtau"),
+                                    model.forward_dynamics_derivatives(q, qd, tau, wrenches)))
         response.name = model.joint_names
         response.size = model.dof
         for field, matrix in matrices.items():
