@@ -150,6 +150,11 @@ def numeric_derivatives(model, kind, q, qd, vector=None, wrenches=None):
     return result
 
 
+def copies(matrices):
+    """Pinocchio's results are views into its Data, which later calls overwrite."""
+    return [np.array(matrix) for matrix in matrices]
+
+
 def symmetric(upper):
     """Pinocchio fills some symmetric matrices (M^-1 of computeABADerivatives) in the upper
     triangle only."""
@@ -166,18 +171,18 @@ def test_panda_derivatives_match_pinocchio(client, panda_service, panda):
         q, qd, qdd, tau = (rng.uniform(-2, 2, 7), rng.normal(size=7) * 2, rng.normal(size=7) * 3,
                            rng.normal(size=7) * 10)
         config = reference.configuration(q)
-        expected = pin.computeRNEADerivatives(pm, pd, config, s @ qd, s @ qdd)[:2]
+        expected = copies(pin.computeRNEADerivatives(pm, pd, config, s @ qd, s @ qdd))
         answer = ask(client, panda_service, panda.joint_names, "inverse", q, qd, qdd, order=order)
         for name, ours, theirs in zip(("dtau/dq", "dtau/dqd"), answer, expected):
             assert_close(ours, s.T @ theirs @ s, name, 1e-9)
 
-        expected = pin.computeABADerivatives(pm, pd, config, s @ qd, s @ tau)
+        expected = copies(pin.computeABADerivatives(pm, pd, config, s @ qd, s @ tau))
         answer = ask(client, panda_service, panda.joint_names, "forward", q, qd, tau, order=order)
         for name, ours, theirs in zip(("dqdd/dq", "dqdd/dqd"), answer, expected):
             assert_close(ours, s.T @ theirs @ s, name, 1e-9)
         assert_close(answer[2], s.T @ symmetric(expected[2]) @ s, "dqdd/dtau", 1e-9)
 
-        expected = pin.computeGeneralizedGravityDerivatives(pm, pd, config)
+        expected = np.array(pin.computeGeneralizedGravityDerivatives(pm, pd, config))
         answer, = ask(client, panda_service, panda.joint_names, "gravity", q, order=order)
         assert_close(answer, s.T @ expected @ s, "dg/dq", 1e-9)
 
