@@ -3,7 +3,7 @@ wrenches as body-frame wrenches."""
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..multibody.spatial import wrench_in_frame
+from ..multibody.spatial import skew, wrench_in_frame
 from ..validation import as_vector
 from .kinematics import body_placements, frame_placement
 
@@ -21,6 +21,39 @@ def body_forces(tree, q_hinge, wrenches, placements=None):
     (:func:`~.kinematics.body_placements` at ``q_hinge``) saves a kinematics
     pass when the caller has them already.
     """
+    applied = _applied_wrenches(tree, q_hinge, wrenches, placements)
+    if applied is None:
+        return None
+    forces = np.zeros((tree.nb, 6))
+    for body, wrench, _ in applied:
+        forces[body] += wrench
+    return forces
+
+
+def body_force_turning(tree, q_hinge, wrenches, placements=None):
+    """How each body's external wrench changes as the body turns, nb x 6 x 3 (or None).
+
+    A wrench held constant in root axes about a link origin keeps its root-axes
+    value while the body turns by a small body-axes rotation ``theta``; its body-
+    frame expression (:func:`body_forces`) changes by ``T(i) @ theta``, with
+    ``T = [[f x], [n x + sum_k (f_k x)(r_k x)]]`` (``f``, ``n`` the body-frame
+    wrench, ``f_k`` each force applied at ``r_k`` in body axes).  Translating the
+    body changes nothing: the point of application moves with it.
+    """
+    applied = _applied_wrenches(tree, q_hinge, wrenches, placements)
+    if applied is None:
+        return None
+    turning = np.zeros((tree.nb, 6, 3))
+    for body, wrench, arm in applied:
+        force_skew = skew(wrench[:3])
+        turning[body][:3] += force_skew
+        turning[body][3:] += skew(wrench[3:]) + force_skew @ skew(arm)
+    return turning
+
+
+def _applied_wrenches(tree, q_hinge, wrenches, placements):
+    """``(body, body-frame wrench about the body origin, link origin in body axes)`` per
+    wrench, or None when there is none."""
     if wrenches is None:
         return None
     if not isinstance(wrenches, dict):
@@ -30,11 +63,12 @@ def body_forces(tree, q_hinge, wrenches, placements=None):
     if placements is None:
         placements = body_placements(tree, q_hinge)
     rotations, translations = placements
-    forces = np.zeros((tree.nb, 6))
+    applied = []
     for link, wrench in wrenches.items():
         frame = tree.frame(link)
         wrench = as_vector(f"wrench on {link!r}", wrench, 6)
         _, point = frame_placement(tree, placements, frame)
-        forces[frame.body] += wrench_in_frame(wrench, point, rotations[frame.body],
-                                              translations[frame.body])
-    return forces
+        applied.append((frame.body, wrench_in_frame(wrench, point, rotations[frame.body],
+                                                    translations[frame.body]),
+                        frame.translation))
+    return applied

@@ -64,6 +64,7 @@ from ..multibody.tree import BodyTree
 from ..validation import (as_float_array, as_samples, as_vector, check_link_inertias,
                           payload_problems)
 from . import constrained
+from . import derivatives
 from .evaluation import hinge_positions, select_joints
 from .subgraph import Subgraph
 
@@ -328,7 +329,7 @@ class RobotModel:
 
     @gravity.setter
     def gravity(self, value):
-        gravity = as_vector("gravity", value, 3)
+        gravity = as_vector("gravity", value, 3, self.tree.dof)
         with self.parameters_lock:
             self._gravity = gravity
             self._pack_parameters()
@@ -482,6 +483,60 @@ class RobotModel:
         QD, TAU = self._samples("QD", QD, len(Q)), self._samples("TAU", TAU, len(Q))
         return self._run_batch("forward_dynamics_batch", self.forward_dynamics, (Q, QD, TAU))
 
+    # ------------------------------------------------------------------ derivatives (planners)
+    def inverse_dynamics_derivatives(self, q, qd, qdd, wrenches=None):
+        """``(dtau_dq, dtau_dqd)``: derivatives of :meth:`inverse_dynamics`, each dof x dof.
+
+        ``dtau_dq[i, j] = d tau_i / d q_j`` at fixed ``qd``, ``qdd`` (and
+        ``d tau / d qdd`` is :meth:`mass_matrix`).  Wrenches are held constant in
+        root-link axes, so they contribute to ``dtau_dq`` as the links turn
+        (Pinocchio's external forces are fixed in the joint frames: its
+        ``computeRNEADerivatives`` differs by that term).  Mimic joints are folded
+        (chain rule through ``q_mimic = multiplier * q_master + offset``).
+        """
+        with self.parameters_lock:
+            return derivatives.inverse_dynamics_derivatives(self, self._all_joints, q, qd, qdd,
+                                                            wrenches)
+
+    def forward_dynamics_derivatives(self, q, qd, tau, wrenches=None):
+        """``(dqdd_dq, dqdd_dqd, dqdd_dtau)``: derivatives of :meth:`forward_dynamics`.
+
+        ``dqdd_dtau`` is ``M^-1``; the other two are ``-M^-1`` times the inverse
+        dynamics derivatives at ``qdd = forward_dynamics(q, qd, tau, wrenches)``.
+        A singular mass matrix raises :class:`SingularDynamicsError`.
+        """
+        with self.parameters_lock:
+            return derivatives.forward_dynamics_derivatives(self, self._all_joints, q, qd, tau,
+                                                            wrenches)
+
+    def gravity_derivatives(self, q):
+        """``dg_dq``: derivative of :meth:`gravity_torques`, dof x dof, symmetric (the
+        Hessian of the potential energy)."""
+        with self.parameters_lock:
+            return derivatives.gravity_derivatives(self, self._all_joints, q)
+
+    def inverse_dynamics_derivatives_batch(self, Q, QD, QDD):
+        """:meth:`inverse_dynamics_derivatives` of N samples: two arrays (N, dof, dof)."""
+        Q = self._samples("Q", Q)
+        QD, QDD = self._samples("QD", QD, len(Q)), self._samples("QDD", QDD, len(Q))
+        with self.parameters_lock:
+            return derivatives.batch(self.inverse_dynamics_derivatives, (Q, QD, QDD), 2,
+                                     self.tree.dof)
+
+    def forward_dynamics_derivatives_batch(self, Q, QD, TAU):
+        """:meth:`forward_dynamics_derivatives` of N samples: three arrays (N, dof, dof)."""
+        Q = self._samples("Q", Q)
+        QD, TAU = self._samples("QD", QD, len(Q)), self._samples("TAU", TAU, len(Q))
+        with self.parameters_lock:
+            return derivatives.batch(self.forward_dynamics_derivatives, (Q, QD, TAU), 3,
+                                     self.tree.dof)
+
+    def gravity_derivatives_batch(self, Q):
+        """:meth:`gravity_derivatives` of N configurations: an array (N, dof, dof)."""
+        Q = self._samples("Q", Q)
+        with self.parameters_lock:
+            return derivatives.batch(self.gravity_derivatives, (Q,), 1, self.tree.dof)
+
     # ------------------------------------------------------------------ task space and constraints
     def task_space_inertia(self, q, frame, part="full", damping=None, return_info=False):
         """Operational-space inertia Lambda of a frame origin (``[v; w]`` rows, root axes).
@@ -568,7 +623,7 @@ class RobotModel:
             raise InvalidInputError("a payload needs a non-empty name")
         frame = self.tree.frame(link)
         mass = as_vector(f"payload {name!r} mass", [mass], 1)[0]
-        com = as_vector(f"payload {name!r} com", com, 3)
+        com = as_vector(f"payload {name!r} com", com, 3, self.tree.dof)
         inertia = np.zeros((3, 3)) if inertia is None else as_float_array(
             f"payload {name!r} inertia", inertia, "3x3 matrix")
         if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):

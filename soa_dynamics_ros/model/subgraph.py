@@ -8,8 +8,10 @@ model configuration (it places the locked joints).
 import numpy as np
 
 from . import constrained
+from . import derivatives
 from ..algorithms.kinematics import body_placements, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix as composite_body_mass_matrix
+from ..validation import as_samples
 from .evaluation import hinge_positions, select_joints
 
 
@@ -98,3 +100,39 @@ class Subgraph:
         with self.model.parameters_lock:
             return constrained.hybrid_dynamics(self.model, self.selection, q, qd, constraints,
                                                tau, wrenches, kernels=self._restricted_kernels())
+
+    # Derivatives (see RobotModel.inverse_dynamics_derivatives): against the selected
+    # joints only; the locked ones hold their positions from q.
+    def inverse_dynamics_derivatives(self, q, qd, qdd, wrenches=None):
+        with self.model.parameters_lock:
+            return derivatives.inverse_dynamics_derivatives(self.model, self.selection, q, qd,
+                                                            qdd, wrenches)
+
+    def forward_dynamics_derivatives(self, q, qd, tau, wrenches=None):
+        with self.model.parameters_lock:
+            return derivatives.forward_dynamics_derivatives(self.model, self.selection, q, qd,
+                                                            tau, wrenches)
+
+    def gravity_derivatives(self, q):
+        with self.model.parameters_lock:
+            return derivatives.gravity_derivatives(self.model, self.selection, q)
+
+    def _samples(self, Q, rates):
+        """Validated batch arrays: Q (N, model dof), the others (N, subgraph dof)."""
+        Q = as_samples("Q", Q, self.model.dof)
+        return (Q,) + tuple(as_samples(name, value, self.dof, len(Q)) for name, value in rates)
+
+    def inverse_dynamics_derivatives_batch(self, Q, QD, QDD):
+        arrays = self._samples(Q, (("QD", QD), ("QDD", QDD)))
+        with self.model.parameters_lock:
+            return derivatives.batch(self.inverse_dynamics_derivatives, arrays, 2, self.dof)
+
+    def forward_dynamics_derivatives_batch(self, Q, QD, TAU):
+        arrays = self._samples(Q, (("QD", QD), ("TAU", TAU)))
+        with self.model.parameters_lock:
+            return derivatives.batch(self.forward_dynamics_derivatives, arrays, 3, self.dof)
+
+    def gravity_derivatives_batch(self, Q):
+        arrays = self._samples(Q, ())
+        with self.model.parameters_lock:
+            return derivatives.batch(self.gravity_derivatives, arrays, 1, self.dof)

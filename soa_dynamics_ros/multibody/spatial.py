@@ -155,3 +155,14 @@ def wrench_in_frame(wrench, point, rotation, origin):
     force, moment = wrench[:3], wrench[3:]
     moment_about_origin = moment + np.cross(point - origin, force)
     return np.concatenate((rotation.T @ force, rotation.T @ moment_about_origin))
+
+
+def force_cross_of(force):
+    """6x6 matrix ``K`` with ``K @ m == force_cross(m) @ force``: ``m x* f`` as a linear
+    map of the motion ``m`` (the derivative recursions vary the motion, not the force)."""
+    f_skew, n_skew = skew(force[:3]), skew(force[3:])
+    x = np.zeros((6, 6), dtype=dtype_of(force))
+    x[:3, 3:] = f_skew
+    x[3:, :3] = f_skew
+    x[3:, 3:] = n_skew
+    return -x

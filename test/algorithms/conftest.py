@@ -15,6 +15,8 @@ import pytest
 from oracles.pinocchio_reference import PinocchioReference
 from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf
+from soa_dynamics_ros.algorithms.derivatives import (gravity_derivatives,
+                                                     inverse_dynamics_derivatives)
 from soa_dynamics_ros.algorithms.forward_dynamics import forward_dynamics
 from soa_dynamics_ros.algorithms.inverse_dynamics import inverse_dynamics
 from soa_dynamics_ros.algorithms.kinematics import (body_motion, body_placements, frame_placement,
@@ -52,6 +54,16 @@ class HingeSpace:
     def inverse_dynamics(self, q, qd, qdd, body_forces=None, gravity=GRAVITY):
         return inverse_dynamics(self.tree, self._hinge(q), self._hinge(qd), self._hinge(qdd),
                                 self._root_acceleration(gravity), self._body_forces(body_forces))[1:]
+
+    def inverse_dynamics_derivatives(self, q, qd, qdd, body_forces=None, gravity=GRAVITY):
+        dtau_dq, dtau_dqd = inverse_dynamics_derivatives(
+            self.tree, self._hinge(q), self._hinge(qd), self._hinge(qdd),
+            self._root_acceleration(gravity), self._body_forces(body_forces))
+        return dtau_dq[1:, 1:], dtau_dqd[1:, 1:]
+
+    def gravity_derivatives(self, q, gravity=GRAVITY):
+        return gravity_derivatives(self.tree, self._hinge(q),
+                                   self._root_acceleration(gravity))[1:, 1:]
 
     def mass_matrix(self, q):
         return mass_matrix(self.tree, self._hinge(q))[1:, 1:]

@@ -93,6 +93,36 @@ class PinocchioReference:
         bias = self.inverse_dynamics(q, qd, np.zeros_like(q), wrenches)
         return np.linalg.solve(self.mass_matrix(q), tau - bias)
 
+    def inverse_dynamics_derivatives(self, q, qd, qdd):
+        """Pinocchio's computeRNEADerivatives, folded onto the independent joints (the
+        chain rule through q_joint = m q_master + o: S^T D S); no external forces."""
+        s = self.selection
+        dtau_dq, dtau_dv, _ = pin.computeRNEADerivatives(self.model, self.data,
+                                                         self.configuration(q), s @ qd, s @ qdd)
+        return s.T @ dtau_dq @ s, s.T @ dtau_dv @ s
+
+    def gravity_derivatives(self, q):
+        s = self.selection
+        return s.T @ pin.computeGeneralizedGravityDerivatives(
+            self.model, self.data, self.configuration(q)) @ s
+
+    def forward_dynamics_derivatives(self, q, qd, tau):
+        """Pinocchio's computeABADerivatives.  With mimic joints (which ABA cannot fold)
+        the same quantities from Pinocchio's folded RNEA derivatives and mass matrix:
+        dqdd/dq = -M^-1 dtau/dq at qdd = FD(q, qd, tau), and so on."""
+        s = self.selection
+        if s.shape[0] != s.shape[1]:
+            mass = self.mass_matrix(q)
+            dtau_dq, dtau_dqd = self.inverse_dynamics_derivatives(
+                q, qd, self.forward_dynamics(q, qd, tau))
+            return (-np.linalg.solve(mass, dtau_dq), -np.linalg.solve(mass, dtau_dqd),
+                    np.linalg.inv(mass))
+        dqdd_dq, dqdd_dv, dqdd_dtau = pin.computeABADerivatives(
+            self.model, self.data, self.configuration(q), s @ qd, s @ tau)
+        # Pinocchio fills only the upper triangle of M^-1.
+        dqdd_dtau = np.triu(dqdd_dtau) + np.triu(dqdd_dtau, 1).T
+        return s.T @ dqdd_dq @ s, s.T @ dqdd_dv @ s, s.T @ dqdd_dtau @ s
+
     def frame_pose(self, q, link):
         pin.framesForwardKinematics(self.model, self.data, self.configuration(q))
         return self.data.oMf[self.model.getFrameId(link, pin.FrameType.BODY)].homogeneous

@@ -1,0 +1,51 @@
+"""Derivatives of inverse dynamics in hinge space: against Pinocchio's analytical
+derivatives, and laws they must obey whatever computes them."""
+import numpy as np
+
+from support.numerics import assert_close, random_states
+
+STATES = 10
+NO_GRAVITY = (0.0, 0.0, 0.0)
+
+
+def test_inverse_dynamics_derivatives_match_pinocchio(robot, rng):
+    hinges, ref = robot
+    for q, qd, qdd in random_states(hinges, STATES, rng):
+        dtau_dq, dtau_dqd = hinges.inverse_dynamics_derivatives(q, qd, qdd)
+        expected_dq, expected_dqd = ref.inverse_dynamics_derivatives(q, qd, qdd)
+        assert_close(dtau_dq, expected_dq, "dtau/dq (computeRNEADerivatives)")
+        assert_close(dtau_dqd, expected_dqd, "dtau/dqd (computeRNEADerivatives)")
+
+
+def test_gravity_derivatives_match_pinocchio(robot, rng):
+    hinges, ref = robot
+    for q, _, _ in random_states(hinges, STATES, rng):
+        assert_close(hinges.gravity_derivatives(q), ref.gravity_derivatives(q),
+                     "dg/dq (computeGeneralizedGravityDerivatives)")
+
+
+def test_rate_derivative_vanishes_at_rest(robot, rng):
+    # Coriolis and centrifugal torques are quadratic in qd: their derivative is 0 at qd = 0.
+    hinges, _ = robot
+    for q, _, qdd in random_states(hinges, STATES, rng):
+        _, dtau_dqd = hinges.inverse_dynamics_derivatives(q, np.zeros(hinges.dof), qdd)
+        assert_close(dtau_dqd, np.zeros((hinges.dof, hinges.dof)), "dtau/dqd at qd = 0", 1e-12)
+
+
+def test_rate_derivative_along_qd_is_twice_the_velocity_torques(robot, rng):
+    # Euler's theorem for the quadratic C(q, qd) qd: (dtau/dqd) qd = 2 C(q, qd) qd.
+    hinges, _ = robot
+    zeros = np.zeros(hinges.dof)
+    for q, qd, qdd in random_states(hinges, STATES, rng):
+        _, dtau_dqd = hinges.inverse_dynamics_derivatives(q, qd, qdd)
+        velocity_torques = hinges.inverse_dynamics(q, qd, zeros, gravity=NO_GRAVITY)
+        assert_close(dtau_dqd @ qd, 2 * velocity_torques, "(dtau/dqd) qd = 2 C qd")
+
+
+def test_gravity_derivative_is_symmetric(robot, rng):
+    # g = dV/dq for the potential energy V, so dg/dq is the Hessian of V.
+    hinges, _ = robot
+    for q, _, _ in random_states(hinges, STATES, rng):
+        derivative = hinges.gravity_derivatives(q)
+        assert_close(derivative, derivative.T, "dg/dq symmetric", 1e-12)
+

@@ -1,0 +1,257 @@
+"""RobotModel and Subgraph derivatives of the dynamics: against Pinocchio's analytical
+derivatives (robots without mimic joints for forward dynamics), against central
+differences of the numpy reference dynamics (mimic joints, root-axes wrenches,
+subgraphs), against laws, and on bad input."""
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+
+from oracles.pinocchio_reference import PinocchioReference
+from support.numerics import assert_close, random_states, random_wrenches
+from support.robot_generator import random_tree_urdf
+from support.robots import SHIPPED_ROBOTS, shipped_urdf
+from soa_dynamics_ros import RobotModel
+from soa_dynamics_ros.errors import (InertiaWarning, InvalidInputError, SingularDynamicsError,
+                                     UnknownNameError)
+
+PINOCCHIO_TOL = 1e-9
+DIFFERENCE_TOL = 1e-6
+STEP = 1e-3
+# (seed, moving joints, mimic fraction): trees without mimic joints (Pinocchio's ABA
+# derivatives apply), one of 35 joints, and trees with mimic joints.
+RANDOM_TREES = [(31, 8, 0.0), (32, 12, 0.0), (33, 35, 0.0), (34, 12, 0.3), (35, 16, 0.25)]
+# rtb-data robots (test/system/test_zoo.py reads all of them): arms with mimic grippers.
+# (Most others have a massless link on a moving joint: no forward dynamics.)
+ZOO_ROBOTS = ["trossen_descriptions/urdf/vx300s.urdf.xacro",
+              "trossen_descriptions/urdf/px150.urdf.xacro",
+              "trossen_descriptions/urdf/wx250.urdf.xacro"]
+
+
+def _zoo_xml(relative):
+    rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
+    from soa_dynamics_ros.description.urdf import read_description_text
+    root = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
+    return read_description_text(str(root / relative), package_paths=[str(root)])
+
+
+def _xml(source):
+    kind, key = source
+    if kind == "shipped":
+        return pathlib.Path(shipped_urdf(key)).read_text()
+    if kind == "random":
+        seed, joints, mimic = key
+        return random_tree_urdf(seed, moving_joints=joints, mimic_fraction=mimic)
+    return _zoo_xml(key)
+
+
+SOURCES = ([pytest.param(("shipped", name), id=name) for name in SHIPPED_ROBOTS]
+           + [pytest.param(("random", key), id=f"random{key[0]}-{key[1]}dof")
+              for key in RANDOM_TREES]
+           + [pytest.param(("zoo", relative), id=relative.split("/")[-1])
+              for relative in ZOO_ROBOTS])
+
+
+@pytest.fixture(scope="module", params=SOURCES)
+def robot(request):
+    """``(numpy model, PinocchioReference, urdf xml)`` of one robot."""
+    xml = _xml(request.param)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InertiaWarning)
+        model = RobotModel.from_urdf(xml, kernels="off")
+    return model, PinocchioReference(xml, model.joint_names), xml
+
+
+def central_differences(function, x, step=STEP):
+    """Columns d function / d x_j by fourth-order central differences: O(step^4)
+    truncation, O(eps |f| / step) round-off (ill-conditioned M amplifies the latter)."""
+    def column(e):
+        return (8 * (function(x + step * e) - function(x - step * e))
+                - (function(x + 2 * step * e) - function(x - 2 * step * e))) / (12 * step)
+    return np.array([column(e) for e in np.eye(len(x))]).T
+
+
+def _states(model, rng, count):
+    for q, qd, qdd in random_states(model, count, rng):
+        yield q, qd, qdd, qdd * 5
+
+
+def test_inverse_and_gravity_derivatives_match_pinocchio(robot, rng):
+    # Mimic joints fold the same way on both sides (S^T D S), so every robot is compared.
+    model, ref, _ = robot
+    for q, qd, qdd, _ in _states(model, rng, 8):
+        dtau_dq, dtau_dqd = model.inverse_dynamics_derivatives(q, qd, qdd)
+        expected_dq, expected_dqd = ref.inverse_dynamics_derivatives(q, qd, qdd)
+        assert_close(dtau_dq, expected_dq, "dtau/dq", PINOCCHIO_TOL)
+        assert_close(dtau_dqd, expected_dqd, "dtau/dqd", PINOCCHIO_TOL)
+        assert_close(model.gravity_derivatives(q), ref.gravity_derivatives(q), "dg/dq",
+                     PINOCCHIO_TOL)
+
+
+def test_forward_dynamics_derivatives_match_pinocchio(robot, rng):
+    # Mimic robots: against Pinocchio's RNEA derivatives and mass matrix (see the oracle).
+    model, ref, _ = robot
+    for q, qd, _, tau in _states(model, rng, 8):
+        expected = ref.forward_dynamics_derivatives(q, qd, tau)
+        for name, answer, reference in zip(("dqdd/dq", "dqdd/dqd", "dqdd/dtau"),
+                                           model.forward_dynamics_derivatives(q, qd, tau),
+                                           expected):
+            assert_close(answer, reference, name, PINOCCHIO_TOL)
+
+
+def test_derivatives_match_central_differences(robot, rng):
+    """Mimic robots included, and root-axes wrenches (constant in root axes while q varies)."""
+    model, _, _ = robot
+    for q, qd, qdd, tau in _states(model, rng, 2):
+        for wrenches in (None, random_wrenches(model, rng)):
+            dtau_dq, dtau_dqd = model.inverse_dynamics_derivatives(q, qd, qdd, wrenches)
+            assert_close(dtau_dq, central_differences(
+                lambda x: model.inverse_dynamics(x, qd, qdd, wrenches), q), "dtau/dq",
+                DIFFERENCE_TOL)
+            assert_close(dtau_dqd, central_differences(
+                lambda x: model.inverse_dynamics(q, x, qdd, wrenches), qd), "dtau/dqd",
+                DIFFERENCE_TOL)
+            dqdd_dq, dqdd_dqd, dqdd_dtau = model.forward_dynamics_derivatives(q, qd, tau,
+                                                                              wrenches)
+            for name, answer, argument in (("dqdd/dq", dqdd_dq, 0), ("dqdd/dqd", dqdd_dqd, 1),
+                                           ("dqdd/dtau", dqdd_dtau, 2)):
+                def forward(x, argument=argument):
+                    state = [q, qd, tau]
+                    state[argument] = x
+                    return model.forward_dynamics(*state, wrenches)
+                assert_close(answer, central_differences(forward, [q, qd, tau][argument]),
+                             name, DIFFERENCE_TOL)
+        assert_close(model.gravity_derivatives(q),
+                     central_differences(model.gravity_torques, q), "dg/dq", DIFFERENCE_TOL)
+
+
+def test_input_derivative_inverts_the_mass_matrix(robot, rng):
+    # dqdd/dtau = M^-1 whatever computes it; and dtau/dqd at qd = 0 vanishes (Coriolis
+    # torques are quadratic in qd).
+    model, _, _ = robot
+    zeros = np.zeros(model.dof)
+    for q, _, qdd, tau in _states(model, rng, 3):
+        _, _, dqdd_dtau = model.forward_dynamics_derivatives(q, zeros, tau)
+        assert_close(dqdd_dtau @ model.mass_matrix(q), np.eye(model.dof), "M^-1 M", 1e-9)
+        _, dtau_dqd = model.inverse_dynamics_derivatives(q, zeros, qdd)
+        assert_close(dtau_dqd, np.zeros((model.dof, model.dof)), "dtau/dqd at qd = 0", 1e-12)
+
+
+def test_batches_are_loops_of_single_calls(robot, rng):
+    model, _, _ = robot
+    Q, QD, QDD = (np.array(rows) for rows in zip(*random_states(model, 4, rng)))
+    TAU = QDD * 5
+    batches = (
+        (model.inverse_dynamics_derivatives_batch(Q, QD, QDD),
+         [model.inverse_dynamics_derivatives(*sample) for sample in zip(Q, QD, QDD)]),
+        (model.forward_dynamics_derivatives_batch(Q, QD, TAU),
+         [model.forward_dynamics_derivatives(*sample) for sample in zip(Q, QD, TAU)]),
+        ((model.gravity_derivatives_batch(Q),), [(model.gravity_derivatives(q),) for q in Q]))
+    for outputs, singles in batches:
+        for k, output in enumerate(outputs):
+            assert output.shape == (len(Q), model.dof, model.dof)
+            assert_close(output, np.array([single[k] for single in singles]), "batch", 1e-12)
+
+
+# ------------------------------------------------------------------ subgraphs
+def _subgraph_case(rng):
+    xml = random_tree_urdf(36, moving_joints=10, mimic_fraction=0.0)
+    model = RobotModel.from_urdf(xml, kernels="off")
+    names = [str(name) for name in rng.choice(model.joint_names, size=5, replace=False)]
+    return model, model.subgraph(names), PinocchioReference(xml, model.joint_names)
+
+
+def test_subgraph_derivatives_hold_the_locked_joints(rng):
+    model, view, ref = _subgraph_case(rng)
+    columns = [model.joint_index(name) for name in view.joint_names]
+    for q, qd, qdd, tau in _states(view, rng, 3):
+        q = rng.uniform(-np.pi, np.pi, model.dof)
+        full_qd, full_qdd = np.zeros(model.dof), np.zeros(model.dof)
+        full_qd[columns], full_qdd[columns] = qd, qdd
+        # Locked joints: zero rate and acceleration, so the view's torques are the model's.
+        expected_dq, expected_dqd = ref.inverse_dynamics_derivatives(q, full_qd, full_qdd)
+        dtau_dq, dtau_dqd = view.inverse_dynamics_derivatives(q, qd, qdd)
+        assert_close(dtau_dq, expected_dq[np.ix_(columns, columns)], "subgraph dtau/dq",
+                     PINOCCHIO_TOL)
+        assert_close(dtau_dqd, expected_dqd[np.ix_(columns, columns)], "subgraph dtau/dqd",
+                     PINOCCHIO_TOL)
+        assert_close(view.gravity_derivatives(q),
+                     ref.gravity_derivatives(q)[np.ix_(columns, columns)], "subgraph dg/dq",
+                     PINOCCHIO_TOL)
+        wrenches = random_wrenches(model, rng)
+
+        def forward(x, argument):
+            state = [q.copy(), qd, tau]
+            if argument == 0:
+                state[0][columns] = x
+            else:
+                state[argument] = x
+            return view.forward_dynamics(*state, wrenches)
+        for name, answer, argument in zip(("dqdd/dq", "dqdd/dqd", "dqdd/dtau"),
+                                          view.forward_dynamics_derivatives(q, qd, tau, wrenches),
+                                          range(3)):
+            start = [q[columns], qd, tau][argument]
+            assert_close(answer, central_differences(lambda x: forward(x, argument), start),
+                         f"subgraph {name}", DIFFERENCE_TOL)
+    Q = rng.uniform(-1, 1, (3, model.dof))
+    QD, TAU = rng.normal(size=(3, view.dof)), rng.normal(size=(3, view.dof))
+    for k, output in enumerate(view.forward_dynamics_derivatives_batch(Q, QD, TAU)):
+        assert_close(output, [view.forward_dynamics_derivatives(*s)[k] for s in zip(Q, QD, TAU)],
+                     "subgraph batch", 1e-12)
+    assert view.gravity_derivatives_batch(Q).shape == (3, view.dof, view.dof)
+    with pytest.raises(InvalidInputError):
+        view.inverse_dynamics_derivatives_batch(Q, QD[:, :2], QD)
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("kernels", ["off", "generic"])
+def test_bad_input_gets_a_specific_error(kernels):
+    model = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels=kernels)
+    n, good = model.dof, np.zeros(model.dof)
+    nan = good.copy()
+    nan[2] = np.nan
+    for call in (lambda: model.inverse_dynamics_derivatives(good[:-1], good, good),
+                 lambda: model.inverse_dynamics_derivatives(good, nan, good),
+                 lambda: model.inverse_dynamics_derivatives(good, good, "x"),
+                 lambda: model.inverse_dynamics_derivatives(good, good, good, wrenches=[1]),
+                 lambda: model.forward_dynamics_derivatives(good, good, None),
+                 lambda: model.forward_dynamics_derivatives(good, good, nan),
+                 lambda: model.gravity_derivatives(np.zeros(n + 1)),
+                 lambda: model.gravity_derivatives_batch(np.zeros((2, n - 1))),
+                 lambda: model.inverse_dynamics_derivatives_batch(
+                     np.zeros((2, n)), np.zeros((3, n)), np.zeros((2, n))),
+                 lambda: model.forward_dynamics_derivatives_batch(
+                     np.zeros((2, n)), np.zeros((2, n)), np.full((2, n), np.inf))):
+        with pytest.raises(InvalidInputError):
+            call()
+    unknown = {"nowhere": np.ones(6)}
+    for call in (lambda: model.inverse_dynamics_derivatives(good, good, good, unknown),
+                 lambda: model.forward_dynamics_derivatives(good, good, good, unknown)):
+        with pytest.raises(UnknownNameError, match="nowhere"):
+            call()
+    with pytest.raises(UnknownNameError):
+        model.subgraph(["no_such_joint"])
+
+
+MASSLESS = """<robot name="massless">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <link name="l1"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
+</robot>"""
+
+
+@pytest.mark.parametrize("kernels", ["off", "generic"])
+def test_singular_mass_matrix_raises(kernels):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InertiaWarning)
+        model = RobotModel.from_urdf(MASSLESS, kernels=kernels)
+    with pytest.raises(SingularDynamicsError):
+        model.forward_dynamics_derivatives([0.0], [0.0], [1.0])
+    with pytest.raises(SingularDynamicsError):
+        model.forward_dynamics_derivatives_batch(np.zeros((2, 1)), np.zeros((2, 1)),
+                                                 np.ones((2, 1)))
+    # Inverse dynamics needs no inverse: a massless body simply has no torque.
+    assert_close(model.inverse_dynamics_derivatives([0.3], [1.0], [2.0])[0], [[0.0]], "dtau/dq",
+                 0.0)
