@@ -329,7 +329,7 @@ class RobotModel:
 
     @gravity.setter
     def gravity(self, value):
-        gravity = as_vector("gravity", value, 3, self.tree.dof)
+        gravity = as_vector("gravity", value, 3)
         with self.parameters_lock:
             self._gravity = gravity
             self._pack_parameters()
@@ -623,7 +623,7 @@ class RobotModel:
             raise InvalidInputError("a payload needs a non-empty name")
         frame = self.tree.frame(link)
         mass = as_vector(f"payload {name!r} mass", [mass], 1)[0]
-        com = as_vector(f"payload {name!r} com", com, 3, self.tree.dof)
+        com = as_vector(f"payload {name!r} com", com, 3)
         inertia = np.zeros((3, 3)) if inertia is None else as_float_array(
             f"payload {name!r} inertia", inertia, "3x3 matrix")
         if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
