@@ -1390,6 +1390,8 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     return capsule;
 }
 
+#include "generic_derivatives.c"
+
 #define METHOD(name, doc) {#name, (PyCFunction)(void (*)(void))name, METH_FASTCALL, doc}
 static PyMethodDef methods[] = {
     METHOD(make_model, "A model capsule from a packed BodyTree (generic.py)."),
@@ -1417,6 +1419,17 @@ static PyMethodDef methods[] = {
     METHOD(gravity_torques_batch, "g over (N, dof) rows: f(model, Q, p)"),
     METHOD(inverse_dynamics_batch, "inverse dynamics over rows: f(model, Q, QD, QDD, p)"),
     METHOD(forward_dynamics_batch, "forward dynamics over rows: f(model, Q, QD, TAU, p)"),
+    METHOD(inverse_dynamics_derivatives, "[dtau/dq, dtau/dqd]: f(model, q, qd, qdd, p)"),
+    METHOD(inverse_dynamics_derivatives_wrenches, "the same with wrenches held in root axes: "
+                                                  "f(model, q, qd, qdd, frames, wrenches, p)"),
+    METHOD(forward_dynamics_derivatives, "[dqdd/dq, dqdd/dqd, dqdd/dtau]: "
+                                         "f(model, q, qd, tau, p)"),
+    METHOD(forward_dynamics_derivatives_wrenches, "the same with wrenches: "
+                                                  "f(model, q, qd, tau, frames, wrenches, p)"),
+    METHOD(gravity_derivatives, "dg/dq: f(model, q, p)"),
+    METHOD(inverse_dynamics_derivatives_batch, "(N, 2, n, n): f(model, Q, QD, QDD, p)"),
+    METHOD(forward_dynamics_derivatives_batch, "(N, 3, n, n): f(model, Q, QD, TAU, p)"),
+    METHOD(gravity_derivatives_batch, "(N, n, n): f(model, Q, p)"),
     {NULL, NULL, 0, NULL}};
 
 #ifndef SOA_GENERIC_MODULE

@@ -19,13 +19,15 @@ from . import build
 from .generator import CONDITION_LIMIT
 
 SOURCE = pathlib.Path(__file__).resolve().parent / "generic.c"
+# Sources generic.c includes (their changes must rename the module too).
+INCLUDED = (SOURCE.parent / "generic_derivatives.c",)
 _JOINT_TYPES = {"revolute": 1.0, "continuous": 1.0, "prismatic": 2.0, "fixed": 0.0}
 
 
 def module_name():
     """``soa_generic_<hash>``: of generic.c, runtime.h, the defines and the toolchain."""
     digest = hashlib.sha256(build.toolchain_id().encode())
-    for path in (SOURCE, build.RUNTIME_DIR / "runtime.h"):
+    for path in (SOURCE, *INCLUDED, build.RUNTIME_DIR / "runtime.h"):
         digest.update(path.read_bytes())
     digest.update(repr(CONDITION_LIMIT).encode())
     return f"soa_generic_{digest.hexdigest()[:16]}"

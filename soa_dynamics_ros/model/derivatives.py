@@ -68,6 +68,48 @@ def gravity_derivatives(model, selection, q):
                                                           evaluation.root_acceleration))
 
 
+# The generic module's functions (kernels/generic_derivatives.c) models and subgraphs bind.
+COMPILED_FUNCTIONS = (
+    "inverse_dynamics_derivatives", "inverse_dynamics_derivatives_wrenches",
+    "forward_dynamics_derivatives", "forward_dynamics_derivatives_wrenches",
+    "gravity_derivatives", "inverse_dynamics_derivatives_batch",
+    "forward_dynamics_derivatives_batch", "gravity_derivatives_batch")
+# Matrices per answer, as the compiled functions lay them out.
+OUTPUTS = {"inverse_dynamics_derivatives": 2, "forward_dynamics_derivatives": 3,
+           "gravity_derivatives": 1}
+
+
+def compiled_answer(functions, compiled, name, vectors, wrenches, params):
+    """The generic module's answer (``functions``: name -> bound function, as
+    ``RobotModel._generic``), or None when there is none or it declines: bad or
+    unconverted input, a singular mass matrix (the numpy path then answers or raises)."""
+    function = functions.get(name)
+    if function is None:
+        return None
+    if wrenches is None or (type(wrenches) is dict and not wrenches):
+        result = function(*vectors, params)
+    else:
+        arrays = compiled.wrench_arrays(wrenches) if type(wrenches) is dict else None
+        if arrays is None:
+            return None
+        result = functions[name + "_wrenches"](*vectors, *arrays, params)
+    return result if type(result) is np.ndarray else None
+
+
+def run_batch(functions, params, lock, name, single, arrays, k):
+    """Batch of ``name`` over validated sample ``arrays``: one compiled call, or the loop of
+    ``single`` (under ``lock``, one parameter state) where there is none or a sample fails
+    (the loop then raises that sample's error)."""
+    function = functions.get(name + "_batch")
+    outputs = OUTPUTS[name]
+    if function is not None:
+        result = function(*arrays, params)
+        if type(result) is np.ndarray:
+            return result[:, 0] if outputs == 1 else tuple(result[:, i] for i in range(outputs))
+    with lock:
+        return batch(single, arrays, outputs, k)
+
+
 def batch(single, arrays, outputs, k):
     """Per-sample loop of ``single`` over validated sample ``arrays``: a tuple of
     ``outputs`` arrays (N, k, k), or one array when ``outputs`` is 1."""

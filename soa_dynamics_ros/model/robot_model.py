@@ -77,7 +77,7 @@ FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_mat
 GENERIC_FUNCTIONS = FAST_KERNELS + (
     "inverse_dynamics_wrenches", "forward_dynamics_wrenches", "mixed_dynamics",
     "mixed_dynamics_wrenches", "gravity_torques_batch",
-    "inverse_dynamics_batch", "forward_dynamics_batch")
+    "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS
 # kernels="auto": a kernel is compiled (in the background) once this many
 # calls (or batch samples) asked for it: a model used a few times never pays
 # for tracing and compiling; a controller at 1 kHz gets its kernel after ~2 s.
@@ -484,16 +484,24 @@ class RobotModel:
         return self._run_batch("forward_dynamics_batch", self.forward_dynamics, (Q, QD, TAU))
 
     # ------------------------------------------------------------------ derivatives (planners)
+    # The generic module answers (derivatives.compiled_answer); what it declines (no
+    # compiler, lists, NaN, a singular M) goes to the numpy path, which answers or names
+    # the problem.
     def inverse_dynamics_derivatives(self, q, qd, qdd, wrenches=None):
         """``(dtau_dq, dtau_dqd)``: derivatives of :meth:`inverse_dynamics`, each dof x dof.
 
         ``dtau_dq[i, j] = d tau_i / d q_j`` at fixed ``qd``, ``qdd`` (and
         ``d tau / d qdd`` is :meth:`mass_matrix`).  Wrenches are held constant in
-        root-link axes, so they contribute to ``dtau_dq`` as the links turn
-        (Pinocchio's external forces are fixed in the joint frames: its
-        ``computeRNEADerivatives`` differs by that term).  Mimic joints are folded
-        (chain rule through ``q_mimic = multiplier * q_master + offset``).
+        root-link axes about their link origins, so they contribute to ``dtau_dq``
+        as the links turn (Pinocchio's external forces are fixed in the joint
+        frames: its ``computeRNEADerivatives`` differs by that term).  Mimic joints
+        are folded (chain rule through ``q_mimic = multiplier * q_master + offset``).
         """
+        both = derivatives.compiled_answer(self._generic, self._compiled,
+                                           "inverse_dynamics_derivatives", (q, qd, qdd),
+                                           wrenches, self._params)
+        if both is not None:
+            return both[0], both[1]
         with self.parameters_lock:
             return derivatives.inverse_dynamics_derivatives(self, self._all_joints, q, qd, qdd,
                                                             wrenches)
@@ -505,6 +513,11 @@ class RobotModel:
         dynamics derivatives at ``qdd = forward_dynamics(q, qd, tau, wrenches)``.
         A singular mass matrix raises :class:`SingularDynamicsError`.
         """
+        three = derivatives.compiled_answer(self._generic, self._compiled,
+                                            "forward_dynamics_derivatives", (q, qd, tau),
+                                            wrenches, self._params)
+        if three is not None:
+            return three[0], three[1], three[2]
         with self.parameters_lock:
             return derivatives.forward_dynamics_derivatives(self, self._all_joints, q, qd, tau,
                                                             wrenches)
@@ -512,6 +525,10 @@ class RobotModel:
     def gravity_derivatives(self, q):
         """``dg_dq``: derivative of :meth:`gravity_torques`, dof x dof, symmetric (the
         Hessian of the potential energy)."""
+        derivative = derivatives.compiled_answer(self._generic, self._compiled,
+                                                 "gravity_derivatives", (q,), None, self._params)
+        if derivative is not None:
+            return derivative
         with self.parameters_lock:
             return derivatives.gravity_derivatives(self, self._all_joints, q)
 
@@ -519,23 +536,26 @@ class RobotModel:
         """:meth:`inverse_dynamics_derivatives` of N samples: two arrays (N, dof, dof)."""
         Q = self._samples("Q", Q)
         QD, QDD = self._samples("QD", QD, len(Q)), self._samples("QDD", QDD, len(Q))
-        with self.parameters_lock:
-            return derivatives.batch(self.inverse_dynamics_derivatives, (Q, QD, QDD), 2,
+        return derivatives.run_batch(self._generic, self._params, self.parameters_lock,
+                                     "inverse_dynamics_derivatives",
+                                     self.inverse_dynamics_derivatives, (Q, QD, QDD),
                                      self.tree.dof)
 
     def forward_dynamics_derivatives_batch(self, Q, QD, TAU):
         """:meth:`forward_dynamics_derivatives` of N samples: three arrays (N, dof, dof)."""
         Q = self._samples("Q", Q)
         QD, TAU = self._samples("QD", QD, len(Q)), self._samples("TAU", TAU, len(Q))
-        with self.parameters_lock:
-            return derivatives.batch(self.forward_dynamics_derivatives, (Q, QD, TAU), 3,
+        return derivatives.run_batch(self._generic, self._params, self.parameters_lock,
+                                     "forward_dynamics_derivatives",
+                                     self.forward_dynamics_derivatives, (Q, QD, TAU),
                                      self.tree.dof)
 
     def gravity_derivatives_batch(self, Q):
         """:meth:`gravity_derivatives` of N configurations: an array (N, dof, dof)."""
         Q = self._samples("Q", Q)
-        with self.parameters_lock:
-            return derivatives.batch(self.gravity_derivatives, (Q,), 1, self.tree.dof)
+        return derivatives.run_batch(self._generic, self._params, self.parameters_lock,
+                                     "gravity_derivatives", self.gravity_derivatives, (Q,),
+                                     self.tree.dof)
 
     # ------------------------------------------------------------------ task space and constraints
     def task_space_inertia(self, q, frame, part="full", damping=None, return_info=False):

@@ -23,6 +23,7 @@ class Subgraph:
         self.model = model
         self.selection = select_joints(model.tree, joint_names)
         self._base = self._restricted = None
+        self._derivatives_of, self._derivative_functions = None, {}
 
     def _restricted_kernels(self):
         """``(compiled tree, p)`` of the generic module on this selection, or ``(None, None)``."""
@@ -103,17 +104,42 @@ class Subgraph:
 
     # Derivatives (see RobotModel.inverse_dynamics_derivatives): against the selected
     # joints only; the locked ones hold their positions from q.
+    def _derivative_kernels(self):
+        """``(name -> generic function on this selection, compiled tree, p)``; empty without
+        the generic module."""
+        compiled, params = self._restricted_kernels()
+        if compiled is None:
+            return {}, None, None
+        if self._derivatives_of is not compiled:
+            self._derivative_functions = {name: compiled.function(name)
+                                          for name in derivatives.COMPILED_FUNCTIONS}
+            self._derivatives_of = compiled
+        return self._derivative_functions, compiled, params
+
+    def _compiled_derivatives(self, name, vectors, wrenches=None):
+        functions, compiled, params = self._derivative_kernels()
+        return derivatives.compiled_answer(functions, compiled, name, vectors, wrenches, params)
+
     def inverse_dynamics_derivatives(self, q, qd, qdd, wrenches=None):
+        both = self._compiled_derivatives("inverse_dynamics_derivatives", (q, qd, qdd), wrenches)
+        if both is not None:
+            return both[0], both[1]
         with self.model.parameters_lock:
             return derivatives.inverse_dynamics_derivatives(self.model, self.selection, q, qd,
                                                             qdd, wrenches)
 
     def forward_dynamics_derivatives(self, q, qd, tau, wrenches=None):
+        three = self._compiled_derivatives("forward_dynamics_derivatives", (q, qd, tau), wrenches)
+        if three is not None:
+            return three[0], three[1], three[2]
         with self.model.parameters_lock:
             return derivatives.forward_dynamics_derivatives(self.model, self.selection, q, qd,
                                                             tau, wrenches)
 
     def gravity_derivatives(self, q):
+        derivative = self._compiled_derivatives("gravity_derivatives", (q,))
+        if derivative is not None:
+            return derivative
         with self.model.parameters_lock:
             return derivatives.gravity_derivatives(self.model, self.selection, q)
 
@@ -122,17 +148,18 @@ class Subgraph:
         Q = as_samples("Q", Q, self.model.dof)
         return (Q,) + tuple(as_samples(name, value, self.dof, len(Q)) for name, value in rates)
 
+    def _batch(self, name, single, arrays):
+        functions, _, params = self._derivative_kernels()
+        return derivatives.run_batch(functions, params, self.model.parameters_lock, name, single,
+                                     arrays, self.dof)
+
     def inverse_dynamics_derivatives_batch(self, Q, QD, QDD):
-        arrays = self._samples(Q, (("QD", QD), ("QDD", QDD)))
-        with self.model.parameters_lock:
-            return derivatives.batch(self.inverse_dynamics_derivatives, arrays, 2, self.dof)
+        return self._batch("inverse_dynamics_derivatives", self.inverse_dynamics_derivatives,
+                           self._samples(Q, (("QD", QD), ("QDD", QDD))))
 
     def forward_dynamics_derivatives_batch(self, Q, QD, TAU):
-        arrays = self._samples(Q, (("QD", QD), ("TAU", TAU)))
-        with self.model.parameters_lock:
-            return derivatives.batch(self.forward_dynamics_derivatives, arrays, 3, self.dof)
+        return self._batch("forward_dynamics_derivatives", self.forward_dynamics_derivatives,
+                           self._samples(Q, (("QD", QD), ("TAU", TAU))))
 
     def gravity_derivatives_batch(self, Q):
-        arrays = self._samples(Q, ())
-        with self.model.parameters_lock:
-            return derivatives.batch(self.gravity_derivatives, arrays, 1, self.dof)
+        return self._batch("gravity_derivatives", self.gravity_derivatives, self._samples(Q, ()))

@@ -13,6 +13,7 @@ from support.numerics import assert_close, random_states, random_wrenches
 from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf
 from soa_dynamics_ros import RobotModel
+from soa_dynamics_ros.model import derivatives as derivatives_module
 from soa_dynamics_ros.errors import (InertiaWarning, InvalidInputError, SingularDynamicsError,
                                      UnknownNameError)
 
@@ -138,8 +139,61 @@ def test_input_derivative_inverts_the_mass_matrix(robot, rng):
         assert_close(dtau_dqd, np.zeros((model.dof, model.dof)), "dtau/dqd at qd = 0", 1e-12)
 
 
-def test_batches_are_loops_of_single_calls(robot, rng):
-    model, _, _ = robot
+def _compiled(xml):
+    from soa_dynamics_ros import kernels
+    if not kernels.compiler_available():
+        pytest.fail("no C compiler: scripts/setup.sh installs one")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InertiaWarning)
+        return RobotModel.from_urdf(xml, kernels="generic")
+
+
+def _refuse(*_, **__):
+    raise AssertionError("the numpy path answered")
+
+
+def _compiled_only(monkeypatch, call):
+    """``call()`` with the numpy path of the derivatives refusing to answer."""
+    with monkeypatch.context() as patch:
+        for name in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives",
+                     "gravity_derivatives", "batch"):
+            patch.setattr(derivatives_module, name, _refuse)
+        return call()
+
+
+def test_compiled_derivatives_match_the_numpy_path(robot, rng, monkeypatch):
+    model, _, xml = robot
+    fast = _compiled(xml)
+    for q, qd, qdd, tau in _states(model, rng, 4):
+        for wrenches in (None, random_wrenches(model, rng)):
+            for name, arguments in (("inverse_dynamics_derivatives", (q, qd, qdd, wrenches)),
+                                    ("forward_dynamics_derivatives", (q, qd, tau, wrenches))):
+                answer = _compiled_only(monkeypatch,
+                                        lambda: getattr(fast, name)(*arguments))
+                for k, (a, b) in enumerate(zip(answer, getattr(model, name)(*arguments))):
+                    assert_close(a, b, f"compiled {name} [{k}]", 1e-12 * _conditioning(b))
+        assert_close(_compiled_only(monkeypatch, lambda: fast.gravity_derivatives(q)),
+                     model.gravity_derivatives(q), "compiled dg/dq", 1e-12)
+    view_names = model.joint_names[::2]
+    fast_view, slow_view = fast.subgraph(view_names), model.subgraph(view_names)
+    for q, _, _, _ in _states(model, rng, 2):
+        qd, tau = rng.normal(size=len(view_names)), rng.normal(size=len(view_names))
+        for name in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives"):
+            answer = _compiled_only(monkeypatch,
+                                    lambda: getattr(fast_view, name)(q, qd, tau))
+            for a, b in zip(answer, getattr(slow_view, name)(q, qd, tau)):
+                assert_close(a, b, f"compiled subgraph {name}", 1e-12 * _conditioning(b))
+
+
+def _conditioning(matrix):
+    # Solving with M loses digits in proportion to its condition number (up to 1e4 on
+    # small grippers' fingers).
+    return max(1.0, float(np.abs(matrix).max()))
+
+
+@pytest.mark.parametrize("kernels", ["off", "generic"])
+def test_batches_are_loops_of_single_calls(robot, rng, kernels, monkeypatch):
+    model = robot[0] if kernels == "off" else _compiled(robot[2])
     Q, QD, QDD = (np.array(rows) for rows in zip(*random_states(model, 4, rng)))
     TAU = QDD * 5
     batches = (
@@ -152,6 +206,9 @@ def test_batches_are_loops_of_single_calls(robot, rng):
         for k, output in enumerate(outputs):
             assert output.shape == (len(Q), model.dof, model.dof)
             assert_close(output, np.array([single[k] for single in singles]), "batch", 1e-12)
+    if kernels == "generic":
+        # One compiled call, not a loop of singles.
+        _compiled_only(monkeypatch, lambda: model.forward_dynamics_derivatives_batch(Q, QD, TAU))
 
 
 # ------------------------------------------------------------------ subgraphs
