@@ -25,12 +25,12 @@ static double *derivative_workspace(size_t doubles)
     return derivative_space;
 }
 
-/* Tangent blocks (6 per body and hinge, 6 kinds), two nb x nb hinge matrices, the
- * wrenches' arms (9 per body) and one joint vector. */
+/* Tangent blocks (6 per body and hinge, 6 kinds), two nb x nb hinge matrices, nb ints
+ * (subtree ends, one double each), the wrenches' arms (9 per body), one joint vector. */
 static size_t derivative_doubles(const Model *m)
 {
     size_t nb = (size_t)m->nb;
-    return 38 * nb * nb + 9 * nb + (size_t)m->rate_dof + 1;
+    return 38 * nb * nb + nb + 9 * nb + (size_t)m->rate_dof + 1;
 }
 
 /* external_forces.body_force_turning without the [[f x], [n x]] part (taken from
@@ -54,17 +54,26 @@ static void body_force_arms(const Model *m, const double *frames, const double *
 
 /* derivatives.inverse_dynamics_derivatives on hinge arrays: q_hinge and transforms
  * current, body_forces too when `arms` (wrenches held in root axes) is not NULL.
- * space: the tangent blocks; dtau_dq, dtau_dqd: nb x nb, row and column 0 zero. */
+ * space: the tangent blocks; dtau_dq, dtau_dqd: nb x nb, row and column 0 zero.
+ *
+ * Two shortcuts the numpy reference does not take (the results are the same): at rest
+ * (qd = 0, no wrenches) velocities and their tangents vanish, so only the acceleration
+ * tangents are carried and dtau/dqd is zero (Coriolis torques are quadratic in qd); and
+ * a body's force depends only on the hinges of its ancestors and its subtree (bodies
+ * body..last[body] in the depth-first numbering), so the gather carries those columns. */
 static void newton_euler_derivatives(Model *m, const double *p, const double *qd,
                                      const double *qdd, const double *arms, double *space,
                                      double *dtau_dq, double *dtau_dqd)
 {
-    int nb = m->nb;
+    int nb = m->nb, at_rest = arms == NULL;
+    for (int body = 1; body < nb && at_rest; ++body)
+        at_rest = qd[body] == 0.0;
     size_t block = 6 * (size_t)nb * nb;
     double *dv_dq = space, *dv_dqd = space + block, *da_dq = space + 2 * block;
     double *da_dqd = space + 3 * block, *df_dq = space + 4 * block, *df_dqd = space + 5 * block;
+    int *last = (int *)(dtau_dqd + (size_t)nb * nb);    /* nb ints after the two matrices */
     newton_euler(m, p, qd, qdd, arms != NULL);    /* force: the gathered F(i) */
-    memset(df_dq, 0, 2 * block * sizeof(double));
+    memset(df_dq, 0, (at_rest ? 1 : 2) * block * sizeof(double));
     const double *v = m->velocity, *a = m->acceleration;
 #define AT(array, body, hinge) ((array) + 6 * ((size_t)(body) * nb + (hinge)))
     for (int body = 1; body < nb; ++body) {
@@ -72,14 +81,24 @@ static void newton_euler_derivatives(Model *m, const double *p, const double *qd
         const double *x = m->transforms + 36 * body, *h = m->hinge_map + 6 * body;
         const double *inertia = m->inertia + 36 * body, *vb = v + 6 * body;
         double carried[6], joint_velocity[6], momentum[6];
+        last[body] = body;
+        /* d(X a)/dq(i) = (X a) x H, and likewise for v */
+        mat6_vec(x, a + 6 * parent, carried);
+        motion_cross(carried, h, AT(da_dq, body, body));
+        if (at_rest) {
+            for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
+                double *da = AT(da_dq, body, hinge);
+                if (hinge != body)
+                    mat6_vec(x, AT(da_dq, parent, hinge), da);
+                mat6_vec(inertia, da, AT(df_dq, body, hinge));
+            }
+            continue;
+        }
         for (int k = 0; k < 6; ++k)
             joint_velocity[k] = h[k] * qd[body];
         mat6_vec(inertia, vb, momentum);
-        /* d(X v)/dq(i) = (X v) x H */
         mat6_vec(x, v + 6 * parent, carried);
         motion_cross(carried, h, AT(dv_dq, body, body));
-        mat6_vec(x, a + 6 * parent, carried);
-        motion_cross(carried, h, AT(da_dq, body, body));
         memcpy(AT(dv_dqd, body, body), h, 6 * sizeof(double));
         motion_cross(vb, h, AT(da_dqd, body, body));
         for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
@@ -125,26 +144,40 @@ static void newton_euler_derivatives(Model *m, const double *p, const double *qd
             }
         }
     }
+    for (int body = nb - 1; body > 1; --body)
+        if (m->parent[body] > 0 && last[body] > last[m->parent[body]])
+            last[m->parent[body]] = last[body];
     memset(dtau_dq, 0, (size_t)nb * nb * sizeof(double));
     memset(dtau_dqd, 0, (size_t)nb * nb * sizeof(double));
     for (int body = nb - 1; body > 0; --body) {
         int parent = m->parent[body];
         const double *x = m->transforms + 36 * body, *h = m->hinge_map + 6 * body;
-        for (int hinge = 1; hinge < nb; ++hinge) {
-            dtau_dq[body * nb + hinge] = dot6(h, AT(df_dq, body, hinge));
-            dtau_dqd[body * nb + hinge] = dot6(h, AT(df_dqd, body, hinge));
+        /* the columns that can be nonzero: ancestors, then the subtree */
+        for (int hinge = m->parent[body], pass = 0; pass < 2; ++pass) {
+            int stop = pass ? last[body] + 1 : 0;
+            if (pass)
+                hinge = body;
+            while (pass ? hinge < stop : hinge > 0) {
+                dtau_dq[body * nb + hinge] = dot6(h, AT(df_dq, body, hinge));
+                if (!at_rest)
+                    dtau_dqd[body * nb + hinge] = dot6(h, AT(df_dqd, body, hinge));
+                if (parent > 0) {
+                    double through[6], *dfp = AT(df_dq, parent, hinge);
+                    mat6t_vec(x, AT(df_dq, body, hinge), through);
+                    for (int k = 0; k < 6; ++k)
+                        dfp[k] += through[k];
+                    if (!at_rest) {
+                        dfp = AT(df_dqd, parent, hinge);
+                        mat6t_vec(x, AT(df_dqd, body, hinge), through);
+                        for (int k = 0; k < 6; ++k)
+                            dfp[k] += through[k];
+                    }
+                }
+                hinge = pass ? hinge + 1 : m->parent[hinge];
+            }
         }
         if (parent == 0)
             continue;
-        for (int hinge = 1; hinge < nb; ++hinge) {
-            double through[6], *dfp = AT(df_dq, parent, hinge), *dfpr = AT(df_dqd, parent, hinge);
-            mat6t_vec(x, AT(df_dq, body, hinge), through);
-            for (int k = 0; k < 6; ++k)
-                dfp[k] += through[k];
-            mat6t_vec(x, AT(df_dqd, body, hinge), through);
-            for (int k = 0; k < 6; ++k)
-                dfpr[k] += through[k];
-        }
         /* d(X^T F)/dq(i) = X^T (H x* F) */
         double spun[6], through[6], *dfp = AT(df_dq, parent, body);
         force_cross(h, m->force + 6 * body, spun);
@@ -220,8 +253,8 @@ static int derivatives_sample(Model *m, int kind, const double *q, const double 
                               const double *wrenches, int count, double *space, double *out)
 {
     int nb = m->nb;
-    double *arms = frames ? space + 38 * (size_t)nb * nb : NULL;
-    double *qdd = space + 38 * (size_t)nb * nb + 9 * (size_t)nb;
+    double *arms = frames ? space + 38 * (size_t)nb * nb + nb : NULL;
+    double *qdd = space + 38 * (size_t)nb * nb + 10 * (size_t)nb;
     hinge_positions(m, q);
     if (frames) {
         body_placements(m);
