@@ -1,14 +1,28 @@
 /* Derivatives of the dynamics (algorithms/derivatives.py, model/derivatives.py), compiled.
  *
  * Included by generic.c before its method table; uses its Model and helpers.
- * Forward-mode differentiation of newton_euler(): every body carries the
- * tangents of its velocity, acceleration and force along each hinge, one
- * 6-vector per (body, hinge) stored at [body][hinge][6].  A body's velocity
- * and acceleration depend only on its ancestors' hinges, so the scatter walks
- * each body's path to the root; the gather carries whole rows.
+ * The numpy reference carries forward-mode tangents through Newton-Euler (O(nb^2)
+ * 6x6 products).  Here the same derivatives come from their closed form in root
+ * axes (the structure Carpentier and Mansard 2018 exploit): turning hinge j by dq
+ * moves every body of its subtree rigidly, so each quantity of the subtree changes
+ * covariantly (S_j x) except where it involves the bodies upstream of j.  With S,
+ * v, a, F the hinge map, velocity, acceleration and gathered force of each body,
+ * Ic the composite inertia and, summed over the subtree of i,
+ *   B(i) = sum_k of the 6x6 map w -> I_k (w x v_k) + w x* (I_k v_k) + v_k x* (I_k w)
+ *        (zero where v_k = 0),
+ *   E(i) = sum_k of the wrenches' turning, 6x3: a root-axes wrench about its link
+ *        origin moves with the link but does not turn with it,
+ * and per hinge j with parent body l: w_j = S_j x v_l, u_j = S_j x a_l - w_j x v_l,
+ *   j ancestor of i or i itself:
+ *     dtau_i/dq_j  = -(Ic_i S_i).u_j - (B_i^T S_i).w_j - (E_i^T S_i).omega_j
+ *     dtau_i/dqd_j = (B_i^T S_i).S_j - 2 (Ic_i S_i).w_j
+ *   j in the subtree of i (j != i):
+ *     dtau_i/dq_j  = S_i.(S_j x* F_j - Ic_j u_j - B_j w_j - E_j omega_j)
+ *     dtau_i/dqd_j = S_i.(B_j S_j - 2 Ic_j w_j)
+ * O(nb) 6x6 work plus two dot products per (ancestor, descendant) pair.
  *
- * The tangents live in one buffer shared by every model, grown on demand
- * (every function holds the GIL from start to end, as generic.c's workspace).
+ * The workspace is one buffer shared by every model, grown on demand (every
+ * function holds the GIL from start to end, as generic.c's workspace).
  */
 static double *derivative_space;
 static size_t derivative_capacity;
@@ -25,167 +39,207 @@ static double *derivative_workspace(size_t doubles)
     return derivative_space;
 }
 
-/* Tangent blocks (6 per body and hinge, 6 kinds), two nb x nb hinge matrices, nb ints
- * (subtree ends, one double each), the wrenches' arms (9 per body), one joint vector. */
+/* Per body in root axes: S, v, a, F, Ic S, B^T S, E^T S (3), w, u, the subtree terms of
+ * dq and dqd (6 each), Ic (36), B (36), E (18). */
+#define BODY_DOUBLES 159
+enum { S_ = 0, V_ = 6, A_ = 12, F_ = 18, IS_ = 24, BS_ = 30, ES_ = 36, W_ = 39, U_ = 45, GQ_ = 51, GR_ = 57, IC_ = 63,
+       B_ = 99, E_ = 135 };
+
+/* Two nb x nb hinge matrices, the per-body terms, one joint vector. */
 static size_t derivative_doubles(const Model *m)
 {
     size_t nb = (size_t)m->nb;
-    return 38 * nb * nb + nb + 9 * nb + (size_t)m->rate_dof + 1;
+    return 2 * nb * nb + BODY_DOUBLES * nb + (size_t)m->rate_dof + 1;
 }
 
-/* external_forces.body_force_turning without the [[f x], [n x]] part (taken from
- * body_forces): per body, sum_k (f_k x)(r_k x) of the wrenches applied to it. */
-static void body_force_arms(const Model *m, const double *frames, const double *wrenches,
-                            int count, double *arms)
+/* A motion vector (body axes, body origin) in root axes about the root origin */
+static void motion_to_root(const double *r, const double *p, const double *m, double *out)
 {
-    memset(arms, 0, 9 * m->nb * sizeof(double));
-    for (int k = 0; k < count; ++k) {
-        int frame = (int)frames[k], body = m->frame_body[frame];
-        const double *r = m->frame_translation + 3 * frame;
-        double f[3];
-        mat3t_vec(m->rotations + 9 * body, wrenches + 6 * k, f);
-        double fs[9] = {0.0, -f[2], f[1], f[2], 0.0, -f[0], -f[1], f[0], 0.0};
-        double rs[9] = {0.0, -r[2], r[1], r[2], 0.0, -r[0], -r[1], r[0], 0.0}, product[9];
-        mat3_mul(fs, rs, product);
-        for (int i = 0; i < 9; ++i)
-            arms[9 * body + i] += product[i];
+    double moved[3];
+    mat3_vec(r, m + 3, out + 3);
+    mat3_vec(r, m, out);
+    cross(p, out + 3, moved);
+    for (int k = 0; k < 3; ++k)
+        out[k] += moved[k];
+}
+
+/* A force (body axes, about the body origin) in root axes about the root origin */
+static void force_to_root(const double *r, const double *p, const double *f, double *out)
+{
+    double moved[3];
+    mat3_vec(r, f, out);
+    mat3_vec(r, f + 3, out + 3);
+    cross(p, out, moved);
+    for (int k = 0; k < 3; ++k)
+        out[3 + k] += moved[k];
+}
+
+static void skew3(const double *v, double *out)
+{
+    double values[9] = {0.0, -v[2], v[1], v[2], 0.0, -v[0], -v[1], v[0], 0.0};
+    memcpy(out, values, sizeof values);
+}
+
+/* A spatial inertia (body axes, about the body origin) in root axes about the root
+ * origin: mass m, first moment h = R h_b + m p, rotational inertia
+ * R J_b R^T - m [p]x[p]x - [p]x[R h_b]x - [R h_b]x[p]x (X^T I X, without the 6x6 products) */
+static void inertia_to_root(const double *inertia, const double *r, const double *p,
+                            double *out)
+{
+    double mass = inertia[0], own[3] = {inertia[31], inertia[20], inertia[24]}, turned[3];
+    double j[9], rj[9], rjr[9], ps[9], hs[9], pp[9], ph[9], hp[9], h[3];
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b)
+            j[3 * a + b] = inertia[6 * (a + 3) + b + 3];
+    mat3_vec(r, own, turned);
+    mat3_mul(r, j, rj);
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b)
+            rjr[3 * a + b] = rj[3 * a] * r[3 * b] + rj[3 * a + 1] * r[3 * b + 1]
+                             + rj[3 * a + 2] * r[3 * b + 2];
+    skew3(p, ps);
+    skew3(turned, hs);
+    mat3_mul(ps, ps, pp);
+    mat3_mul(ps, hs, ph);
+    mat3_mul(hs, ps, hp);
+    for (int k = 0; k < 3; ++k)
+        h[k] = turned[k] + mass * p[k];
+    double values[36] = {
+        mass, 0.0, 0.0, 0.0, h[2], -h[1],
+        0.0, mass, 0.0, -h[2], 0.0, h[0],
+        0.0, 0.0, mass, h[1], -h[0], 0.0,
+        0.0, -h[2], h[1], 0.0, 0.0, 0.0,
+        h[2], 0.0, -h[0], 0.0, 0.0, 0.0,
+        -h[1], h[0], 0.0, 0.0, 0.0, 0.0};
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b)
+            values[6 * (a + 3) + b + 3] = rjr[3 * a + b] - mass * pp[3 * a + b] - ph[3 * a + b]
+                                          - hp[3 * a + b];
+    memcpy(out, values, sizeof values);
+}
+
+/* The root-axes quantities of one body: S, v, a, F, Ic (its own inertia for now), B */
+static void body_terms(const Model *m, int body, double *t)
+{
+    const double *r = m->rotations + 9 * body, *p = m->translations + 3 * body;
+    motion_to_root(r, p, m->hinge_map + 6 * body, t + S_);
+    motion_to_root(r, p, m->velocity + 6 * body, t + V_);
+    motion_to_root(r, p, m->acceleration + 6 * body, t + A_);
+    force_to_root(r, p, m->force + 6 * body, t + F_);
+    memset(t + IC_, 0, (36 + 36 + 18) * sizeof(double));
+    if (body == 0)
+        return;
+    inertia_to_root(m->inertia + 36 * body, r, p, t + IC_);
+    /* column c of B: I (e_c x v) + e_c x* (I v) + v x* (I e_c); B = 0 at rest */
+    const double *inertia = t + IC_, *v = t + V_;
+    if (!(v[0] || v[1] || v[2] || v[3] || v[4] || v[5]))
+        return;
+    double momentum[6];
+    mat6_vec(inertia, v, momentum);
+    for (int c = 0; c < 6; ++c) {
+        double unit[6] = {0.0}, crossed[6], pushed[6], spun[6], turned[6];
+        unit[c] = 1.0;
+        motion_cross(v, unit, crossed);
+        mat6_vec(inertia, crossed, pushed);
+        force_cross(unit, momentum, spun);
+        force_cross(v, inertia + 6 * c, turned);   /* I e_c: row c of the symmetric I */
+        for (int k = 0; k < 6; ++k)
+            t[B_ + 6 * k + c] = spun[k] + turned[k] - pushed[k];
     }
 }
 
-/* derivatives.inverse_dynamics_derivatives on hinge arrays: q_hinge and transforms
- * current, body_forces too when `arms` (wrenches held in root axes) is not NULL.
- * space: the tangent blocks; dtau_dq, dtau_dqd: nb x nb, row and column 0 zero.
- *
- * Two shortcuts the numpy reference does not take (the results are the same): at rest
- * (qd = 0, no wrenches) velocities and their tangents vanish, so only the acceleration
- * tangents are carried and dtau/dqd is zero (Coriolis torques are quadratic in qd); and
- * a body's force depends only on the hinges of its ancestors and its subtree (bodies
- * body..last[body] in the depth-first numbering), so the gather carries those columns. */
+/* E of the wrenches (root axes, about each frame origin) on each body: how its force
+ * in root axes changes with a turn omega beyond the covariant part, 6x3 per body. */
+static void wrench_turning(const Model *m, const double *frames, const double *wrenches,
+                           int count, double *terms)
+{
+    for (int k = 0; k < count; ++k) {
+        int frame = (int)frames[k];
+        double *e = terms + BODY_DOUBLES * m->frame_body[frame] + E_;
+        double rotation[9], point[3], fs[9], ts[9], ps[9], pf[9];
+        frame_placement(m, frame, rotation, point);
+        skew3(wrenches + 6 * k, fs);
+        skew3(wrenches + 6 * k + 3, ts);
+        skew3(point, ps);
+        mat3_mul(ps, fs, pf);
+        for (int i = 0; i < 9; ++i) {
+            e[i] += fs[i];
+            e[9 + i] += ts[i] + pf[i];
+        }
+    }
+}
+
+/* derivatives.inverse_dynamics_derivatives on hinge arrays (see the file comment):
+ * q_hinge, transforms and body placements current, body_forces too with wrenches
+ * (frames not NULL).  dtau_dq, dtau_dqd: nb x nb, row and column 0 zero. */
 static void newton_euler_derivatives(Model *m, const double *p, const double *qd,
-                                     const double *qdd, const double *arms, double *space,
+                                     const double *qdd, const double *frames,
+                                     const double *wrenches, int count, double *terms,
                                      double *dtau_dq, double *dtau_dqd)
 {
-    int nb = m->nb, at_rest = arms == NULL;
-    for (int body = 1; body < nb && at_rest; ++body)
-        at_rest = qd[body] == 0.0;
-    size_t block = 6 * (size_t)nb * nb;
-    double *dv_dq = space, *dv_dqd = space + block, *da_dq = space + 2 * block;
-    double *da_dqd = space + 3 * block, *df_dq = space + 4 * block, *df_dqd = space + 5 * block;
-    int *last = (int *)(dtau_dqd + (size_t)nb * nb);    /* nb ints after the two matrices */
-    newton_euler(m, p, qd, qdd, arms != NULL);    /* force: the gathered F(i) */
-    memset(df_dq, 0, (at_rest ? 1 : 2) * block * sizeof(double));
-    const double *v = m->velocity, *a = m->acceleration;
-#define AT(array, body, hinge) ((array) + 6 * ((size_t)(body) * nb + (hinge)))
-    for (int body = 1; body < nb; ++body) {
+    int nb = m->nb;
+    newton_euler(m, p, qd, qdd, frames != NULL);    /* force: the gathered F(i) */
+    for (int body = 0; body < nb; ++body)
+        body_terms(m, body, terms + BODY_DOUBLES * body);
+    if (frames)
+        wrench_turning(m, frames, wrenches, count, terms);
+    /* composite Ic, B, E over each subtree */
+    for (int body = nb - 1; body > 1; --body) {
         int parent = m->parent[body];
-        const double *x = m->transforms + 36 * body, *h = m->hinge_map + 6 * body;
-        const double *inertia = m->inertia + 36 * body, *vb = v + 6 * body;
-        double carried[6], joint_velocity[6], momentum[6];
-        last[body] = body;
-        /* d(X a)/dq(i) = (X a) x H, and likewise for v */
-        mat6_vec(x, a + 6 * parent, carried);
-        motion_cross(carried, h, AT(da_dq, body, body));
-        if (at_rest) {
-            for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
-                double *da = AT(da_dq, body, hinge);
-                if (hinge != body)
-                    mat6_vec(x, AT(da_dq, parent, hinge), da);
-                mat6_vec(inertia, da, AT(df_dq, body, hinge));
-            }
-            continue;
-        }
-        for (int k = 0; k < 6; ++k)
-            joint_velocity[k] = h[k] * qd[body];
-        mat6_vec(inertia, vb, momentum);
-        mat6_vec(x, v + 6 * parent, carried);
-        motion_cross(carried, h, AT(dv_dq, body, body));
-        memcpy(AT(dv_dqd, body, body), h, 6 * sizeof(double));
-        motion_cross(vb, h, AT(da_dqd, body, body));
-        for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
-            double *dv = AT(dv_dq, body, hinge), *dvr = AT(dv_dqd, body, hinge);
-            double *da = AT(da_dq, body, hinge), *dar = AT(da_dqd, body, hinge);
-            if (hinge != body) {
-                mat6_vec(x, AT(dv_dq, parent, hinge), dv);
-                mat6_vec(x, AT(dv_dqd, parent, hinge), dvr);
-                mat6_vec(x, AT(da_dq, parent, hinge), da);
-                mat6_vec(x, AT(da_dqd, parent, hinge), dar);
-            }
-            /* the velocity product V x H qd varies with V */
-            double product[6];
-            motion_cross(joint_velocity, dv, product);
-            for (int k = 0; k < 6; ++k)
-                da[k] -= product[k];
-            motion_cross(joint_velocity, dvr, product);
-            for (int k = 0; k < 6; ++k)
-                dar[k] -= product[k];
-            /* f = I A + V x* I V - f_ext */
-            for (int kind = 0; kind < 2; ++kind) {
-                const double *dvk = kind ? dvr : dv, *dak = kind ? dar : da;
-                double *df = kind ? AT(df_dqd, body, hinge) : AT(df_dq, body, hinge);
-                double accelerating[6], turned[6], moving[6], spun[6];
-                mat6_vec(inertia, dak, accelerating);
-                mat6_vec(inertia, dvk, turned);
-                force_cross(vb, turned, moving);
-                force_cross(dvk, momentum, spun);
-                for (int k = 0; k < 6; ++k)
-                    df[k] = accelerating[k] + moving[k] + spun[k];
-            }
-            if (arms) {
-                /* d f_ext = [f x w; n x w + A w] with w the body's turn (dvr[3:]) */
-                const double *fb = m->body_forces + 6 * body, *w = dvr + 3;
-                double *df = AT(df_dq, body, hinge), fw[3], nw[3], aw[3];
-                cross(fb, w, fw);
-                cross(fb + 3, w, nw);
-                mat3_vec(arms + 9 * body, w, aw);
-                for (int k = 0; k < 3; ++k) {
-                    df[k] -= fw[k];
-                    df[3 + k] -= nw[k] + aw[k];
-                }
-            }
-        }
+        if (parent > 0)
+            for (int k = IC_; k < BODY_DOUBLES; ++k)
+                terms[BODY_DOUBLES * parent + k] += terms[BODY_DOUBLES * body + k];
     }
-    for (int body = nb - 1; body > 1; --body)
-        if (m->parent[body] > 0 && last[body] > last[m->parent[body]])
-            last[m->parent[body]] = last[body];
+    for (int body = 1; body < nb; ++body) {
+        double *t = terms + BODY_DOUBLES * body;
+        const double *up = terms + BODY_DOUBLES * m->parent[body], *s = t + S_;
+        double crossed[6], spun[6], pushed[6], bent[6];
+        motion_cross(s, up + V_, t + W_);
+        motion_cross(s, up + A_, crossed);
+        motion_cross(t + W_, up + V_, spun);
+        for (int k = 0; k < 6; ++k)
+            t[U_ + k] = crossed[k] - spun[k];
+        mat6_vec(t + IC_, s, t + IS_);
+        mat6t_vec(t + B_, s, t + BS_);
+        for (int c = 0; c < 3; ++c) {
+            double sum = 0.0;
+            for (int k = 0; k < 6; ++k)
+                sum += t[E_ + 3 * k + c] * s[k];
+            t[ES_ + c] = sum;
+        }
+        /* the subtree terms: S x* F - Ic u - B w - E omega, and B S - 2 Ic w */
+        force_cross(s, t + F_, spun);
+        mat6_vec(t + IC_, t + U_, pushed);
+        mat6_vec(t + B_, t + W_, bent);
+        for (int k = 0; k < 6; ++k) {
+            double turned = 0.0;
+            for (int c = 0; c < 3; ++c)
+                turned += t[E_ + 3 * k + c] * s[3 + c];
+            t[GQ_ + k] = spun[k] - pushed[k] - bent[k] - turned;
+        }
+        mat6_vec(t + B_, s, crossed);
+        mat6_vec(t + IC_, t + W_, pushed);
+        for (int k = 0; k < 6; ++k)
+            t[GR_ + k] = crossed[k] - 2.0 * pushed[k];
+    }
     memset(dtau_dq, 0, (size_t)nb * nb * sizeof(double));
     memset(dtau_dqd, 0, (size_t)nb * nb * sizeof(double));
-    for (int body = nb - 1; body > 0; --body) {
-        int parent = m->parent[body];
-        const double *x = m->transforms + 36 * body, *h = m->hinge_map + 6 * body;
-        /* the columns that can be nonzero: ancestors, then the subtree */
-        for (int hinge = m->parent[body], pass = 0; pass < 2; ++pass) {
-            int stop = pass ? last[body] + 1 : 0;
-            if (pass)
-                hinge = body;
-            while (pass ? hinge < stop : hinge > 0) {
-                dtau_dq[body * nb + hinge] = dot6(h, AT(df_dq, body, hinge));
-                if (!at_rest)
-                    dtau_dqd[body * nb + hinge] = dot6(h, AT(df_dqd, body, hinge));
-                if (parent > 0) {
-                    double through[6], *dfp = AT(df_dq, parent, hinge);
-                    mat6t_vec(x, AT(df_dq, body, hinge), through);
-                    for (int k = 0; k < 6; ++k)
-                        dfp[k] += through[k];
-                    if (!at_rest) {
-                        dfp = AT(df_dqd, parent, hinge);
-                        mat6t_vec(x, AT(df_dqd, body, hinge), through);
-                        for (int k = 0; k < 6; ++k)
-                            dfp[k] += through[k];
-                    }
-                }
-                hinge = pass ? hinge + 1 : m->parent[hinge];
+    for (int body = 1; body < nb; ++body) {
+        const double *ti = terms + BODY_DOUBLES * body;
+        for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
+            const double *tj = terms + BODY_DOUBLES * hinge;
+            /* hinge an ancestor of body (or body itself) */
+            dtau_dq[body * nb + hinge] = -(dot6(ti + IS_, tj + U_) + dot6(ti + BS_, tj + W_)
+                                           + ti[ES_] * tj[S_ + 3] + ti[ES_ + 1] * tj[S_ + 4]
+                                           + ti[ES_ + 2] * tj[S_ + 5]);
+            dtau_dqd[body * nb + hinge] = dot6(ti + BS_, tj + S_) - 2.0 * dot6(ti + IS_, tj + W_);
+            if (hinge != body) {
+                /* body in the subtree of hinge: row hinge, column body */
+                dtau_dq[hinge * nb + body] = dot6(tj + S_, ti + GQ_);
+                dtau_dqd[hinge * nb + body] = dot6(tj + S_, ti + GR_);
             }
         }
-        if (parent == 0)
-            continue;
-        /* d(X^T F)/dq(i) = X^T (H x* F) */
-        double spun[6], through[6], *dfp = AT(df_dq, parent, body);
-        force_cross(h, m->force + 6 * body, spun);
-        mat6t_vec(x, spun, through);
-        for (int k = 0; k < 6; ++k)
-            dfp[k] += through[k];
     }
-#undef AT
 }
 
 /* G^T D G of a hinge matrix (nb x nb) onto the selected joints, into out (n x n) */
@@ -196,84 +250,100 @@ static void fold_hinge_matrix(Model *m, const double *hinge_matrix, double *out)
     memcpy(out, m->joint_mass, (size_t)m->rate_dof * m->rate_dof * sizeof(double));
 }
 
-/* out = [dtau/dq, dtau/dqd] (2 x n x n) at the joint accelerations qdd (NULL: zero);
- * q_hinge, qd_hinge and transforms current; space: the derivative workspace. */
+/* The wrenches of one call (frames NULL: none). */
+typedef struct {
+    const double *frames, *wrenches;
+    int count;
+} Wrenches;
+
+/* out = [dtau/dq, dtau/dqd] (2 x n x n), or dtau/dq alone when `both` is 0, at the joint
+ * accelerations qdd (NULL: zero); q_hinge, qd_hinge, transforms and body placements
+ * current (and body forces with wrenches); space: the derivative workspace. */
 static void inverse_derivatives_core(Model *m, const double *qdd, const double *p,
-                                     const double *arms, double *space, double *out)
+                                     const Wrenches *w, double *space, int both, double *out)
 {
     int nb = m->nb, n = m->rate_dof;
-    double *dtau_dq = space + 36 * (size_t)nb * nb, *dtau_dqd = dtau_dq + (size_t)nb * nb;
+    double *dtau_dq = space, *dtau_dqd = space + (size_t)nb * nb;
     if (qdd)
         hinge_rates(m, qdd, m->qdd_hinge);
     else
         memset(m->qdd_hinge, 0, nb * sizeof(double));
-    newton_euler_derivatives(m, p, m->qd_hinge, m->qdd_hinge, arms, space, dtau_dq, dtau_dqd);
+    newton_euler_derivatives(m, p, m->qd_hinge, m->qdd_hinge, w->frames, w->wrenches, w->count,
+                             space + 2 * (size_t)nb * nb, dtau_dq, dtau_dqd);
     fold_hinge_matrix(m, dtau_dq, out);
-    fold_hinge_matrix(m, dtau_dqd, out + (size_t)n * n);
+    if (both)
+        fold_hinge_matrix(m, dtau_dqd, out + (size_t)n * n);
 }
 
-/* out = [dqdd/dq, dqdd/dqd, dqdd/dtau] (3 x n x n); q_hinge current (body placements and
- * body forces too with wrenches).  Status 2 when M or a hinge is singular. */
+/* out = [dqdd/dq, dqdd/dqd, dqdd/dtau] (3 x n x n); as inverse_derivatives_core, with
+ * qdd = FD(q, qd, tau) (n + 1 doubles of scratch).  Status 2 when M or a hinge is
+ * singular. */
 static int forward_derivatives_core(Model *m, const double *qd, const double *tau,
-                                    const double *p, const double *arms, double *space,
+                                    const double *p, const Wrenches *w, double *space,
                                     double *qdd, double *out)
 {
     int n = m->rate_dof;
     size_t nn = (size_t)n * n;
-    int status = forward_core(m, qd, tau, p, arms != NULL, qdd);
+    int status = forward_core(m, qd, tau, p, w->frames != NULL, qdd);
     if (status != SOA_OK)
         return status;
-    inverse_derivatives_core(m, qdd, p, arms, space, out);
+    inverse_derivatives_core(m, qdd, p, w, space, 1, out);
     composite_body(m);
     joint_mass_matrix(m);
-    double *column = qdd;       /* qdd is no longer needed */
-    for (int j = 0; j < n; ++j)
-        out[2 * nn + (size_t)j * n + j] = 1.0;
-    for (int j = 0; j < n; ++j)
-        for (int i = 0; i < n; ++i)
-            if (i != j)
-                out[2 * nn + (size_t)i * n + j] = 0.0;
-    for (int matrix = 0; matrix < 3; ++matrix) {
-        double *d = out + matrix * nn, sign = matrix < 2 ? -1.0 : 1.0;
-        for (int j = 0; j < n; ++j) {
-            for (int i = 0; i < n; ++i)
-                column[i] = d[(size_t)i * n + j];
-            if (soa_cholesky_solve(m->joint_mass, column, n, matrix == 0 && j == 0) != SOA_OK)
-                return SOA_SINGULAR;
-            for (int i = 0; i < n; ++i)
-                d[(size_t)i * n + j] = sign * column[i];
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j)
+            out[2 * nn + (size_t)i * n + j] = i == j ? 1.0 : 0.0;
+    /* M = L L^T (qdd, no longer needed, as the scratch right-hand side), then both
+     * substitutions on the 3 n columns at once: rows of 3 n x n contiguous blocks */
+    if (soa_cholesky_solve(m->joint_mass, qdd, n, 1) != SOA_OK)
+        return SOA_SINGULAR;
+    const double *l = m->joint_mass;
+    for (int i = 0; i < n; ++i)
+        for (int matrix = 0; matrix < 3; ++matrix) {
+            double *row = out + matrix * nn + (size_t)i * n;
+            for (int k = 0; k < i; ++k) {
+                const double *done = out + matrix * nn + (size_t)k * n, factor = l[i * n + k];
+                for (int j = 0; j < n; ++j)
+                    row[j] -= factor * done[j];
+            }
+            for (int j = 0; j < n; ++j)
+                row[j] /= l[i * n + i];
         }
-    }
+    for (int i = n - 1; i >= 0; --i)
+        for (int matrix = 0; matrix < 3; ++matrix) {
+            double *row = out + matrix * nn + (size_t)i * n;
+            for (int k = i + 1; k < n; ++k) {
+                const double *done = out + matrix * nn + (size_t)k * n, factor = l[k * n + i];
+                for (int j = 0; j < n; ++j)
+                    row[j] -= factor * done[j];
+            }
+            for (int j = 0; j < n; ++j)
+                row[j] /= l[i * n + i];
+        }
+    for (size_t k = 0; k < 2 * nn; ++k)
+        out[k] = -out[k];
     return SOA_OK;
 }
 
 /* One sample into out: kind 0 inverse (qdd in `second`), 1 forward (tau), 2 gravity. */
 static int derivatives_sample(Model *m, int kind, const double *q, const double *qd,
-                              const double *second, const double *p, const double *frames,
-                              const double *wrenches, int count, double *space, double *out)
+                              const double *second, const double *p, const Wrenches *w,
+                              double *space, double *out)
 {
     int nb = m->nb;
-    double *arms = frames ? space + 38 * (size_t)nb * nb + nb : NULL;
-    double *qdd = space + 38 * (size_t)nb * nb + 10 * (size_t)nb;
+    double *qdd = space + 2 * (size_t)nb * nb + BODY_DOUBLES * (size_t)nb;
     hinge_positions(m, q);
-    if (frames) {
-        body_placements(m);
-        body_forces(m, frames, wrenches, count);
-        body_force_arms(m, frames, wrenches, count, arms);
-    }
+    body_placements(m);
+    if (w->frames)
+        body_forces(m, w->frames, w->wrenches, w->count);
     if (kind == 1)
-        return forward_derivatives_core(m, qd, second, p, arms, space, qdd, out);
+        return forward_derivatives_core(m, qd, second, p, w, space, qdd, out);
     transforms(m);
-    if (kind == 0) {
+    if (kind == 0)
         hinge_rates(m, qd, m->qd_hinge);
-        inverse_derivatives_core(m, second, p, arms, space, out);
-        return SOA_OK;
-    }
-    memset(m->qd_hinge, 0, nb * sizeof(double));
-    memset(m->qdd_hinge, 0, nb * sizeof(double));
-    double *dtau_dq = space + 36 * (size_t)nb * nb, *dtau_dqd = dtau_dq + (size_t)nb * nb;
-    newton_euler_derivatives(m, p, m->qd_hinge, m->qdd_hinge, NULL, space, dtau_dq, dtau_dqd);
-    fold_hinge_matrix(m, dtau_dq, out);
+    else
+        memset(m->qd_hinge, 0, nb * sizeof(double));
+    inverse_derivatives_core(m, kind == 0 ? second : NULL, p, w, space, kind == 0, out);
     return SOA_OK;
 }
 
@@ -309,8 +379,9 @@ static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, int k
     if (!result)
         return NULL;
     unpack_inertias(m, p);
-    return answer(result, derivatives_sample(m, kind, data[0], data[1], data[2], p, frames,
-                                             wrenches, count, space, out));
+    Wrenches w = {frames, wrenches, count};
+    return answer(result, derivatives_sample(m, kind, data[0], data[1], data[2], p, &w, space,
+                                             out));
 }
 
 /* f(model, Q, [QD, QDD | TAU,] p) -> (N, outputs, n, n); a failing sample s answers
@@ -342,6 +413,7 @@ static PyObject *derivatives_batch(PyObject *const *args, Py_ssize_t nargs, int 
     if (!result)
         return NULL;
     double *out = (double *)PyArray_DATA((PyArrayObject *)result);
+    Wrenches none = {NULL, NULL, 0};
     unpack_inertias(m, p);
     for (npy_intp s = 0; s < count; ++s) {
         const double *sample[3] = {NULL, NULL, NULL};
@@ -350,8 +422,8 @@ static PyObject *derivatives_batch(PyObject *const *args, Py_ssize_t nargs, int 
             if (soa_check(sample[k], (int)widths[k], SOA_MAX_MAGNITUDE))
                 return answer(result, (int)(4 * s + SOA_BAD_INPUT));
         }
-        int status = derivatives_sample(m, kind, sample[0], sample[1], sample[2], p, NULL, NULL,
-                                        0, space, out + s * outputs * n * n);
+        int status = derivatives_sample(m, kind, sample[0], sample[1], sample[2], p, &none,
+                                        space, out + s * outputs * n * n);
         if (status != SOA_OK)
             return answer(result, (int)(4 * s + status));
     }
