@@ -24,9 +24,14 @@ for path in (REPO, REPO / "test"):
         sys.path.insert(0, str(path))
 
 BATCH_SAMPLES = 10_000
-# Issue 14's targets: ratio ours / Pinocchio, warm per call and cold totals.
+# Derivative batches hold (samples, n, n) matrices, three of them for FD: 1,000 samples
+# keep that within ~25 MB on the 32-joint tree.
+DERIVATIVE_BATCH_SAMPLES = 1_000
+# Issue 14's targets (17's for the derivatives): ratio ours / Pinocchio, warm per call
+# and cold totals.
 WARM_TARGET = 0.5
-BATCH_TARGETS = {"inverse dynamics batch": 0.1}
+BATCH_TARGETS = {"inverse dynamics batch": 0.1, "gravity derivatives batch": 0.3,
+                 "ID derivatives batch": 0.3, "FD derivatives batch": 0.3}
 COLD_TARGET = 2.0
 DAMPING = 1e-3
 PAYLOAD = dict(mass=2.0, com=(0.01, -0.02, 0.05), inertia=np.diag([0.004, 0.005, 0.003]))
@@ -200,15 +205,17 @@ def workload_for(model, samples=BATCH_SAMPLES):
 
 ONE_CONSTRAINT = (np.array([[0.0], [0.0], [1.0], [0.0], [0.0], [0.0]]), np.zeros(1))
 THREE_CONSTRAINTS = (np.eye(6)[:, :3], np.zeros(3))
-BATCHES = ("gravity batch", "inverse dynamics batch", "forward dynamics batch")
+BATCHES = ("gravity batch", "inverse dynamics batch", "forward dynamics batch",
+           "gravity derivatives batch", "ID derivatives batch", "FD derivatives batch")
 
 
 class Case:
     """One quantity x option: ``call()`` is what is timed; ``enter``/``leave`` change and
-    restore the model around it (payload, gravity)."""
+    restore the model around it (payload, gravity); ``samples``: how many a batch call
+    handles (None: all of the workload's)."""
 
-    def __init__(self, call, enter=None, leave=None):
-        self.call, self.enter, self.leave = call, enter, leave
+    def __init__(self, call, enter=None, leave=None, samples=None):
+        self.call, self.enter, self.leave, self.samples = call, enter, leave, samples
 
 
 # ---------------------------------------------------------------------------- this project
@@ -254,12 +261,24 @@ def our_cases(model, w, batches=True):
             lambda: model.gravity_torques(q),
             enter=lambda: setattr(model, "gravity", CHANGED_GRAVITY),
             leave=lambda: setattr(model, "gravity", gravity)),
+        "gravity derivatives": Case(lambda: model.gravity_derivatives(q)),
+        "ID derivatives": Case(lambda: model.inverse_dynamics_derivatives(q, qd, qdd)),
+        "ID derivatives, 1 wrench": Case(
+            lambda: model.inverse_dynamics_derivatives(q, qd, qdd, one)),
+        "FD derivatives": Case(lambda: model.forward_dynamics_derivatives(q, qd, tau)),
     }
     if batches:
+        dQ, dQD, dQDD = (x[:DERIVATIVE_BATCH_SAMPLES] for x in (w.Q, w.QD, w.QDD))
         cases.update({
             "gravity batch": Case(lambda: model.gravity_torques_batch(w.Q)),
             "inverse dynamics batch": Case(lambda: model.inverse_dynamics_batch(w.Q, w.QD, w.QDD)),
             "forward dynamics batch": Case(lambda: model.forward_dynamics_batch(w.Q, w.QD, w.QDD)),
+            "gravity derivatives batch": Case(lambda: model.gravity_derivatives_batch(dQ),
+                                              samples=len(dQ)),
+            "ID derivatives batch": Case(
+                lambda: model.inverse_dynamics_derivatives_batch(dQ, dQD, dQDD), samples=len(dQ)),
+            "FD derivatives batch": Case(
+                lambda: model.forward_dynamics_derivatives_batch(dQ, dQD, dQDD), samples=len(dQ)),
         })
     return cases
 
@@ -445,18 +464,37 @@ def pinocchio_cases(ref, w, batches=True):
         "gravity, gravity changed": {"computeGeneralizedGravity": Case(
             lambda: pin.computeGeneralizedGravity(pm, pd, cq), enter=set_gravity,
             leave=restore_gravity)},
+        "gravity derivatives": {"computeGeneralizedGravityDerivatives": Case(
+            lambda: pin.computeGeneralizedGravityDerivatives(pm, pd, cq))},
+        "ID derivatives": {"computeRNEADerivatives": Case(
+            lambda: pin.computeRNEADerivatives(pm, pd, cq, v, a))},
+        # Pinocchio's fext is fixed to the body, ours constant in root axes: the same work.
+        "ID derivatives, 1 wrench": {"computeRNEADerivatives(fext)": Case(
+            lambda: pin.computeRNEADerivatives(pm, pd, cq, v, a, one))},
+        "FD derivatives": {"computeABADerivatives": Case(
+            lambda: pin.computeABADerivatives(pm, pd, cq, v, tau))},
     }
     if batches:
         CQ = [ref.configuration(x) for x in w.Q]
         V, A = w.QD @ sel.T, w.QDD @ sel.T
 
-        def looped(function, *arrays):
+        def looped(function, *arrays, samples=None):
             def run():
-                for row in zip(CQ, *arrays):
+                for row in zip(CQ[:samples], *arrays):
                     function(pm, pd, *row)
             return run
         cases["gravity batch"] = {"computeGeneralizedGravity, looped": Case(
             looped(pin.computeGeneralizedGravity))}
         cases["inverse dynamics batch"] = {"rnea, looped": Case(looped(pin.rnea, V, A))}
         cases["forward dynamics batch"] = {"aba, looped": Case(looped(pin.aba, V, A))}
+        samples = min(DERIVATIVE_BATCH_SAMPLES, len(CQ))
+        for quantity, route, function, arrays in (
+                ("gravity derivatives batch", "computeGeneralizedGravityDerivatives",
+                 pin.computeGeneralizedGravityDerivatives, ()),
+                ("ID derivatives batch", "computeRNEADerivatives", pin.computeRNEADerivatives,
+                 (V, A)),
+                ("FD derivatives batch", "computeABADerivatives", pin.computeABADerivatives,
+                 (V, A))):
+            cases[quantity] = {f"{route}, looped": Case(
+                looped(function, *arrays, samples=samples), samples=samples)}
     return cases

@@ -179,12 +179,20 @@ def with_efforts(trajectory, efforts):
 
 
 def vector_in_order(values, count, what):
-    """A float array of ``count`` values, or zeros when empty."""
+    """A float array of ``count`` finite values, or zeros when empty.
+
+    NaN and inf are refused here, not later by the model, so that the message
+    names the request's field and index (the model names its own argument,
+    in model order).
+    """
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return np.zeros(count)
     if values.size != count:
         raise InvalidInputError(f"{what} has {values.size} values, expected {count}")
+    if not np.all(np.isfinite(values)):
+        raise InvalidInputError(f"{what} holds NaN or inf at index "
+                                f"{np.flatnonzero(~np.isfinite(values)).tolist()}")
     return values
 
 
@@ -212,6 +220,11 @@ class FeedforwardMessages:
         self.state.velocity = _doubles(velocity)
         self.state.effort = _doubles(effort)
         return self.array, self.state
+
+
+def row_major(matrix):
+    """A matrix as the flat, row-major float64 array of a message field."""
+    return _doubles(np.ravel(matrix))
 
 
 def _doubles(vector):

@@ -13,9 +13,9 @@ import numpy as np
 from . import conversions
 from .. import plant
 from ..errors import InvalidInputError, JointLimitWarning, SoaDynamicsError
-from ..srv import (EvaluateTrajectory, ForwardDynamics, GravityTorques, HybridDynamics,
-                   IdentifyPayload, InverseDynamics, MassMatrix, MixedDynamics, SetPayload,
-                   TaskSpaceInertia)
+from ..srv import (DynamicsDerivatives, EvaluateTrajectory, ForwardDynamics, GravityTorques,
+                   HybridDynamics, IdentifyPayload, InverseDynamics, MassMatrix, MixedDynamics,
+                   SetPayload, TaskSpaceInertia)
 
 # Service name -> type; each is answered by the ModelServices method of the same name.
 SERVICES = {
@@ -29,6 +29,14 @@ SERVICES = {
     "set_payload": SetPayload,
     "evaluate_trajectory": EvaluateTrajectory,
     "identify_payload": IdentifyPayload,
+    "dynamics_derivatives": DynamicsDerivatives,
+}
+
+# ~/dynamics_derivatives: each kind and the request fields it reads besides the state.
+DERIVATIVE_KINDS = {
+    "inverse": {"acceleration", "wrenches"},
+    "forward": {"effort", "wrenches"},
+    "gravity": set(),
 }
 
 
@@ -153,6 +161,36 @@ class ModelServices:
         response.name = self.live.model.joint_names
         response.acceleration = qdd_all.tolist()
         response.effort = tau_all.tolist()
+
+    def dynamics_derivatives(self, request, response):
+        """The derivatives of ID, FD or gravity at the request's state, n x n row-major."""
+        kind = request.kind
+        if kind not in DERIVATIVE_KINDS:
+            raise InvalidInputError(f"kind {kind[:64]!r} unknown: expected one of "
+                                    f"{', '.join(map(repr, DERIVATIVE_KINDS))}")
+        # A field the kind does not read is refused, not ignored: it is a client's mistake
+        # (e.g. efforts sent for the inverse derivatives, which take accelerations).
+        for field in sorted({"acceleration", "effort", "wrenches"} - DERIVATIVE_KINDS[kind]):
+            if len(getattr(request, field)):
+                raise InvalidInputError(f"kind {kind!r} takes no {field}")
+        q, qd, order = self._request_state(request.state)
+        model = self.live.model
+        if kind == "gravity":
+            matrices = {"dg_dq": model.gravity_derivatives(q)}
+        else:
+            wrenches = conversions.wrenches_from_messages(request.wrenches)
+            if kind == "inverse":
+                qdd = self._in_model_order(request.acceleration, order, "acceleration")
+                matrices = dict(zip(("dtau_dq", "dtau_dqd"),
+                                    model.inverse_dynamics_derivatives(q, qd, qdd, wrenches)))
+            else:
+                tau = self._in_model_order(request.effort, order, "effort")
+                matrices = dict(zip(("dqdd_dq", "dqdd_dqd", "dqdd_dtau"),
+                                    model.forward_dynamics_derivatives(q, qd, tau, wrenches)))
+        response.name = model.joint_names
+        response.size = model.dof
+        for field, matrix in matrices.items():
+            setattr(response, field, conversions.row_major(matrix))
 
     def set_payload(self, request, response):
         model = self.live.model

@@ -14,8 +14,9 @@ from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.msg import Constraint, LinkWrench, Payload
-from soa_dynamics_ros.srv import (ForwardDynamics, GravityTorques, HybridDynamics, InverseDynamics,
-                                  MassMatrix, MixedDynamics, SetPayload, TaskSpaceInertia)
+from soa_dynamics_ros.srv import (DynamicsDerivatives, ForwardDynamics, GravityTorques,
+                                  HybridDynamics, InverseDynamics, MassMatrix, MixedDynamics,
+                                  SetPayload, TaskSpaceInertia)
 
 MODEL = RobotModel.from_urdf(shipped_urdf("dual_arm_torso.urdf"))
 JOINTS = MODEL.joint_names
@@ -38,7 +39,8 @@ def ros(tmp_path_factory):
     types = {"gravity_torques": GravityTorques, "inverse_dynamics": InverseDynamics,
              "forward_dynamics": ForwardDynamics, "mass_matrix": MassMatrix,
              "task_space_inertia": TaskSpaceInertia, "hybrid_dynamics": HybridDynamics,
-             "mixed_dynamics": MixedDynamics, "set_payload": SetPayload}
+             "mixed_dynamics": MixedDynamics, "set_payload": SetPayload,
+             "dynamics_derivatives": DynamicsDerivatives}
     clients = {name: client.client(kind, f"/soa_fuzz/{name}") for name, kind in types.items()}
     _reference_answer(client, clients)  # the model is loaded: the requests reach the dynamics
     yield node, client, clients
@@ -71,6 +73,8 @@ def _wrench(link, values):
     return message
 
 
+DERIVATIVE_KINDS = st.sampled_from(["inverse", "forward", "gravity", "", "Gravity", "hessian",
+                                    "inverse\x00", "x" * 10_000])
 constraints = st.lists(st.builds(lambda frame, alpha, beta: Constraint(frame=frame, alpha=alpha, beta=beta),
                                  FRAMES, st.lists(FLOATS, max_size=40), VECTORS), max_size=2)
 requests = st.one_of(
@@ -88,6 +92,14 @@ requests = st.one_of(
     st.builds(lambda s, p, a, e: ("mixed_dynamics", MixedDynamics.Request(
         state=s, prescribed=p, acceleration=a, effort=e)), states, st.lists(NAMES, max_size=4),
         VECTORS, VECTORS),
+    st.builds(lambda s, k, a, e, w: ("dynamics_derivatives", DynamicsDerivatives.Request(
+        state=s, kind=k, acceleration=a, effort=e, wrenches=w)), states, DERIVATIVE_KINDS,
+        VECTORS, VECTORS, wrenches),
+    # Requests a kind accepts (only its own fields), so that random states reach the derivatives.
+    st.builds(lambda s, k, v, w: ("dynamics_derivatives", DynamicsDerivatives.Request(
+        state=s, kind=k, wrenches=w, **{"inverse": {"acceleration": v},
+                                        "forward": {"effort": v}}[k])),
+        states, st.sampled_from(["inverse", "forward"]), VECTORS, wrenches),
 )
 
 
@@ -101,7 +113,8 @@ def test_random_requests_are_answered(ros, request):
     OUTCOMES["answered"] += 1
     OUTCOMES["succeeded"] += answer.success
     if answer.success:
-        for field in ("effort", "acceleration", "mass_matrix", "constraint_torque"):
+        for field in ("effort", "acceleration", "mass_matrix", "constraint_torque", "dtau_dq",
+                      "dtau_dqd", "dqdd_dq", "dqdd_dqd", "dqdd_dtau", "dg_dq"):
             if hasattr(answer, field):
                 assert np.all(np.isfinite(getattr(answer, field))), f"{name}: non-finite {field}"
     assert node.alive()

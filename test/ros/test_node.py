@@ -1,5 +1,4 @@
 """The embedded-model node in its own process, over real Fast DDS."""
-import itertools
 import math
 import time
 
@@ -7,7 +6,6 @@ import numpy as np
 import pinocchio as pin
 import pytest
 from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
-from builtin_interfaces.msg import Time
 from rcl_interfaces.srv import SetParameters
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -17,7 +15,7 @@ from visualization_msgs.msg import Marker
 
 from support.numerics import assert_close
 from support.robots import shipped_urdf
-from support.ros_harness import RosClient, RosProcess
+from support.ros_harness import RosClient, RosProcess, joint_state as state, publish_and_wait
 from support.waiting import wait_for
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.msg import Constraint, LinkWrench, Payload
@@ -69,33 +67,6 @@ def services(client, panda_node):
              "task_space_inertia": TaskSpaceInertia, "hybrid_dynamics": HybridDynamics,
              "mixed_dynamics": MixedDynamics, "set_payload": SetPayload}
     return {name: client.client(kind, f"/soa_dynamics/{name}") for name, kind in types.items()}
-
-
-def state(names, positions, velocities=()):
-    message = JointState(name=list(names), position=[float(p) for p in positions],
-                         velocity=[float(v) for v in velocities])
-    return message
-
-
-_STAMPS = itertools.count(1)
-
-
-def publish_and_wait(joint_states, feedforward, message, timeout=5.0):
-    """The effort answering ``message``, published until its answer arrives.
-
-    The answer is known by the stamp given to this message alone: answers to
-    earlier states (computed before a parameter or payload changed) may still
-    be on their way, and the last message to arrive need not be this one's.
-    """
-    message.header.stamp = Time(sec=next(_STAMPS))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        joint_states.publish(message)
-        time.sleep(0.02)
-        answers = [m for _, m in list(feedforward) if m.header.stamp == message.header.stamp]
-        if answers:
-            return np.array(answers[0].effort)
-    raise TimeoutError("no feedforward after publishing a joint state")
 
 
 def answer_once_taken(publish_desired, joint_states, feedforward, message, expected):

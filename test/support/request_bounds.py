@@ -11,8 +11,9 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from soa_dynamics_ros.ros import conversions
 from soa_dynamics_ros.msg import Constraint, LinkWrench
-from soa_dynamics_ros.srv import (EvaluateTrajectory, ForwardDynamics, HybridDynamics,
-                                  InverseDynamics, MixedDynamics, SetPayload, TaskSpaceInertia)
+from soa_dynamics_ros.srv import (DynamicsDerivatives, EvaluateTrajectory, ForwardDynamics,
+                                  HybridDynamics, InverseDynamics, MixedDynamics, SetPayload,
+                                  TaskSpaceInertia)
 
 
 def _state(names, pose):
@@ -50,6 +51,7 @@ def maximal_requests(names, pose, frame, links):
     """(service, type, request): the largest request of each service the node accepts.
 
     Constraints: the most constraints (16) and, with 3 rows each, the most rows (48).
+    Derivatives: the forward ones, the costliest kind (they include the inverse ones and M^-1).
     """
     state = _state(names, pose)
     dof = len(names)
@@ -73,6 +75,9 @@ def maximal_requests(names, pose, frame, links):
             state=state, effort=[1.0] * dof, wrenches=_wrenches(links, conversions.MAX_WRENCHES))),
         ("set_payload", SetPayload, SetPayload.Request(
             payload=_payload("p" * conversions.MAX_NAME_LENGTH))),
+        ("dynamics_derivatives", DynamicsDerivatives, DynamicsDerivatives.Request(
+            state=state, kind="forward", effort=[1.0] * dof,
+            wrenches=_wrenches(links, conversions.MAX_WRENCHES))),
     ]
 
 
@@ -114,6 +119,9 @@ def over_bound_requests(names, pose, frame, links):
             payload=_payload("p" * (conversions.MAX_NAME_LENGTH + 1))),
          f"payload name: {conversions.MAX_NAME_LENGTH + 1} given, "
          f"at most {conversions.MAX_NAME_LENGTH}"),
+        ("dynamics_derivatives", DynamicsDerivatives, DynamicsDerivatives.Request(
+            state=state, kind="inverse", wrenches=_wrenches(links, conversions.MAX_WRENCHES + 1)),
+         f"wrenches: {conversions.MAX_WRENCHES + 1} given, at most {conversions.MAX_WRENCHES}"),
     ]
 
 

@@ -1,12 +1,16 @@
 """Real processes and real DDS for node tests: start executables, talk to them with rclpy."""
+import itertools
 import os
 import pathlib
 import threading
 import time
 
+import numpy as np
 import rclpy
+from builtin_interfaces.msg import Time
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
 
 from soa_dynamics_ros.ros.processes import ChildProcess
 from support.robots import REPO
@@ -94,3 +98,30 @@ class RosClient:
         qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)
         return self.node.create_publisher(message_type, topic, qos)
+
+
+def joint_state(names, positions, velocities=()):
+    return JointState(name=list(names), position=[float(p) for p in positions],
+                      velocity=[float(v) for v in velocities])
+
+
+_STAMPS = itertools.count(1)
+
+
+def publish_and_wait(joint_states, feedforward, message, timeout=5.0):
+    """The effort answering ``message``, published until its answer arrives.
+
+    ``feedforward`` collects ``~/feedforward_state`` (RosClient.collect).  The
+    answer is known by the stamp given to this message alone: answers to
+    earlier states (computed before a parameter or payload changed) may still
+    be on their way, and the last message to arrive need not be this one's.
+    """
+    message.header.stamp = Time(sec=next(_STAMPS))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        joint_states.publish(message)
+        time.sleep(0.02)
+        answers = [m for _, m in list(feedforward) if m.header.stamp == message.header.stamp]
+        if answers:
+            return np.array(answers[0].effort)
+    raise TimeoutError("no feedforward after publishing a joint state")
