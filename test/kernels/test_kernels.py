@@ -15,6 +15,7 @@ import pytest
 from support.numerics import assert_close
 from support.robot_generator import random_tree_urdf
 from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
+from support.small_robots import MASSLESS
 from support.waiting import wait_for
 from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError
 from soa_dynamics_ros.kernels import Kernels, build
@@ -128,14 +129,6 @@ def test_validation_and_errors_in_front_of_kernels():
         fast.inverse_dynamics_batch(np.zeros((3, n)), np.zeros((3, n)), np.full((3, n), np.inf))
     # Lists are accepted as on the numpy path.
     assert_close(fast.gravity_torques([0.0] * n), fast.gravity_torques(q), "list input", 0.0)
-
-
-MASSLESS = """<robot name="massless">
-  <link name="base"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
-  <link name="l1"/>
-  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
-    <limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
-</robot>"""
 
 
 @pytest.mark.parametrize("compiled", ["c", "generic"])

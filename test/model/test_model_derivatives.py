@@ -12,6 +12,7 @@ from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close, random_states, random_wrenches
 from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf
+from support.small_robots import MASSLESS
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.model import derivatives as derivatives_module
 from soa_dynamics_ros.errors import (InertiaWarning, InvalidInputError, SingularDynamicsError,
@@ -292,14 +293,6 @@ def test_bad_input_gets_a_specific_error(kernels):
             call()
     with pytest.raises(UnknownNameError):
         model.subgraph(["no_such_joint"])
-
-
-MASSLESS = """<robot name="massless">
-  <link name="base"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
-  <link name="l1"/>
-  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
-    <limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
-</robot>"""
 
 
 @pytest.mark.parametrize("kernels", ["off", "generic"])
