@@ -99,6 +99,11 @@ def test_external_torque_wrench_and_contact_follow_the_applied_wrench(loop):
     finally:
         set_parameters(loop.client, SIM, wrench_link="", wrench=[0.0] * 6)
     end = start + duration
+    # The node's estimates trail the states the sim has published: wait for the window's last.
+    wait_for(lambda: all(any(stamp_seconds(m.header.stamp) >= end + 0.4
+                             for _, m in list(messages)[-100:])
+                         for messages in (loop.torques, loop.wrenches)), 30, interval=0.05,
+             what="the estimates up to 400 ms after the wrench")
     t, q, estimate = loop.estimates(start - 0.4, end + 0.4)
     truth = np.array([loop.reference.jacobian(x, LINK).T @ WRENCH if start < s <= end else
                       np.zeros(7) for s, x in zip(t, q)])
