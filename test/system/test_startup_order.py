@@ -194,11 +194,14 @@ def test_the_arm_is_held_from_the_first_command_in_either_start_order(
     # shorter than one diagnostics period leaves nothing to check here.)
     assert not any(observer.published_on_numpy_path), logs
     if cache == "generic module only":
-        # Served by the generic module first, then switched to the robot's own kernels.
         node_log = node.log()
         assert "the generic compiled module answers meanwhile" in node_log, logs
-        assert _log_time(sim_log, "first command at t=") < _log_time(
-            node_log, "robot model 'vx300s' loaded from the kernel cache"), logs
+        if order == "sim first":
+            # The waiting sim gets its first command within ~0.1 s of the node's model, from
+            # the generic module; the robot's own kernels take seconds more.  (Node first, the
+            # sim's own start-up, ~3 s, may outlast that compile on a quiet machine.)
+            assert _log_time(sim_log, "first command at t=") < _log_time(
+                node_log, "robot model 'vx300s' loaded from the kernel cache"), logs
     assert timeouts == 0, f"{timeouts} states not answered within the lockstep timeout\n{logs}"
     # (before the node withheld its numpy-path commands: 48-266 ms in these runs)
     assert gap <= STATE_TIMEOUT, (f"a {gap * 1e3:.1f} ms gap between commands at the sim "
