@@ -25,8 +25,12 @@ INCLUDED = (SOURCE.parent / "generic_derivatives.c",)
 _JOINT_TYPES = {"revolute": 1.0, "continuous": 1.0, "prismatic": 2.0, "fixed": 0.0}
 
 
+@functools.cache
 def module_name():
-    """``soa_generic_<hash>``: of generic.c, runtime.h, the defines and the toolchain."""
+    """``soa_generic_<hash>``: of generic.c, runtime.h, the defines and the toolchain.
+
+    Once per process (as ``kernels.code_version``): every model's generic module
+    lookup asks for it, and the sources do not change under a running process."""
     digest = hashlib.sha256(build.toolchain_id().encode())
     for path in (SOURCE, *INCLUDED, build.RUNTIME_DIR / "runtime.h"):
         digest.update(path.read_bytes())
