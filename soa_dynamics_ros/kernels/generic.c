@@ -106,39 +106,6 @@ static void mat6_vec(const double *x, const double *v, double *out)
         out[i] = dot6(x + 6 * i, v);
 }
 
-/* The dense products below are no longer used by the recursions here (the plux form
- * replaced them); kept with their signatures for generic_derivatives.c (branch deriv),
- * written against them.  Drop them once nothing includes them. */
-static void mat6t_vec(const double *x, const double *v, double *out)
-{
-    for (int i = 0; i < 6; ++i) {
-        double s = 0.0;
-        for (int k = 0; k < 6; ++k)
-            s += x[6 * k + i] * v[k];
-        out[i] = s;
-    }
-}
-
-/* out += X^T A X */
-static void add_congruence(const double *x, const double *a, double *out)
-{
-    double ax[36];
-    for (int i = 0; i < 6; ++i)
-        for (int j = 0; j < 6; ++j) {
-            double s = 0.0;
-            for (int k = 0; k < 6; ++k)
-                s += a[6 * i + k] * x[6 * k + j];
-            ax[6 * i + j] = s;
-        }
-    for (int i = 0; i < 6; ++i)
-        for (int j = 0; j < 6; ++j) {
-            double s = 0.0;
-            for (int k = 0; k < 6; ++k)
-                s += x[6 * k + i] * ax[6 * k + j];
-            out[6 * i + j] += s;
-        }
-}
-
 /* spatial.motion_cross(v) @ m */
 static void motion_cross(const double *v, const double *m, double *out)
 {

@@ -40,10 +40,20 @@ static double *derivative_workspace(size_t doubles)
 }
 
 /* Per body in root axes: S, v, a, F, Ic S, B^T S, E^T S (3), w, u, the subtree terms of
- * dq and dqd (6 each), Ic (36), B (36), E (18). */
-#define BODY_DOUBLES 159
-enum { S_ = 0, V_ = 6, A_ = 12, F_ = 18, IS_ = 24, BS_ = 30, ES_ = 36, W_ = 39, U_ = 45, GQ_ = 51, GR_ = 57, IC_ = 63,
-       B_ = 99, E_ = 135 };
+ * dq and dqd (6 each); then what is summed over the subtree: the spatial inertia
+ * [[m 1, -[h]x], [[h]x, J]] as its mass m, first moment h and rotational inertia J about
+ * the root origin (1 + 3 + 9); B, which for one body with velocity (u, omega) and
+ * momentum I v = (p, l) is [[0, -2 [p]x], [0, B22]] with
+ *   B22 = [omega]x J - J [omega]x - [h]x [u]x - [u]x [h]x - [l]x
+ * (the other blocks cancel), as p and B22 (3 + 9); E (18, with wrenches only).
+ * Summing 25 numbers per body instead of two dense 6x6 matrices is most of the saving
+ * over the dense form. */
+#define BODY_DOUBLES 106
+enum { S_ = 0, V_ = 6, A_ = 12, F_ = 18, IS_ = 24, BS_ = 30, ES_ = 36, W_ = 39, U_ = 45, GQ_ = 51,
+       GR_ = 57, MASS_ = 63, MOMENT_ = 64, ROTATIONAL_ = 67, MOMENTUM_ = 76, B22_ = 79, E_ = 88 };
+/* The summed terms: from MASS_ to E_ without wrenches, to BODY_DOUBLES with them. */
+#define SUMMED_PLAIN (E_ - MASS_)
+#define SUMMED_WRENCHED (BODY_DOUBLES - MASS_)
 
 /* Two nb x nb hinge matrices, the per-body terms, one joint vector. */
 static size_t derivative_doubles(const Model *m)
@@ -80,45 +90,68 @@ static void skew3(const double *v, double *out)
     memcpy(out, values, sizeof values);
 }
 
-/* A spatial inertia (body axes, about the body origin) in root axes about the root
- * origin: mass m, first moment h = R h_b + m p, rotational inertia
- * R J_b R^T - m [p]x[p]x - [p]x[R h_b]x - [R h_b]x[p]x (X^T I X, without the 6x6 products) */
+/* A spatial inertia (body axes, about the body origin; 6x6) in root axes about the root
+ * origin, as t's mass, first moment h = R h_b + m p and rotational inertia
+ *   R J_b R^T - m [p]x[p]x - [p]x[c]x - [c]x[p]x,  c = R h_b
+ * (X^T I X without the 6x6 products; [a]x[b]x = b a^T - (a.b) 1). */
 static void inertia_to_root(const double *inertia, const double *r, const double *p,
-                            double *out)
+                            double *t)
 {
-    double mass = inertia[0], own[3] = {inertia[31], inertia[20], inertia[24]}, turned[3];
-    double j[9], rj[9], rjr[9], ps[9], hs[9], pp[9], ph[9], hp[9], h[3];
+    double mass = inertia[0], own[3] = {inertia[31], inertia[20], inertia[24]}, c[3];
+    double j[9], rj[9], *out = t + ROTATIONAL_;
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b)
             j[3 * a + b] = inertia[6 * (a + 3) + b + 3];
-    mat3_vec(r, own, turned);
+    mat3_vec(r, own, c);
     mat3_mul(r, j, rj);
-    for (int a = 0; a < 3; ++a)
+    double pp = p[0] * p[0] + p[1] * p[1] + p[2] * p[2], pc = p[0] * c[0] + p[1] * c[1] + p[2] * c[2];
+    for (int a = 0; a < 3; ++a) {
         for (int b = 0; b < 3; ++b)
-            rjr[3 * a + b] = rj[3 * a] * r[3 * b] + rj[3 * a + 1] * r[3 * b + 1]
-                             + rj[3 * a + 2] * r[3 * b + 2];
-    skew3(p, ps);
-    skew3(turned, hs);
-    mat3_mul(ps, ps, pp);
-    mat3_mul(ps, hs, ph);
-    mat3_mul(hs, ps, hp);
-    for (int k = 0; k < 3; ++k)
-        h[k] = turned[k] + mass * p[k];
-    double values[36] = {
-        mass, 0.0, 0.0, 0.0, h[2], -h[1],
-        0.0, mass, 0.0, -h[2], 0.0, h[0],
-        0.0, 0.0, mass, h[1], -h[0], 0.0,
-        0.0, -h[2], h[1], 0.0, 0.0, 0.0,
-        h[2], 0.0, -h[0], 0.0, 0.0, 0.0,
-        -h[1], h[0], 0.0, 0.0, 0.0, 0.0};
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b)
-            values[6 * (a + 3) + b + 3] = rjr[3 * a + b] - mass * pp[3 * a + b] - ph[3 * a + b]
-                                          - hp[3 * a + b];
-    memcpy(out, values, sizeof values);
+            out[3 * a + b] = rj[3 * a] * r[3 * b] + rj[3 * a + 1] * r[3 * b + 1]
+                             + rj[3 * a + 2] * r[3 * b + 2] - mass * p[a] * p[b]
+                             - c[a] * p[b] - p[a] * c[b];
+        out[4 * a] += mass * pp + 2.0 * pc;
+        t[MOMENT_ + a] = c[a] + mass * p[a];
+    }
+    t[MASS_] = mass;
 }
 
-/* The root-axes quantities of one body: S, v, a, F, Ic (its own inertia for now), B */
+/* Ic x of the inertia in t: [m x_l - h x x_a; h x x_l + J x_a] */
+static void inertia_apply(const double *t, const double *x, double *out)
+{
+    double turned[3], pushed[3], spun[3];
+    cross(t + MOMENT_, x + 3, turned);
+    cross(t + MOMENT_, x, pushed);
+    mat3_vec(t + ROTATIONAL_, x + 3, spun);
+    for (int k = 0; k < 3; ++k) {
+        out[k] = t[MASS_] * x[k] - turned[k];
+        out[3 + k] = pushed[k] + spun[k];
+    }
+}
+
+/* B x of the B in t: [-2 p x x_a; B22 x_a] */
+static void b_apply(const double *t, const double *x, double *out)
+{
+    double turned[3];
+    cross(t + MOMENTUM_, x + 3, turned);
+    mat3_vec(t + B22_, x + 3, out + 3);
+    for (int k = 0; k < 3; ++k)
+        out[k] = -2.0 * turned[k];
+}
+
+/* B^T x of the B in t: [0; 2 p x x_l + B22^T x_a] */
+static void b_transpose_apply(const double *t, const double *x, double *out)
+{
+    double turned[3], spun[3];
+    cross(t + MOMENTUM_, x, turned);
+    mat3t_vec(t + B22_, x + 3, spun);
+    for (int k = 0; k < 3; ++k) {
+        out[k] = 0.0;
+        out[3 + k] = 2.0 * turned[k] + spun[k];
+    }
+}
+
+/* The root-axes quantities of one body: S, v, a, F, its own inertia and B (see BODY_DOUBLES) */
 static void body_terms(const Model *m, int body, double *t)
 {
     const double *r = m->rotations + 9 * body, *p = m->translations + 3 * body;
@@ -126,25 +159,30 @@ static void body_terms(const Model *m, int body, double *t)
     motion_to_root(r, p, m->velocity + 6 * body, t + V_);
     motion_to_root(r, p, m->acceleration + 6 * body, t + A_);
     force_to_root(r, p, m->force + 6 * body, t + F_);
-    memset(t + IC_, 0, (36 + 36 + 18) * sizeof(double));
+    memset(t + MASS_, 0, SUMMED_WRENCHED * sizeof(double));
     if (body == 0)
         return;
-    inertia_to_root(m->inertia + 36 * body, r, p, t + IC_);
-    /* column c of B: I (e_c x v) + e_c x* (I v) + v x* (I e_c); B = 0 at rest */
-    const double *inertia = t + IC_, *v = t + V_;
-    if (!(v[0] || v[1] || v[2] || v[3] || v[4] || v[5]))
-        return;
-    double momentum[6];
-    mat6_vec(inertia, v, momentum);
-    for (int c = 0; c < 6; ++c) {
-        double unit[6] = {0.0}, crossed[6], pushed[6], spun[6], turned[6];
-        unit[c] = 1.0;
-        motion_cross(v, unit, crossed);
-        mat6_vec(inertia, crossed, pushed);
-        force_cross(unit, momentum, spun);
-        force_cross(v, inertia + 6 * c, turned);   /* I e_c: row c of the symmetric I */
-        for (int k = 0; k < 6; ++k)
-            t[B_ + 6 * k + c] = spun[k] + turned[k] - pushed[k];
+    inertia_to_root(m->inertia + 36 * body, r, p, t);
+    const double *u = t + V_, *omega = t + V_ + 3, *h = t + MOMENT_, *j = t + ROTATIONAL_;
+    if (!(u[0] || u[1] || u[2] || omega[0] || omega[1] || omega[2]))
+        return;         /* B = 0 at rest */
+    double momentum[6], oj[9], hu = h[0] * u[0] + h[1] * u[1] + h[2] * u[2];
+    inertia_apply(t, t + V_, momentum);
+    memcpy(t + MOMENTUM_, momentum, 3 * sizeof(double));
+    for (int b = 0; b < 3; ++b) {       /* column b of [omega]x J */
+        double column[3] = {j[b], j[3 + b], j[6 + b]}, turned[3];
+        cross(omega, column, turned);
+        for (int a = 0; a < 3; ++a)
+            oj[3 * a + b] = turned[a];
+    }
+    const double *l = momentum + 3;
+    double minus_l[9] = {0.0, l[2], -l[1], -l[2], 0.0, l[0], l[1], -l[0], 0.0};
+    double *b22 = t + B22_;
+    for (int a = 0; a < 3; ++a) {
+        for (int b = 0; b < 3; ++b)     /* -J [omega]x = ([omega]x J)^T for a symmetric J */
+            b22[3 * a + b] = oj[3 * a + b] + oj[3 * b + a] - u[a] * h[b] - h[a] * u[b]
+                             + minus_l[3 * a + b];
+        b22[4 * a] += 2.0 * hu;
     }
 }
 
@@ -184,11 +222,15 @@ static void newton_euler_derivatives(Model *m, const double *p, const double *qd
     if (frames)
         wrench_turning(m, frames, wrenches, count, terms);
     /* composite Ic, B, E over each subtree */
+    int summed = frames ? SUMMED_WRENCHED : SUMMED_PLAIN;
     for (int body = nb - 1; body > 1; --body) {
         int parent = m->parent[body];
-        if (parent > 0)
-            for (int k = IC_; k < BODY_DOUBLES; ++k)
-                terms[BODY_DOUBLES * parent + k] += terms[BODY_DOUBLES * body + k];
+        if (parent > 0) {
+            double *to = terms + BODY_DOUBLES * parent + MASS_;
+            const double *from = terms + BODY_DOUBLES * body + MASS_;
+            for (int k = 0; k < summed; ++k)
+                to[k] += from[k];
+        }
     }
     for (int body = 1; body < nb; ++body) {
         double *t = terms + BODY_DOUBLES * body;
@@ -199,26 +241,27 @@ static void newton_euler_derivatives(Model *m, const double *p, const double *qd
         motion_cross(t + W_, up + V_, spun);
         for (int k = 0; k < 6; ++k)
             t[U_ + k] = crossed[k] - spun[k];
-        mat6_vec(t + IC_, s, t + IS_);
-        mat6t_vec(t + B_, s, t + BS_);
-        for (int c = 0; c < 3; ++c) {
-            double sum = 0.0;
-            for (int k = 0; k < 6; ++k)
-                sum += t[E_ + 3 * k + c] * s[k];
-            t[ES_ + c] = sum;
-        }
+        inertia_apply(t, s, t + IS_);
+        b_transpose_apply(t, s, t + BS_);
         /* the subtree terms: S x* F - Ic u - B w - E omega, and B S - 2 Ic w */
         force_cross(s, t + F_, spun);
-        mat6_vec(t + IC_, t + U_, pushed);
-        mat6_vec(t + B_, t + W_, bent);
-        for (int k = 0; k < 6; ++k) {
-            double turned = 0.0;
-            for (int c = 0; c < 3; ++c)
-                turned += t[E_ + 3 * k + c] * s[3 + c];
-            t[GQ_ + k] = spun[k] - pushed[k] - bent[k] - turned;
-        }
-        mat6_vec(t + B_, s, crossed);
-        mat6_vec(t + IC_, t + W_, pushed);
+        inertia_apply(t, t + U_, pushed);
+        b_apply(t, t + W_, bent);
+        for (int k = 0; k < 6; ++k)
+            t[GQ_ + k] = spun[k] - pushed[k] - bent[k];
+        if (frames)
+            for (int c = 0; c < 3; ++c) {
+                double sum = 0.0;
+                for (int k = 0; k < 6; ++k) {
+                    sum += t[E_ + 3 * k + c] * s[k];
+                    t[GQ_ + k] -= t[E_ + 3 * k + c] * s[3 + c];
+                }
+                t[ES_ + c] = sum;
+            }
+        else
+            t[ES_] = t[ES_ + 1] = t[ES_ + 2] = 0.0;
+        b_apply(t, s, crossed);
+        inertia_apply(t, t + W_, pushed);
         for (int k = 0; k < 6; ++k)
             t[GR_ + k] = crossed[k] - 2.0 * pushed[k];
     }
