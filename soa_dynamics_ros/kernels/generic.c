@@ -1897,13 +1897,13 @@ static PyMethodDef methods[] = {
     METHOD(gravity_torques_batch, "g over (N, dof) rows: f(model, Q, p)"),
     METHOD(inverse_dynamics_batch, "inverse dynamics over rows: f(model, Q, QD, QDD, p)"),
     METHOD(forward_dynamics_batch, "forward dynamics over rows: f(model, Q, QD, TAU, p)"),
-    METHOD(inverse_dynamics_derivatives, "[dtau/dq, dtau/dqd]: f(model, q, qd, qdd, p)"),
+    METHOD(inverse_dynamics_derivatives, "(dtau/dq, dtau/dqd): f(model, q, qd, qdd, p)"),
     METHOD(inverse_dynamics_derivatives_wrenches, "the same with wrenches held in root axes: "
-                                                  "f(model, q, qd, qdd, frames, wrenches, p)"),
-    METHOD(forward_dynamics_derivatives, "[dqdd/dq, dqdd/dqd, dqdd/dtau]: "
+                                                  "f(model, q, qd, qdd, {link: wrench}, p)"),
+    METHOD(forward_dynamics_derivatives, "(dqdd/dq, dqdd/dqd, dqdd/dtau): "
                                          "f(model, q, qd, tau, p)"),
     METHOD(forward_dynamics_derivatives_wrenches, "the same with wrenches: "
-                                                  "f(model, q, qd, tau, frames, wrenches, p)"),
+                                                  "f(model, q, qd, tau, {link: wrench}, p)"),
     METHOD(gravity_derivatives, "dg/dq: f(model, q, p)"),
     METHOD(inverse_dynamics_derivatives_batch, "(N, 2, n, n): f(model, Q, QD, QDD, p)"),
     METHOD(forward_dynamics_derivatives_batch, "(N, 3, n, n): f(model, Q, QD, TAU, p)"),

@@ -55,11 +55,11 @@ enum { S_ = 0, V_ = 6, A_ = 12, F_ = 18, IS_ = 24, BS_ = 30, ES_ = 36, W_ = 39, 
 #define SUMMED_PLAIN (E_ - MASS_)
 #define SUMMED_WRENCHED (BODY_DOUBLES - MASS_)
 
-/* Two nb x nb hinge matrices, the per-body terms, one joint vector. */
+/* Two nb x nb hinge matrices, the per-body terms, one joint vector, three n x n answers. */
 static size_t derivative_doubles(const Model *m)
 {
-    size_t nb = (size_t)m->nb;
-    return 2 * nb * nb + BODY_DOUBLES * nb + (size_t)m->rate_dof + 1;
+    size_t nb = (size_t)m->nb, n = (size_t)m->rate_dof;
+    return 2 * nb * nb + BODY_DOUBLES * nb + n + 1 + 3 * n * n;
 }
 
 /* A motion vector (body axes, body origin) in root axes about the root origin */
@@ -393,7 +393,9 @@ static int derivatives_sample(Model *m, int kind, const double *q, const double 
 /* Matrices per answer: 2 (inverse), 3 (forward), 1 (gravity). */
 static const int derivative_outputs[3] = {2, 3, 1};
 
-/* f(model, q, [qd, qdd | tau,] [{link: wrench},] p) -> (outputs, n, n) or (n, n) */
+/* f(model, q, [qd, qdd | tau,] [{link: wrench},] p) -> a tuple of 2 (inverse) or 3
+ * (forward) n x n arrays, or one (gravity): separate arrays, as the user gets them, cost
+ * less than views of one stacked array made in Python. */
 static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, int kind,
                                   int wrenched)
 {
@@ -416,18 +418,38 @@ static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, int k
         frames = m->wrench_frames;
         wrenches = m->wrench_values;
     }
-    double *space = derivative_workspace(derivative_doubles(m)), *out;
+    size_t doubles = derivative_doubles(m), nn = (size_t)m->rate_dof * m->rate_dof;
+    double *space = derivative_workspace(doubles);
     if (!space)
         return PyErr_NoMemory();
-    npy_intp n = m->rate_dof;
-    PyObject *result = kind == 2 ? new_array(2, n, n, &out)
-                                 : new_array(3, derivative_outputs[kind], n, &out);
-    if (!result)
-        return NULL;
+    double *out = space + doubles - 3 * nn;
     unpack_inertias(m, p);
     Wrenches w = {frames, wrenches, count};
-    return answer(result, derivatives_sample(m, kind, data[0], data[1], data[2], p, &w, space,
-                                             out));
+    int status = derivatives_sample(m, kind, data[0], data[1], data[2], p, &w, space, out);
+    if (status != SOA_OK)
+        return PyLong_FromLong(status);
+    npy_intp n = m->rate_dof;
+    int outputs = derivative_outputs[kind];
+    PyObject *arrays[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < outputs; ++k) {
+        double *copy;
+        if (!(arrays[k] = new_array(2, n, n, &copy))) {
+            for (int j = 0; j < k; ++j)
+                Py_DECREF(arrays[j]);
+            return NULL;
+        }
+        memcpy(copy, out + k * nn, nn * sizeof(double));
+    }
+    if (outputs == 1)
+        return arrays[0];
+    PyObject *result = PyTuple_New(outputs);
+    for (int k = 0; k < outputs; ++k) {
+        if (result)
+            PyTuple_SET_ITEM(result, k, arrays[k]);     /* steals the reference */
+        else
+            Py_DECREF(arrays[k]);
+    }
+    return result;
 }
 
 /* f(model, Q, [QD, QDD | TAU,] p) -> (N, outputs, n, n); a failing sample s answers

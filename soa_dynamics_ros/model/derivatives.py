@@ -81,7 +81,8 @@ OUTPUTS = {"inverse_dynamics_derivatives": 2, "forward_dynamics_derivatives": 3,
 
 def compiled_answer(functions, name, vectors, wrenches, params):
     """The generic module's answer (``functions``: name -> bound function, as
-    ``RobotModel._generic``), or None when there is none or it declines: bad or
+    ``RobotModel._generic``): a tuple of k x k arrays (one array for the gravity
+    derivatives), or None when there is none or it declines: bad or
     unconverted input, a singular mass matrix (the numpy path then answers or raises)."""
     function = functions.get(name)
     if function is None:
@@ -90,7 +91,7 @@ def compiled_answer(functions, name, vectors, wrenches, params):
         result = function(*vectors, params)
     else:       # (the C reads the {link: wrench} dict; what it declines, numpy names)
         result = functions[name + "_wrenches"](*vectors, wrenches, params)
-    return result if type(result) is np.ndarray else None
+    return None if type(result) is int else result
 
 
 def run_batch(functions, params, lock, name, single, arrays, k):

@@ -521,7 +521,7 @@ class RobotModel:
         both = derivatives.compiled_answer(self._generic, "inverse_dynamics_derivatives",
                                            (q, qd, qdd), wrenches, self._params)
         if both is not None:
-            return both[0], both[1]
+            return both
         with self.parameters_lock:
             return derivatives.inverse_dynamics_derivatives(self, self._all_joints, q, qd, qdd,
                                                             wrenches)
@@ -536,7 +536,7 @@ class RobotModel:
         three = derivatives.compiled_answer(self._generic, "forward_dynamics_derivatives",
                                             (q, qd, tau), wrenches, self._params)
         if three is not None:
-            return three[0], three[1], three[2]
+            return three
         with self.parameters_lock:
             return derivatives.forward_dynamics_derivatives(self, self._all_joints, q, qd, tau,
                                                             wrenches)

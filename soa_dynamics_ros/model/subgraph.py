@@ -118,7 +118,7 @@ class Subgraph:
     def inverse_dynamics_derivatives(self, q, qd, qdd, wrenches=None):
         both = self._compiled_derivatives("inverse_dynamics_derivatives", (q, qd, qdd), wrenches)
         if both is not None:
-            return both[0], both[1]
+            return both
         with self.model.parameters_lock:
             return derivatives.inverse_dynamics_derivatives(self.model, self.selection, q, qd,
                                                             qdd, wrenches)
@@ -126,7 +126,7 @@ class Subgraph:
     def forward_dynamics_derivatives(self, q, qd, tau, wrenches=None):
         three = self._compiled_derivatives("forward_dynamics_derivatives", (q, qd, tau), wrenches)
         if three is not None:
-            return three[0], three[1], three[2]
+            return three
         with self.model.parameters_lock:
             return derivatives.forward_dynamics_derivatives(self.model, self.selection, q, qd,
                                                             tau, wrenches)
