@@ -52,7 +52,7 @@ typedef struct {
     double *multiplier, *offset, *rate_multiplier, *frame_rotation, *frame_translation;
     /* workspace, per body unless said */
     double *q_hinge, *qd_hinge, *qdd_hinge, *qdd_given, *tau_hinge, *torque;
-    double *local_rotation, *local_translation, *transforms;    /* parent -> body */
+    double *local_rotation, *local_translation;                 /* parent -> body */
     double *rotations, *translations;                           /* world placements */
     double *inertia, *articulated, *velocity, *acceleration, *force, *body_forces;
     double *bias_acceleration, *bias_force, *gain, *inverse_d, *residual_torque;
@@ -292,28 +292,6 @@ static void local_placements(Model *m)
                         m->local_translation + 3 * body);
 }
 
-/* kinematics.parent_to_child_transforms: local_placements, and each as the dense 6x6
- * spatial.motion_transform [[R^T, -R^T skew(p)], [0, R^T]] in `transforms` for code
- * that multiplies with matrices (the recursions here do not read them). */
-static void transforms(Model *m)
-{
-    local_placements(m);
-    for (int body = 1; body < m->nb; ++body) {
-        const double *rotation = m->local_rotation + 9 * body, *p = m->local_translation + 3 * body;
-        double *x = m->transforms + 36 * body;
-        double skew_p[9] = {0.0, -p[2], p[1], p[2], 0.0, -p[0], -p[1], p[0], 0.0};
-        memset(x, 0, 36 * sizeof(double));
-        for (int i = 0; i < 3; ++i)
-            for (int j = 0; j < 3; ++j) {
-                double rt = rotation[3 * j + i];
-                x[6 * i + j] = rt;
-                x[6 * (i + 3) + j + 3] = rt;
-                x[6 * i + j + 3] = -(rotation[i] * skew_p[j] + rotation[3 + i] * skew_p[3 + j]
-                                     + rotation[6 + i] * skew_p[6 + j]);
-            }
-    }
-}
-
 /* The placements in the root (rotations, translations) from current local_placements. */
 static void compose_placements(Model *m)
 {
@@ -399,8 +377,7 @@ static int is_zero6(const double *v)
            && v[5] == 0.0;
 }
 
-/* inverse_dynamics.inverse_dynamics on hinge arrays (local placements current: transforms()
- * or local_placements()). */
+/* inverse_dynamics.inverse_dynamics on hinge arrays (local_placements() current). */
 static void newton_euler(Model *m, const double *p, const double *qd, const double *qdd,
                          int with_forces)
 {
@@ -1806,7 +1783,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     m->params = HEADER + PARAMS_PER_BODY * (nb - 1);
     int n = m->rate_dof > 0 ? m->rate_dof : 1;
     /* per body: the structure (24), then the workspace in the order TAKE lays it out */
-    size_t doubles = (size_t)nb * (24 + 6 + 9 + 3 + 36 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + nb)
+    size_t doubles = (size_t)nb * (24 + 6 + 9 + 3 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + nb)
                      + (size_t)nf * (12 + 7) + (size_t)n * n;
     size_t ints = (size_t)nb * 6 + nf;
     m->block = calloc(doubles * sizeof(double) + ints * sizeof(int) + 2 * nb, 1);
@@ -1822,7 +1799,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     TAKE(wrench_frames, nf); TAKE(wrench_values, 6 * nf);
     TAKE(q_hinge, nb); TAKE(qd_hinge, nb); TAKE(qdd_hinge, nb); TAKE(qdd_given, nb); TAKE(tau_hinge, nb);
     TAKE(torque, nb); TAKE(local_rotation, 9 * nb); TAKE(local_translation, 3 * nb);
-    TAKE(transforms, 36 * nb); TAKE(rotations, 9 * nb); TAKE(translations, 3 * nb);
+    TAKE(rotations, 9 * nb); TAKE(translations, 3 * nb);
     TAKE(inertia, 36 * nb); TAKE(articulated, 36 * nb); TAKE(velocity, 6 * nb);
     TAKE(acceleration, 6 * nb); TAKE(force, 6 * nb); TAKE(body_forces, 6 * nb);
     TAKE(bias_acceleration, 6 * nb); TAKE(bias_force, 6 * nb); TAKE(gain, 6 * nb);

@@ -151,23 +151,40 @@ static void b_transpose_apply(const double *t, const double *x, double *out)
     }
 }
 
-/* The root-axes quantities of one body: S, v, a, F, its own inertia and B (see BODY_DOUBLES) */
-static void body_terms(const Model *m, int body, double *t)
+/* The root-axes quantities of one body (see BODY_DOUBLES): S; v, a and its own F by
+ * Newton-Euler in root axes, where velocities and accelerations add along the tree
+ * (`up`: the parent's terms) and forces gather without transforms; its own inertia
+ * and B.  rate, rate_change: the hinge's qd and qdd. */
+static void body_terms(const Model *m, int body, double rate, double rate_change,
+                       const double *up, int with_forces, double *t)
 {
     const double *r = m->rotations + 9 * body, *p = m->translations + 3 * body;
+    double *v = t + V_, *a = t + A_, joint_velocity[6], product[6], momentum[6], accelerating[6];
     motion_to_root(r, p, m->hinge_map + 6 * body, t + S_);
-    motion_to_root(r, p, m->velocity + 6 * body, t + V_);
-    motion_to_root(r, p, m->acceleration + 6 * body, t + A_);
-    force_to_root(r, p, m->force + 6 * body, t + F_);
     memset(t + MASS_, 0, SUMMED_WRENCHED * sizeof(double));
-    if (body == 0)
-        return;
     inertia_to_root(m->inertia + 36 * body, r, p, t);
+    for (int k = 0; k < 6; ++k) {
+        joint_velocity[k] = t[S_ + k] * rate;
+        v[k] = up[V_ + k] + joint_velocity[k];
+    }
+    motion_cross(v, joint_velocity, product);
+    for (int k = 0; k < 6; ++k)
+        a[k] = up[A_ + k] + t[S_ + k] * rate_change + product[k];
+    inertia_apply(t, a, accelerating);
+    inertia_apply(t, v, momentum);
+    force_cross(v, momentum, t + F_);
+    for (int k = 0; k < 6; ++k)
+        t[F_ + k] += accelerating[k];
+    if (with_forces) {
+        double pushed[6];
+        force_to_root(r, p, m->body_forces + 6 * body, pushed);
+        for (int k = 0; k < 6; ++k)
+            t[F_ + k] -= pushed[k];
+    }
     const double *u = t + V_, *omega = t + V_ + 3, *h = t + MOMENT_, *j = t + ROTATIONAL_;
     if (!(u[0] || u[1] || u[2] || omega[0] || omega[1] || omega[2]))
         return;         /* B = 0 at rest */
-    double momentum[6], oj[9], hu = h[0] * u[0] + h[1] * u[1] + h[2] * u[2];
-    inertia_apply(t, t + V_, momentum);
+    double oj[9], hu = h[0] * u[0] + h[1] * u[1] + h[2] * u[2];
     memcpy(t + MOMENTUM_, momentum, 3 * sizeof(double));
     for (int b = 0; b < 3; ++b) {       /* column b of [omega]x J */
         double column[3] = {j[b], j[3 + b], j[6 + b]}, turned[3];
@@ -208,7 +225,7 @@ static void wrench_turning(const Model *m, const double *frames, const double *w
 }
 
 /* derivatives.inverse_dynamics_derivatives on hinge arrays (see the file comment):
- * q_hinge, transforms and body placements current, body_forces too with wrenches
+ * q_hinge and body placements current, body_forces too with wrenches
  * (frames not NULL).  dtau_dq, dtau_dqd: nb x nb, row and column 0 zero. */
 static void newton_euler_derivatives(Model *m, const double *p, const double *qd,
                                      const double *qdd, const double *frames,
@@ -216,19 +233,23 @@ static void newton_euler_derivatives(Model *m, const double *p, const double *qd
                                      double *dtau_dq, double *dtau_dqd)
 {
     int nb = m->nb;
-    newton_euler(m, p, qd, qdd, frames != NULL);    /* force: the gathered F(i) */
-    for (int body = 0; body < nb; ++body)
-        body_terms(m, body, terms + BODY_DOUBLES * body);
+    memset(terms, 0, BODY_DOUBLES * sizeof(double));      /* the root: at rest, a = -g */
+    for (int k = 0; k < 3; ++k)
+        terms[A_ + k] = -p[k];
+    for (int body = 1; body < nb; ++body)
+        body_terms(m, body, qd[body], qdd[body], terms + BODY_DOUBLES * m->parent[body],
+                   frames != NULL, terms + BODY_DOUBLES * body);
     if (frames)
         wrench_turning(m, frames, wrenches, count, terms);
-    /* composite Ic, B, E over each subtree */
+    /* the gathered F, and the composite Ic, B, E, over each subtree */
     int summed = frames ? SUMMED_WRENCHED : SUMMED_PLAIN;
     for (int body = nb - 1; body > 1; --body) {
         int parent = m->parent[body];
         if (parent > 0) {
-            double *to = terms + BODY_DOUBLES * parent + MASS_;
-            const double *from = terms + BODY_DOUBLES * body + MASS_;
-            for (int k = 0; k < summed; ++k)
+            double *to = terms + BODY_DOUBLES * parent, *from = terms + BODY_DOUBLES * body;
+            for (int k = 0; k < 6; ++k)
+                to[F_ + k] += from[F_ + k];
+            for (int k = MASS_; k < MASS_ + summed; ++k)
                 to[k] += from[k];
         }
     }
@@ -300,7 +321,7 @@ typedef struct {
 } Wrenches;
 
 /* out = [dtau/dq, dtau/dqd] (2 x n x n), or dtau/dq alone when `both` is 0, at the joint
- * accelerations qdd (NULL: zero); q_hinge, qd_hinge, transforms and body placements
+ * accelerations qdd (NULL: zero); q_hinge, qd_hinge and body placements
  * current (and body forces with wrenches); space: the derivative workspace. */
 static void inverse_derivatives_core(Model *m, const double *qdd, const double *p,
                                      const Wrenches *w, double *space, int both, double *out)
@@ -381,7 +402,6 @@ static int derivatives_sample(Model *m, int kind, const double *q, const double 
         body_forces(m, w->frames, w->wrenches, w->count);
     if (kind == 1)
         return forward_derivatives_core(m, qd, second, p, w, space, qdd, out);
-    transforms(m);
     if (kind == 0)
         hinge_rates(m, qd, m->qd_hinge);
     else
