@@ -66,6 +66,8 @@ typedef struct {
     PyObject *frame_index;      /* {frame name: index} (a dict) */
     double *wrench_frames, *wrench_values;      /* a call's wrenches (parse_wrenches) */
     int *rate_bodies, rate_count;               /* the bodies whose hinge a rate moves */
+    int *rate_parent, tree_sparse;  /* each rate's nearest ancestor rate (-1: none); whether
+                                     * M has the tree's sparsity (derivative_solve) */
 } Model;
 
 /* ------------------------------------------------------------------ small algebra */
@@ -1809,7 +1811,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     int *i = (int *)d;
 #define TAKE_INT(field, count) (m->field = i, i += (count))
     TAKE_INT(parent, nb); TAKE_INT(type, nb); TAKE_INT(master, nb); TAKE_INT(rate_master, nb);
-    TAKE_INT(frame_body, nf); TAKE_INT(rate_bodies, nb);
+    TAKE_INT(frame_body, nf); TAKE_INT(rate_bodies, nb); TAKE_INT(rate_parent, nb);
 #undef TAKE_INT
     m->free = (unsigned char *)i;
     m->call_free = m->free + nb;
@@ -1825,6 +1827,23 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (m->free[b])
             m->rate_bodies[m->rate_count++] = b;
     }
+    /* M = G^T M_hinge G keeps the tree's sparsity where each rate moves one hinge of its
+     * own, unscaled, and ancestors' rates come first */
+    m->tree_sparse = 1;
+    for (int r = 0; r < m->rate_dof; ++r)
+        m->rate_parent[r] = -2;
+    for (int a = 0; a < m->rate_count; ++a) {
+        int b = m->rate_bodies[a], r = m->rate_master[b], up = m->parent[b];
+        while (up > 0 && !m->free[up])
+            up = m->parent[up];
+        int above = up > 0 ? m->rate_master[up] : -1;
+        if (m->rate_parent[r] != -2 || m->rate_multiplier[b] != 1.0 || above >= r)
+            m->tree_sparse = 0;
+        m->rate_parent[r] = above;
+    }
+    for (int r = 0; r < m->rate_dof; ++r)
+        if (m->rate_parent[r] == -2)
+            m->tree_sparse = 0;
     memcpy(m->axis, data[2], 3 * nb * sizeof(double));
     memcpy(m->joint_rotation, data[3], 9 * nb * sizeof(double));
     memcpy(m->joint_translation, data[4], 3 * nb * sizeof(double));
