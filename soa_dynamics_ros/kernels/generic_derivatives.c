@@ -159,31 +159,37 @@ static void body_terms(const Model *m, int body, double rate, double rate_change
                        const double *up, int with_forces, double *t)
 {
     const double *r = m->rotations + 9 * body, *p = m->translations + 3 * body;
-    double *v = t + V_, *a = t + A_, joint_velocity[6], product[6], momentum[6], accelerating[6];
+    double *v = t + V_, *a = t + A_, joint_velocity[6], product[6], momentum[6], gyroscopic[6];
     motion_to_root(r, p, m->hinge_map + 6 * body, t + S_);
     memset(t + MASS_, 0, SUMMED_WRENCHED * sizeof(double));
     inertia_to_root(m->inertia + 36 * body, r, p, t);
+    int moving = rate != 0.0 || !is_zero6(up + V_);
     for (int k = 0; k < 6; ++k) {
         joint_velocity[k] = t[S_ + k] * rate;
         v[k] = up[V_ + k] + joint_velocity[k];
+        a[k] = up[A_ + k] + t[S_ + k] * rate_change;
     }
-    motion_cross(v, joint_velocity, product);
-    for (int k = 0; k < 6; ++k)
-        a[k] = up[A_ + k] + t[S_ + k] * rate_change + product[k];
-    inertia_apply(t, a, accelerating);
-    inertia_apply(t, v, momentum);
-    force_cross(v, momentum, t + F_);
-    for (int k = 0; k < 6; ++k)
-        t[F_ + k] += accelerating[k];
+    if (moving) {
+        motion_cross(v, joint_velocity, product);
+        for (int k = 0; k < 6; ++k)
+            a[k] += product[k];
+    }
+    inertia_apply(t, a, t + F_);
+    if (moving) {
+        inertia_apply(t, v, momentum);
+        force_cross(v, momentum, gyroscopic);
+        for (int k = 0; k < 6; ++k)
+            t[F_ + k] += gyroscopic[k];
+    }
     if (with_forces) {
         double pushed[6];
         force_to_root(r, p, m->body_forces + 6 * body, pushed);
         for (int k = 0; k < 6; ++k)
             t[F_ + k] -= pushed[k];
     }
-    const double *u = t + V_, *omega = t + V_ + 3, *h = t + MOMENT_, *j = t + ROTATIONAL_;
-    if (!(u[0] || u[1] || u[2] || omega[0] || omega[1] || omega[2]))
+    if (!moving)
         return;         /* B = 0 at rest */
+    const double *u = t + V_, *omega = t + V_ + 3, *h = t + MOMENT_, *j = t + ROTATIONAL_;
     double oj[9], hu = h[0] * u[0] + h[1] * u[1] + h[2] * u[2];
     memcpy(t + MOMENTUM_, momentum, 3 * sizeof(double));
     for (int b = 0; b < 3; ++b) {       /* column b of [omega]x J */
@@ -267,21 +273,26 @@ static void derivative_terms(Model *m, const double *p, const double *qd, const 
 static void derivative_matrices(Model *m, int wrenched, double *terms, double *dtau_dq,
                                 double *dtau_dqd)
 {
-    int nb = m->nb;
+    int nb = m->nb, at_rest = 1;
+    for (int body = 1; body < nb && at_rest; ++body)
+        at_rest = is_zero6(terms + BODY_DOUBLES * body + V_);
     for (int body = 1; body < nb; ++body) {
         double *t = terms + BODY_DOUBLES * body;
         const double *up = terms + BODY_DOUBLES * m->parent[body], *s = t + S_;
-        double crossed[6], spun[6], pushed[6], bent[6];
-        motion_cross(s, up + V_, t + W_);
-        motion_cross(s, up + A_, crossed);
-        motion_cross(t + W_, up + V_, spun);
-        for (int k = 0; k < 6; ++k)
-            t[U_ + k] = crossed[k] - spun[k];
-        b_transpose_apply(t, s, t + BS_);
+        double crossed[6], spun[6], pushed[6], bent[6] = {0.0};
+        motion_cross(s, up + A_, t + U_);
+        if (at_rest)    /* w = 0 and B = 0 (gravity, or qd = 0) */
+            memset(t + W_, 0, 6 * sizeof(double));
+        else {
+            motion_cross(s, up + V_, t + W_);
+            motion_cross(t + W_, up + V_, spun);
+            for (int k = 0; k < 6; ++k)
+                t[U_ + k] -= spun[k];
+            b_apply(t, t + W_, bent);
+        }
         /* the subtree terms: S x* F - Ic u - B w - E omega, and B S - 2 Ic w */
         force_cross(s, t + F_, spun);
         inertia_apply(t, t + U_, pushed);
-        b_apply(t, t + W_, bent);
         for (int k = 0; k < 6; ++k)
             t[GQ_ + k] = spun[k] - pushed[k] - bent[k];
         if (wrenched)
@@ -295,6 +306,12 @@ static void derivative_matrices(Model *m, int wrenched, double *terms, double *d
             }
         else
             t[ES_] = t[ES_ + 1] = t[ES_ + 2] = 0.0;
+        if (at_rest) {
+            memset(t + BS_, 0, 6 * sizeof(double));
+            memset(t + GR_, 0, 6 * sizeof(double));
+            continue;
+        }
+        b_transpose_apply(t, s, t + BS_);
         b_apply(t, s, crossed);
         inertia_apply(t, t + W_, pushed);
         for (int k = 0; k < 6; ++k)
