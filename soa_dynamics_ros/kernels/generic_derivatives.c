@@ -19,7 +19,10 @@
  *   j in the subtree of i (j != i):
  *     dtau_i/dq_j  = S_i.(S_j x* F_j - Ic_j u_j - B_j w_j - E_j omega_j)
  *     dtau_i/dqd_j = S_i.(B_j S_j - 2 Ic_j w_j)
- * O(nb) 6x6 work plus two dot products per (ancestor, descendant) pair.
+ * O(nb) 3x3 work (v, a and F by Newton-Euler in root axes; Ic and B summed in
+ * compact form, see BODY_DOUBLES) plus two dot products per (ancestor, descendant)
+ * pair.  Forward dynamics derivatives are -M^-1 of these at qdd = FD(q, qd, tau), and
+ * M^-1: on a tree, M, qdd and the solves come from the same pass (accelerate_terms).
  *
  * The workspace is one buffer shared by every model, grown on demand (every
  * function holds the GIL from start to end, as generic.c's workspace).
