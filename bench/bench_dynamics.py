@@ -143,7 +143,9 @@ def table(results, settings):
              "Pinocchio builds mimic joints as independent joints. ID/FD wrenches: one link "
              "wrench per frame; Pinocchio gets a prepared `StdVec_Force`. Hybrid: `1 constraint` "
              "= the vertical acceleration of F1, `3` = its linear acceleration. TSI two frames: the "
-             "coupled translational Lambda of F1 and F2. Mixed: the first half of the joints "
+             "coupled translational Lambda of F1 and F2 with damping 1e-3 (two points of a serial "
+             "arm are often not independently movable: undamped it raises on most arms). Mixed: "
+             "the first half of the joints "
              "prescribed. Subgraph: the joints moving F1 but the first (its TSI: "
              "translational). "
              "Payload: 2 kg on F1; gravity changed: (0.4, -0.3, -9.7).", ""]

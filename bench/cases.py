@@ -244,8 +244,8 @@ def our_cases(model, w, batches=True):
         "TSI translational": Case(lambda: model.task_space_inertia(q, f1, "translational")),
         "TSI damping": Case(lambda: model.task_space_inertia(q, f1, damping=DAMPING)),
         "TSI return_info": Case(lambda: model.task_space_inertia(q, f1, return_info=True)),
-        "TSI two frames": Case(lambda: model.task_space_inertia(q, [f1, f2],
-                                                                "translational")),
+        "TSI two frames": Case(lambda: model.task_space_inertia(q, [f1, f2], "translational",
+                                                                damping=DAMPING)),
         "hybrid, 1 constraint": Case(lambda: model.hybrid_dynamics(q, qd, c1, tau)),
         "hybrid, 3 constraints": Case(lambda: model.hybrid_dynamics(q, qd, c3, tau)),
         "mixed dynamics": Case(lambda: model.mixed_dynamics(q, qd, qdd, tau, w.prescribed)),
@@ -443,9 +443,10 @@ def pinocchio_cases(ref, w, batches=True):
         "TSI return_info": {"crba+J+solve+eigvalsh": Case(lambda: tsi(info=True)),
                             "computeMinverse+J+eigvalsh": Case(
                                 lambda: tsi(info=True, via_minverse=True))},
-        "TSI two frames": {"crba+J+solve": Case(lambda: tsi(rows=slice(0, 3),
-                                                            frames=fids[:2])),
+        "TSI two frames": {"crba+J+solve": Case(lambda: tsi(rows=slice(0, 3), frames=fids[:2],
+                                                            damping=DAMPING)),
                            "computeMinverse+J": Case(lambda: tsi(rows=slice(0, 3), frames=fids[:2],
+                                                                 damping=DAMPING,
                                                                  via_minverse=True))},
         "hybrid, 1 constraint": {"forwardDynamics(J, gamma)": Case(lambda: hybrid_pin(*c1)),
                                  "KKT (crba, nle, J, classical acc.)": Case(
