@@ -1544,51 +1544,117 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
     return answer(result, status);
 }
 
-/* f(model, q, qd, tau, frames, widths, alpha, beta, [wrenches,] p) ->
- * [qdd, constraint torques, nu, frame accelerations (6 per constraint)] (hybrid_core). */
+/* A float64 ndarray (not a subclass, native byte order, any strides) of `ndim`
+ * dimensions, the first `rows` long; NULL for anything else. */
+static PyArrayObject *strided_array(PyObject *object, int ndim, npy_intp rows)
+{
+    if (!PyArray_CheckExact(object))
+        return NULL;
+    PyArrayObject *array = (PyArrayObject *)object;
+    if (PyArray_NDIM(array) != ndim || PyArray_TYPE(array) != NPY_DOUBLE
+        || !PyArray_ISNOTSWAPPED(array) || PyArray_DIM(array, 0) != rows)
+        return NULL;
+    return array;
+}
+
+/* The shape of a call's constraints, a list or tuple of (frame name, alpha, beta) with
+ * alpha a 6 x m array and beta an array of m (strided_array, 1 <= m <= 6): their count
+ * and total columns, or status 1 for anything else (the Python layer then parses them
+ * and names what is wrong, or retries with the arrays it converted). */
+static int constraint_shape(Model *m, PyObject *constraints, int *count, int *columns)
+{
+    if (!(PyList_CheckExact(constraints) || PyTuple_CheckExact(constraints)))
+        return SOA_BAD_INPUT;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(constraints);
+    if (n < 1 || n > INT_MAX / 6)
+        return SOA_BAD_INPUT;
+    int total = 0;
+    for (Py_ssize_t k = 0; k < n; ++k) {
+        PyObject *constraint = PySequence_Fast_GET_ITEM(constraints, k);
+        if (!(PyList_CheckExact(constraint) || PyTuple_CheckExact(constraint))
+            || PySequence_Fast_GET_SIZE(constraint) != 3)
+            return SOA_BAD_INPUT;
+        PyObject *name = PySequence_Fast_GET_ITEM(constraint, 0);
+        PyArrayObject *alpha = strided_array(PySequence_Fast_GET_ITEM(constraint, 1), 2, 6);
+        if (!PyUnicode_Check(name) || !alpha)
+            return SOA_BAD_INPUT;
+        npy_intp width = PyArray_DIM(alpha, 1);
+        if (width < 1 || width > 6
+            || !strided_array(PySequence_Fast_GET_ITEM(constraint, 2), 1, width))
+            return SOA_BAD_INPUT;
+        PyObject *index = PyDict_GetItemWithError(m->frame_index, name);
+        if (!index) {
+            PyErr_Clear();
+            return SOA_BAD_INPUT;
+        }
+        total += (int)width;
+    }
+    *count = (int)n;
+    *columns = total;
+    return SOA_OK;
+}
+
+/* The constraints constraint_shape() accepted, packed as hybrid_core reads them: frame
+ * indices and widths (count each), alpha (6 x columns, by rows) and beta (columns); status
+ * 1 when a value is NaN, inf or beyond SOA_MAX_MAGNITUDE. */
+static int pack_constraints(Model *m, PyObject *constraints, int columns, double *frames,
+                            double *widths, double *alpha, double *beta)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(constraints);
+    for (Py_ssize_t k = 0, start = 0; k < n; ++k) {
+        PyObject *constraint = PySequence_Fast_GET_ITEM(constraints, k);
+        PyObject *index = PyDict_GetItem(m->frame_index, PySequence_Fast_GET_ITEM(constraint, 0));
+        PyArrayObject *block = (PyArrayObject *)PySequence_Fast_GET_ITEM(constraint, 1);
+        PyArrayObject *target = (PyArrayObject *)PySequence_Fast_GET_ITEM(constraint, 2);
+        npy_intp width = PyArray_DIM(block, 1);
+        frames[k] = (double)PyLong_AsLong(index);
+        widths[k] = (double)width;
+        for (npy_intp c = 0; c < width; ++c) {
+            for (int i = 0; i < 6; ++i)
+                alpha[i * columns + start + c] = *(const double *)PyArray_GETPTR2(block, i, c);
+            beta[start + c] = *(const double *)PyArray_GETPTR1(target, c);
+        }
+        start += width;
+    }
+    if (soa_check(alpha, 6 * columns, SOA_MAX_MAGNITUDE)
+        || soa_check(beta, columns, SOA_MAX_MAGNITUDE))
+        return SOA_BAD_INPUT;
+    return SOA_OK;
+}
+
+/* f(model, q, qd, tau, constraints, [wrenches,] p) -> (qdd, constraint torques, nu, frame
+ * accelerations (constraints x 6)) (hybrid_core); constraints as constraint_shape() reads
+ * them. */
 static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
 {
-    if (soa_wrong_count(nargs, 9 + wrenched))
+    if (soa_wrong_count(nargs, 6 + wrenched))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    const double *data[3], *p = soa_array(args[8 + wrenched], 1, m->params, 0);
+    const double *data[3], *p = soa_array(args[5 + wrenched], 1, m->params, 0);
     npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
-    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK || !PyArray_Check(args[4])
-        || !PyArray_Check(args[7]))
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    npy_intp count = PyArray_SIZE((PyArrayObject *)args[4]);
-    npy_intp columns = PyArray_SIZE((PyArrayObject *)args[7]);
-    const double *frames = soa_array(args[4], 1, count, 0);
-    const double *widths = soa_array(args[5], 1, count, 0);
-    const double *alpha = soa_array(args[6], 2, 6, columns);
-    const double *beta = soa_array(args[7], 1, columns, 0);
-    if (!frames || !widths || !alpha || !beta || count < 1
-        || soa_check(alpha, 6 * (int)columns, SOA_MAX_MAGNITUDE)
-        || soa_check(beta, (int)columns, SOA_MAX_MAGNITUDE))
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    npy_intp total = 0;
-    for (npy_intp k = 0; k < count; ++k) {
-        if (!(frames[k] >= 0 && frames[k] < m->nf && widths[k] >= 1 && widths[k] <= 6))
-            return PyLong_FromLong(SOA_BAD_INPUT);
-        total += (npy_intp)widths[k];
-    }
-    if (total != columns)
+    int count, columns;
+    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK
+        || constraint_shape(m, args[4], &count, &columns) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     int wrench_count = 0;
-    if (wrenched && parse_wrenches(m, args[8], &wrench_count) != SOA_OK)
+    if (wrenched && parse_wrenches(m, args[5], &wrench_count) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     size_t tree_size = 2 * (size_t)m->nb * 6 * columns;
     size_t dense_size = ((size_t)6 * count + 2 * columns) * m->rate_dof;
-    size_t size = (dense_size > tree_size ? dense_size : tree_size)
-                  + (size_t)columns * columns + 7 * columns;
-    double *out, *work = scratch(m, size);
+    size_t core_size = (dense_size > tree_size ? dense_size : tree_size)
+                       + (size_t)columns * columns + 7 * (size_t)columns;
+    int n = m->rate_dof;
+    /* the cores' workspace, the packed constraints, then the cores' output */
+    double *work = scratch(m, core_size + 2 * (size_t)count + 7 * (size_t)columns
+                              + 2 * (size_t)n + columns + 6 * (size_t)count);
     if (!work)
         return PyErr_NoMemory();
-    PyObject *result = new_array(1, 2 * m->rate_dof + columns + 6 * count, 0, &out);
-    if (!result)
-        return NULL;
+    double *frames = work + core_size, *widths = frames + count, *alpha = widths + count;
+    double *beta = alpha + 6 * (size_t)columns, *out = beta + columns;
+    if (pack_constraints(m, args[4], columns, frames, widths, alpha, beta) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
     unpack_inertias(m, p);
     hinge_positions(m, data[0]);
     body_placements(m);
@@ -1597,8 +1663,28 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
     int (*core)(Model *, const double *, const double *, const double *, const double *, int,
                 const double *, const double *, int, const double *, int, double *, double *)
         = m->couples ? dense_hybrid_core : hybrid_core;
-    return answer(result, core(m, data[1], data[2], frames, widths, (int)count, alpha, beta,
-                               (int)columns, p, wrenched, work, out));
+    int status = core(m, data[1], data[2], frames, widths, count, alpha, beta, columns, p,
+                      wrenched, work, out);
+    if (status != SOA_OK)
+        return PyLong_FromLong(status);
+    /* One array per part: the Python layer hands them out as they are. */
+    npy_intp sizes[4] = {n, n, columns, 6 * (npy_intp)count};
+    PyObject *parts = PyTuple_New(4);
+    if (!parts)
+        return NULL;
+    for (int k = 0; k < 4; ++k) {
+        double *part;
+        PyObject *array = k < 3 ? new_array(1, sizes[k], 0, &part)
+                                : new_array(2, count, 6, &part);
+        if (!array) {
+            Py_DECREF(parts);
+            return NULL;
+        }
+        memcpy(part, out, sizes[k] * sizeof(double));
+        out += sizes[k];
+        PyTuple_SET_ITEM(parts, k, array);
+    }
+    return parts;
 }
 
 static PyObject *hybrid_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1914,10 +2000,10 @@ static PyMethodDef methods[] = {
     METHOD(forward_dynamics_wrenches, "qdd with wrenches: f(model, q, qd, tau, "
                                       "{frame: wrench}, p)"),
     METHOD(mass_matrix, "G^T M G: f(model, q, p)"),
-    METHOD(hybrid_dynamics, "[qdd, constraint torques, nu, frame accelerations]: "
-                            "f(model, q, qd, tau, frames, widths, alpha, beta, p)"),
+    METHOD(hybrid_dynamics, "(qdd, constraint torques, nu, frame accelerations): "
+                            "f(model, q, qd, tau, [(frame, alpha, beta), ...], p)"),
     METHOD(hybrid_dynamics_wrenches, "hybrid dynamics with wrenches: f(model, q, qd, tau, "
-                                     "frames, widths, alpha, beta, {frame: wrench}, p)"),
+                                     "[(frame, alpha, beta), ...], {frame: wrench}, p)"),
     METHOD(task_space_inertia, "[Lambda, Lambda^-1, condition, rank] of frames' wrench "
                                "rows, flat: f(model, frames, first, width, q, damping, info, "
                                "p)"),
