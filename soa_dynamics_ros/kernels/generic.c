@@ -1622,9 +1622,61 @@ static int pack_constraints(Model *m, PyObject *constraints, int columns, double
     return SOA_OK;
 }
 
-/* f(model, q, qd, tau, constraints, [wrenches,] p) -> (qdd, constraint torques, nu, frame
- * accelerations (constraints x 6)) (hybrid_core); constraints as constraint_shape() reads
- * them. */
+/* The answer of hybrid_call from the cores' output `out`: (qdd, constraint torques, nu,
+ * {frame name: classical acceleration}, [the slice of nu of each constraint]), the parts
+ * HybridDynamics holds, built here where the constraints are at hand. */
+static PyObject *hybrid_answer(PyObject *constraints, int n, int columns, const double *widths,
+                               const double *out)
+{
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(constraints);
+    PyObject *parts = PyTuple_New(5);
+    if (!parts)
+        return NULL;
+    npy_intp sizes[3] = {n, n, columns};
+    for (int k = 0; k < 3; ++k) {
+        double *part;
+        PyObject *array = new_array(1, sizes[k], 0, &part);
+        if (!array)
+            goto failed;
+        memcpy(part, out, sizes[k] * sizeof(double));
+        out += sizes[k];
+        PyTuple_SET_ITEM(parts, k, array);
+    }
+    PyObject *accelerations = PyDict_New(), *slices = PyList_New(count);
+    if (accelerations)
+        PyTuple_SET_ITEM(parts, 3, accelerations);
+    if (slices)
+        PyTuple_SET_ITEM(parts, 4, slices);
+    if (!accelerations || !slices)
+        goto failed;
+    for (Py_ssize_t k = 0, start = 0; k < count; start += (Py_ssize_t)widths[k], ++k) {
+        double *acceleration;
+        PyObject *array = new_array(1, 6, 0, &acceleration);
+        if (!array)
+            goto failed;
+        memcpy(acceleration, out + 6 * k, 6 * sizeof(double));
+        PyObject *name = PySequence_Fast_GET_ITEM(PySequence_Fast_GET_ITEM(constraints, k), 0);
+        int stored = PyDict_SetItem(accelerations, name, array);
+        Py_DECREF(array);
+        PyObject *first = PyLong_FromSsize_t(start);
+        PyObject *stop = PyLong_FromSsize_t(start + (Py_ssize_t)widths[k]);
+        PyObject *rows = first && stop ? PySlice_New(first, stop, NULL) : NULL;
+        Py_XDECREF(first);
+        Py_XDECREF(stop);
+        if (stored < 0 || !rows) {
+            Py_XDECREF(rows);
+            goto failed;
+        }
+        PyList_SET_ITEM(slices, k, rows);
+    }
+    return parts;
+failed:
+    Py_DECREF(parts);
+    return NULL;
+}
+
+/* f(model, q, qd, tau, constraints, [wrenches,] p) -> hybrid_answer() (hybrid_core);
+ * constraints as constraint_shape() reads them. */
 static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
 {
     if (soa_wrong_count(nargs, 6 + wrenched))
@@ -1667,24 +1719,7 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
                       wrenched, work, out);
     if (status != SOA_OK)
         return PyLong_FromLong(status);
-    /* One array per part: the Python layer hands them out as they are. */
-    npy_intp sizes[4] = {n, n, columns, 6 * (npy_intp)count};
-    PyObject *parts = PyTuple_New(4);
-    if (!parts)
-        return NULL;
-    for (int k = 0; k < 4; ++k) {
-        double *part;
-        PyObject *array = k < 3 ? new_array(1, sizes[k], 0, &part)
-                                : new_array(2, count, 6, &part);
-        if (!array) {
-            Py_DECREF(parts);
-            return NULL;
-        }
-        memcpy(part, out, sizes[k] * sizeof(double));
-        out += sizes[k];
-        PyTuple_SET_ITEM(parts, k, array);
-    }
-    return parts;
+    return hybrid_answer(args[4], n, columns, widths, out);
 }
 
 static PyObject *hybrid_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -2000,7 +2035,8 @@ static PyMethodDef methods[] = {
     METHOD(forward_dynamics_wrenches, "qdd with wrenches: f(model, q, qd, tau, "
                                       "{frame: wrench}, p)"),
     METHOD(mass_matrix, "G^T M G: f(model, q, p)"),
-    METHOD(hybrid_dynamics, "(qdd, constraint torques, nu, frame accelerations): "
+    METHOD(hybrid_dynamics, "(qdd, constraint torques, nu, {frame: acceleration}, "
+                            "[slice of nu per constraint]): "
                             "f(model, q, qd, tau, [(frame, alpha, beta), ...], p)"),
     METHOD(hybrid_dynamics_wrenches, "hybrid dynamics with wrenches: f(model, q, qd, tau, "
                                      "[(frame, alpha, beta), ...], {frame: wrench}, p)"),

@@ -108,8 +108,8 @@ class CompiledTree:
                 float(packed[-2]), int(packed[-1]))
 
     def hybrid_dynamics(self, constraints, q, qd, tau, wrenches, params):
-        """``(qdd, constraint torques, nu, frame accelerations (constraints x 6))`` of the
-        constraints ``alpha_k^T a_k = beta_k`` (``constraints``: a list or tuple of
+        """``(qdd, constraint torques, nu, {frame name: classical acceleration}, [rows of nu
+        of each constraint (slices)])`` of the constraints ``alpha_k^T a_k = beta_k`` (``constraints``: a list or tuple of
         ``(frame name, alpha, beta)``, float64 arrays 6 x m_k and m_k; dense Gauss least
         constraint with ``G^T M G`` where mimic joints couple hinges), or the module's
         status when it declines: :attr:`BAD_INPUT` for anything else than those arrays or

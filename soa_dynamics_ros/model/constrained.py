@@ -207,14 +207,11 @@ def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=Non
                 answer = compiled.hybrid_dynamics(list(zip(names, blocks, targets)), q, qd,
                                                   tau, wrenches, params)
         if type(answer) is tuple:
-            names, blocks = ((parsed[0], parsed[2]) if parsed else
-                             ([name for name, _, _ in constraints],
-                              [alpha for _, alpha, _ in constraints]))
-            qdd, constraint_torques, nu, accelerations = answer
-            return HybridDynamics(qdd, constraint_torques, nu, dict(zip(names, accelerations)),
-                                  len(nu), np.zeros((len(nu), 0)), list(selection.names),
+            qdd, constraint_torques, nu, frame_accelerations, slices = answer
+            return HybridDynamics(qdd, constraint_torques, nu, frame_accelerations, len(nu),
+                                  np.zeros((len(nu), 0)), list(selection.names),
                                   COMPILED_DENSE_HYBRID if compiled.couples_hinges
-                                  else COMPILED_HYBRID, _constraint_slices(blocks))
+                                  else COMPILED_HYBRID, slices)
     names, frames, blocks, targets = parsed or _parse_constraints(model, constraints)
     beta = np.concatenate(targets)
     slices = _constraint_slices(blocks)
