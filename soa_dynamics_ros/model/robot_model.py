@@ -175,7 +175,9 @@ class RobotModel:
                 _logger.exception("the generic kernels failed to build; using numpy")
         self._generic = {} if self._compiled is None else {
             name: self._compiled.function(name) for name in GENERIC_FUNCTIONS}
-        self._generic_frames = {}  # (function, frame) -> generic function bound to the frame
+        # frame -> generic function bound to it: one dict per function, which frame_pose
+        # and jacobian look up inline (a 1 kHz controller calls them every cycle)
+        self._bound_poses, self._bound_jacobians = {}, {}
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
         self._requests = {}        # auto mode: how often each kernel was asked for
         # The single-call model kernels as attributes, the cheapest lookup there
@@ -789,7 +791,8 @@ class RobotModel:
     # ------------------------------------------------------------------ kinematics
     def frame_pose(self, q, frame):
         """4x4 pose of a link frame in the root link frame."""
-        kernel = self._generic_frame_function("frame_poses", frame)
+        kernel = (self._bound_poses.get(frame)
+                  or self._bind_frame("frame_poses", self._bound_poses, frame))
         if kernel is not None:
             pose = kernel(q, self._params)
             if type(pose) is _NDARRAY:
@@ -798,15 +801,13 @@ class RobotModel:
                                   lambda q: self._reference_frame_pose(q, frame))
         return self._reference_frame_pose(q, frame)
 
-    def _generic_frame_function(self, name, frame):
-        """Generic function ``name`` bound to ``frame`` (a known frame's name), else None."""
-        function = self._generic_frames.get((name, frame))
-        if function is None:
-            compiled = self._compiled
-            if compiled is None or type(frame) is not str or frame not in compiled.frame_index:
-                return None
-            function = self._generic_frames[(name, frame)] = compiled.function(
-                name, compiled.frame_index[frame])
+    def _bind_frame(self, name, bound, frame):
+        """Generic function ``name`` bound to ``frame`` (a known frame's name) and kept in
+        ``bound``, else None."""
+        compiled = self._compiled
+        if compiled is None or type(frame) is not str or frame not in compiled.frame_index:
+            return None
+        function = bound[frame] = compiled.function(name, compiled.frame_index[frame])
         return function
 
     def _reference_frame_pose(self, q, frame):
@@ -833,7 +834,8 @@ class RobotModel:
         kernel = None
         if self._kernel_set is not None and type(frame) is str and frame in self.tree.frames:
             kernel = self._kernel("jacobian", frame)
-        kernel = kernel or self._generic_frame_function("jacobian", frame)
+        kernel = kernel or self._bound_jacobians.get(frame) or self._bind_frame(
+            "jacobian", self._bound_jacobians, frame)
         if kernel is not None:
             jacobian = kernel(q, self._params)
             if type(jacobian) is _NDARRAY:
