@@ -67,7 +67,8 @@ typedef struct {
     double *wrench_frames, *wrench_values;      /* a call's wrenches (parse_wrenches) */
     int *rate_bodies, rate_count;               /* the bodies whose hinge a rate moves */
     int *rate_parent, tree_sparse;  /* each rate's nearest ancestor rate (-1: none); whether
-                                     * M has the tree's sparsity (derivative_solve) */
+                                     * M has the tree's sparsity (tree_factor) */
+    int *chain;                 /* a body and its ancestors, leaf first (chain_placements) */
 } Model;
 
 /* ------------------------------------------------------------------ small algebra */
@@ -258,8 +259,10 @@ static void joint_forces(const Model *m, const double *hinge, double *out)
             out[m->rate_master[i]] += hinge[i] * m->rate_multiplier[i];
 }
 
-/* joints.placement: the body's placement in its parent at the hinge coordinate. */
-static void hinge_placement(const Model *m, int body, double q, double *rotation,
+/* joints.placement: the body's placement in its parent at the hinge coordinate.  Inlined
+ * in the loops over bodies (local_placements, chain_placements): a call per body costs
+ * ~5% of a frame pose. */
+__attribute__((always_inline)) static inline void hinge_placement(const Model *m, int body, double q, double *rotation,
                             double *translation)
 {
     const double *e = m->joint_rotation + 9 * body, *r = m->joint_translation + 3 * body;
@@ -294,20 +297,32 @@ static void local_placements(Model *m)
                         m->local_translation + 3 * body);
 }
 
-/* The placements in the root (rotations, translations) from current local_placements. */
-static void compose_placements(Model *m)
+/* The root's placement in the root (rotations, translations of body 0). */
+static void root_placement(Model *m)
 {
     static const double identity[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     memcpy(m->rotations, identity, sizeof identity);
     memset(m->translations, 0, 3 * sizeof(double));
-    for (int body = 1; body < m->nb; ++body) {
-        int parent = m->parent[body];
-        double moved[3];
-        mat3_mul(m->rotations + 9 * parent, m->local_rotation + 9 * body, m->rotations + 9 * body);
-        mat3_vec(m->rotations + 9 * parent, m->local_translation + 3 * body, moved);
-        for (int k = 0; k < 3; ++k)
-            m->translations[3 * body + k] = m->translations[3 * parent + k] + moved[k];
-    }
+}
+
+/* Body's placement in the root from its parent's and its local placement (inlined as
+ * hinge_placement). */
+__attribute__((always_inline)) static inline void compose_placement(Model *m, int body)
+{
+    int parent = m->parent[body];
+    double moved[3];
+    mat3_mul(m->rotations + 9 * parent, m->local_rotation + 9 * body, m->rotations + 9 * body);
+    mat3_vec(m->rotations + 9 * parent, m->local_translation + 3 * body, moved);
+    for (int k = 0; k < 3; ++k)
+        m->translations[3 * body + k] = m->translations[3 * parent + k] + moved[k];
+}
+
+/* The placements in the root (rotations, translations) from current local_placements. */
+static void compose_placements(Model *m)
+{
+    root_placement(m);
+    for (int body = 1; body < m->nb; ++body)
+        compose_placement(m, body);
 }
 
 /* kinematics.body_placements (after hinge_positions); local_placements too */
@@ -315,6 +330,23 @@ static void body_placements(Model *m)
 {
     local_placements(m);
     compose_placements(m);
+}
+
+/* body_placements of `body` and its ancestors only: all one frame's pose and Jacobian
+ * read (on a branched tree most bodies are on other branches).  Root first, so each
+ * placement is composed exactly as compose_placements does. */
+static void chain_placements(Model *m, int body)
+{
+    int depth = 0;
+    for (; body > 0; body = m->parent[body])
+        m->chain[depth++] = body;
+    root_placement(m);
+    while (depth > 0) {
+        body = m->chain[--depth];
+        hinge_placement(m, body, m->q_hinge[body], m->local_rotation + 9 * body,
+                        m->local_translation + 3 * body);
+        compose_placement(m, body);
+    }
 }
 
 /* The motion, force and inertia transforms of body's joint (local_placements current) */
@@ -1490,51 +1522,169 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
     return answer(result, status);
 }
 
-/* f(model, q, qd, tau, frames, widths, alpha, beta, [wrenches,] p) ->
- * [qdd, constraint torques, nu, frame accelerations (6 per constraint)] (hybrid_core). */
+/* A float64 ndarray (not a subclass, native byte order, any strides) of `ndim`
+ * dimensions, the first `rows` long; NULL for anything else. */
+static PyArrayObject *strided_array(PyObject *object, int ndim, npy_intp rows)
+{
+    if (!PyArray_CheckExact(object))
+        return NULL;
+    PyArrayObject *array = (PyArrayObject *)object;
+    if (PyArray_NDIM(array) != ndim || PyArray_TYPE(array) != NPY_DOUBLE
+        || !PyArray_ISNOTSWAPPED(array) || PyArray_DIM(array, 0) != rows)
+        return NULL;
+    return array;
+}
+
+/* The shape of a call's constraints, a list or tuple of (frame name, alpha, beta) with
+ * alpha a 6 x m array and beta an array of m (strided_array, 1 <= m <= 6): their count
+ * and total columns, or status 1 for anything else (the Python layer then parses them
+ * and names what is wrong, or retries with the arrays it converted). */
+static int constraint_shape(Model *m, PyObject *constraints, int *count, int *columns)
+{
+    if (!(PyList_CheckExact(constraints) || PyTuple_CheckExact(constraints)))
+        return SOA_BAD_INPUT;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(constraints);
+    if (n < 1 || n > INT_MAX / 6)
+        return SOA_BAD_INPUT;
+    int total = 0;
+    for (Py_ssize_t k = 0; k < n; ++k) {
+        PyObject *constraint = PySequence_Fast_GET_ITEM(constraints, k);
+        if (!(PyList_CheckExact(constraint) || PyTuple_CheckExact(constraint))
+            || PySequence_Fast_GET_SIZE(constraint) != 3)
+            return SOA_BAD_INPUT;
+        PyObject *name = PySequence_Fast_GET_ITEM(constraint, 0);
+        PyArrayObject *alpha = strided_array(PySequence_Fast_GET_ITEM(constraint, 1), 2, 6);
+        if (!PyUnicode_Check(name) || !alpha)
+            return SOA_BAD_INPUT;
+        npy_intp width = PyArray_DIM(alpha, 1);
+        if (width < 1 || width > 6
+            || !strided_array(PySequence_Fast_GET_ITEM(constraint, 2), 1, width))
+            return SOA_BAD_INPUT;
+        PyObject *index = PyDict_GetItemWithError(m->frame_index, name);
+        if (!index) {
+            PyErr_Clear();
+            return SOA_BAD_INPUT;
+        }
+        total += (int)width;
+    }
+    *count = (int)n;
+    *columns = total;
+    return SOA_OK;
+}
+
+/* The constraints constraint_shape() accepted, packed as hybrid_core reads them: frame
+ * indices and widths (count each), alpha (6 x columns, by rows) and beta (columns); status
+ * 1 when a value is NaN, inf or beyond SOA_MAX_MAGNITUDE. */
+static int pack_constraints(Model *m, PyObject *constraints, int columns, double *frames,
+                            double *widths, double *alpha, double *beta)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(constraints);
+    for (Py_ssize_t k = 0, start = 0; k < n; ++k) {
+        PyObject *constraint = PySequence_Fast_GET_ITEM(constraints, k);
+        PyObject *index = PyDict_GetItem(m->frame_index, PySequence_Fast_GET_ITEM(constraint, 0));
+        PyArrayObject *block = (PyArrayObject *)PySequence_Fast_GET_ITEM(constraint, 1);
+        PyArrayObject *target = (PyArrayObject *)PySequence_Fast_GET_ITEM(constraint, 2);
+        npy_intp width = PyArray_DIM(block, 1);
+        frames[k] = (double)PyLong_AsLong(index);
+        widths[k] = (double)width;
+        for (npy_intp c = 0; c < width; ++c) {
+            for (int i = 0; i < 6; ++i)
+                alpha[i * columns + start + c] = *(const double *)PyArray_GETPTR2(block, i, c);
+            beta[start + c] = *(const double *)PyArray_GETPTR1(target, c);
+        }
+        start += width;
+    }
+    if (soa_check(alpha, 6 * columns, SOA_MAX_MAGNITUDE)
+        || soa_check(beta, columns, SOA_MAX_MAGNITUDE))
+        return SOA_BAD_INPUT;
+    return SOA_OK;
+}
+
+/* The answer of hybrid_call from the cores' output `out`: (qdd, constraint torques, nu,
+ * {frame name: classical acceleration}, [the slice of nu of each constraint]), the parts
+ * HybridDynamics holds, built here where the constraints are at hand. */
+static PyObject *hybrid_answer(PyObject *constraints, int n, int columns, const double *widths,
+                               const double *out)
+{
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(constraints);
+    PyObject *parts = PyTuple_New(5);
+    if (!parts)
+        return NULL;
+    npy_intp sizes[3] = {n, n, columns};
+    for (int k = 0; k < 3; ++k) {
+        double *part;
+        PyObject *array = new_array(1, sizes[k], 0, &part);
+        if (!array)
+            goto failed;
+        memcpy(part, out, sizes[k] * sizeof(double));
+        out += sizes[k];
+        PyTuple_SET_ITEM(parts, k, array);
+    }
+    PyObject *accelerations = PyDict_New(), *slices = PyList_New(count);
+    if (accelerations)
+        PyTuple_SET_ITEM(parts, 3, accelerations);
+    if (slices)
+        PyTuple_SET_ITEM(parts, 4, slices);
+    if (!accelerations || !slices)
+        goto failed;
+    for (Py_ssize_t k = 0, start = 0; k < count; start += (Py_ssize_t)widths[k], ++k) {
+        double *acceleration;
+        PyObject *array = new_array(1, 6, 0, &acceleration);
+        if (!array)
+            goto failed;
+        memcpy(acceleration, out + 6 * k, 6 * sizeof(double));
+        PyObject *name = PySequence_Fast_GET_ITEM(PySequence_Fast_GET_ITEM(constraints, k), 0);
+        int stored = PyDict_SetItem(accelerations, name, array);
+        Py_DECREF(array);
+        PyObject *first = PyLong_FromSsize_t(start);
+        PyObject *stop = PyLong_FromSsize_t(start + (Py_ssize_t)widths[k]);
+        PyObject *rows = first && stop ? PySlice_New(first, stop, NULL) : NULL;
+        Py_XDECREF(first);
+        Py_XDECREF(stop);
+        if (stored < 0 || !rows) {
+            Py_XDECREF(rows);
+            goto failed;
+        }
+        PyList_SET_ITEM(slices, k, rows);
+    }
+    return parts;
+failed:
+    Py_DECREF(parts);
+    return NULL;
+}
+
+/* f(model, q, qd, tau, constraints, [wrenches,] p) -> hybrid_answer() (hybrid_core);
+ * constraints as constraint_shape() reads them. */
 static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
 {
-    if (soa_wrong_count(nargs, 9 + wrenched))
+    if (soa_wrong_count(nargs, 6 + wrenched))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    const double *data[3], *p = soa_array(args[8 + wrenched], 1, m->params, 0);
+    const double *data[3], *p = soa_array(args[5 + wrenched], 1, m->params, 0);
     npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
-    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK || !PyArray_Check(args[4])
-        || !PyArray_Check(args[7]))
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    npy_intp count = PyArray_SIZE((PyArrayObject *)args[4]);
-    npy_intp columns = PyArray_SIZE((PyArrayObject *)args[7]);
-    const double *frames = soa_array(args[4], 1, count, 0);
-    const double *widths = soa_array(args[5], 1, count, 0);
-    const double *alpha = soa_array(args[6], 2, 6, columns);
-    const double *beta = soa_array(args[7], 1, columns, 0);
-    if (!frames || !widths || !alpha || !beta || count < 1
-        || soa_check(alpha, 6 * (int)columns, SOA_MAX_MAGNITUDE)
-        || soa_check(beta, (int)columns, SOA_MAX_MAGNITUDE))
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    npy_intp total = 0;
-    for (npy_intp k = 0; k < count; ++k) {
-        if (!(frames[k] >= 0 && frames[k] < m->nf && widths[k] >= 1 && widths[k] <= 6))
-            return PyLong_FromLong(SOA_BAD_INPUT);
-        total += (npy_intp)widths[k];
-    }
-    if (total != columns)
+    int count, columns;
+    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK
+        || constraint_shape(m, args[4], &count, &columns) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     int wrench_count = 0;
-    if (wrenched && parse_wrenches(m, args[8], &wrench_count) != SOA_OK)
+    if (wrenched && parse_wrenches(m, args[5], &wrench_count) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     size_t tree_size = 2 * (size_t)m->nb * 6 * columns;
     size_t dense_size = ((size_t)6 * count + 2 * columns) * m->rate_dof;
-    size_t size = (dense_size > tree_size ? dense_size : tree_size)
-                  + (size_t)columns * columns + 7 * columns;
-    double *out, *work = scratch(m, size);
+    size_t core_size = (dense_size > tree_size ? dense_size : tree_size)
+                       + (size_t)columns * columns + 7 * (size_t)columns;
+    int n = m->rate_dof;
+    /* the cores' workspace, the packed constraints, then the cores' output */
+    double *work = scratch(m, core_size + 2 * (size_t)count + 7 * (size_t)columns
+                              + 2 * (size_t)n + columns + 6 * (size_t)count);
     if (!work)
         return PyErr_NoMemory();
-    PyObject *result = new_array(1, 2 * m->rate_dof + columns + 6 * count, 0, &out);
-    if (!result)
-        return NULL;
+    double *frames = work + core_size, *widths = frames + count, *alpha = widths + count;
+    double *beta = alpha + 6 * (size_t)columns, *out = beta + columns;
+    if (pack_constraints(m, args[4], columns, frames, widths, alpha, beta) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
     unpack_inertias(m, p);
     hinge_positions(m, data[0]);
     body_placements(m);
@@ -1543,8 +1693,11 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
     int (*core)(Model *, const double *, const double *, const double *, const double *, int,
                 const double *, const double *, int, const double *, int, double *, double *)
         = m->couples ? dense_hybrid_core : hybrid_core;
-    return answer(result, core(m, data[1], data[2], frames, widths, (int)count, alpha, beta,
-                               (int)columns, p, wrenched, work, out));
+    int status = core(m, data[1], data[2], frames, widths, count, alpha, beta, columns, p,
+                      wrenched, work, out);
+    if (status != SOA_OK)
+        return PyLong_FromLong(status);
+    return hybrid_answer(args[4], n, columns, widths, out);
 }
 
 static PyObject *hybrid_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1626,7 +1779,7 @@ static PyObject *jacobian(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (!result)
         return NULL;
     hinge_positions(m, q);
-    body_placements(m);
+    chain_placements(m, m->frame_body[frame]);
     frame_jacobian(m, frame, out);
     return result;
 }
@@ -1664,7 +1817,10 @@ static PyObject *frame_poses(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (!result)
         return NULL;
     hinge_positions(m, q);
-    body_placements(m);
+    if (every)
+        body_placements(m);
+    else
+        chain_placements(m, m->frame_body[frame]);
     double rotation[9], translation[3];
     for (int k = every ? 0 : frame; k < (every ? m->nf : frame + 1); ++k) {
         frame_placement(m, k, rotation, translation);
@@ -1787,7 +1943,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     /* per body: the structure (24), then the workspace in the order TAKE lays it out */
     size_t doubles = (size_t)nb * (24 + 6 + 9 + 3 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + nb)
                      + (size_t)nf * (12 + 7) + (size_t)n * n;
-    size_t ints = (size_t)nb * 6 + nf;
+    size_t ints = (size_t)nb * 7 + nf;
     m->block = calloc(doubles * sizeof(double) + ints * sizeof(int) + 2 * nb, 1);
     if (!m->block) {
         free(m);
@@ -1812,6 +1968,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
 #define TAKE_INT(field, count) (m->field = i, i += (count))
     TAKE_INT(parent, nb); TAKE_INT(type, nb); TAKE_INT(master, nb); TAKE_INT(rate_master, nb);
     TAKE_INT(frame_body, nf); TAKE_INT(rate_bodies, nb); TAKE_INT(rate_parent, nb);
+    TAKE_INT(chain, nb);
 #undef TAKE_INT
     m->free = (unsigned char *)i;
     m->call_free = m->free + nb;
@@ -1877,10 +2034,11 @@ static PyMethodDef methods[] = {
     METHOD(forward_dynamics_wrenches, "qdd with wrenches: f(model, q, qd, tau, "
                                       "{frame: wrench}, p)"),
     METHOD(mass_matrix, "G^T M G: f(model, q, p)"),
-    METHOD(hybrid_dynamics, "[qdd, constraint torques, nu, frame accelerations]: "
-                            "f(model, q, qd, tau, frames, widths, alpha, beta, p)"),
+    METHOD(hybrid_dynamics, "(qdd, constraint torques, nu, {frame: acceleration}, "
+                            "[slice of nu per constraint]): "
+                            "f(model, q, qd, tau, [(frame, alpha, beta), ...], p)"),
     METHOD(hybrid_dynamics_wrenches, "hybrid dynamics with wrenches: f(model, q, qd, tau, "
-                                     "frames, widths, alpha, beta, {frame: wrench}, p)"),
+                                     "[(frame, alpha, beta), ...], {frame: wrench}, p)"),
     METHOD(task_space_inertia, "[Lambda, Lambda^-1, condition, rank] of frames' wrench "
                                "rows, flat: f(model, frames, first, width, q, damping, info, "
                                "p)"),

@@ -53,6 +53,9 @@ def _flat(values):
 class CompiledTree:
     """One tree (and a coordinate map of its selected joints) as a model of ``module``."""
 
+    # The module's status for input it does not take (runtime.h SOA_BAD_INPUT).
+    BAD_INPUT = 1
+
     def __init__(self, module, tree, rate_coordinates=None):
         rates = tree.coordinates if rate_coordinates is None else rate_coordinates
         self.module = module
@@ -104,26 +107,17 @@ class CompiledTree:
         return (packed[:square].reshape(n, n), packed[square:2 * square].reshape(n, n),
                 float(packed[-2]), int(packed[-1]))
 
-    def hybrid_dynamics(self, frame_names, blocks, beta, q, qd, tau, wrenches, params):
-        """``(qdd, constraint torques, nu, frame accelerations)`` of the constraints
-        ``alpha_k^T a_k = beta`` (``blocks``: the alphas, 6 x m_k; dense Gauss least
-        constraint with ``G^T M G`` where mimic joints couple hinges), or None when the
-        compiled code declines (bad input, a singular mass matrix, a compliance not clearly
-        of full rank: the numpy path decides the rank)."""
+    def hybrid_dynamics(self, constraints, q, qd, tau, wrenches, params):
+        """``(qdd, constraint torques, nu, {frame name: classical acceleration}, [rows of nu
+        of each constraint (slices)])`` of the constraints ``alpha_k^T a_k = beta_k`` (``constraints``: a list or tuple of
+        ``(frame name, alpha, beta)``, float64 arrays 6 x m_k and m_k; dense Gauss least
+        constraint with ``G^T M G`` where mimic joints couple hinges), or the module's
+        status when it declines: :attr:`BAD_INPUT` for anything else than those arrays or
+        for bad values (unknown names, NaN, wrong lengths), 2 a singular mass matrix, 3 a
+        compliance not clearly of full rank (the numpy path decides the rank)."""
         qd = np.zeros(self.rate_dof) if qd is None else qd
         tau = np.zeros(self.rate_dof) if tau is None else tau
-        # An unknown name is index -1, which the module declines (status 1).
-        frames = np.array([self.frame_index.get(name, -1) for name in frame_names], dtype=float)
-        widths = np.array([block.shape[1] for block in blocks], dtype=float)
-        alpha = np.ascontiguousarray(np.hstack(blocks), dtype=float)
-        arguments = (q, qd, tau, frames, widths, alpha, np.ascontiguousarray(beta, dtype=float))
         if wrenches is None or (type(wrenches) is dict and not wrenches):
-            result = self.module.hybrid_dynamics(self.model, *arguments, params)
-        else:
-            result = self.module.hybrid_dynamics_wrenches(self.model, *arguments, wrenches,
-                                                          params)
-        if type(result) is not np.ndarray:
-            return None
-        n, m = self.rate_dof, alpha.shape[1]
-        return result[:n], result[n:2 * n], result[2 * n:2 * n + m], result[2 * n + m:].reshape(
-            len(frames), 6)
+            return self.module.hybrid_dynamics(self.model, q, qd, tau, constraints, params)
+        return self.module.hybrid_dynamics_wrenches(self.model, q, qd, tau, constraints,
+                                                    wrenches, params)

@@ -166,7 +166,7 @@ def _parse_constraints(model, constraints):
         names.append(name)
     if not frames:
         raise InvalidInputError("hybrid dynamics needs at least one constraint")
-    return names, frames, blocks, np.concatenate(targets)
+    return names, frames, blocks, targets
 
 
 def _constraint_slices(blocks):
@@ -176,29 +176,6 @@ def _constraint_slices(blocks):
         slices.append(slice(start, start + block.shape[1]))
         start += block.shape[1]
     return slices
-
-
-def _well_formed_constraints(constraints):
-    """``(names, blocks, beta)`` when every constraint is ``(str, float64 6 x m array,
-    float64 m array)`` with 1 <= m <= 6, else None.  Their values and names are not
-    checked: the compiled code checks them and declines what :func:`_parse_constraints`
-    must name."""
-    if type(constraints) not in (list, tuple) or not constraints:
-        return None
-    names, blocks, targets = [], [], []
-    for constraint in constraints:
-        if type(constraint) not in (list, tuple) or len(constraint) != 3:
-            return None
-        name, alpha, beta = constraint
-        if (type(name) is not str or type(alpha) is not np.ndarray
-                or type(beta) is not np.ndarray or alpha.dtype != np.float64
-                or beta.dtype != np.float64 or alpha.ndim != 2 or alpha.shape[0] != 6
-                or not 1 <= alpha.shape[1] <= 6 or beta.shape != (alpha.shape[1],)):
-            return None
-        names.append(name)
-        blocks.append(alpha)
-        targets.append(beta)
-    return names, blocks, np.concatenate(targets)
 
 
 def _truncated_solve(matrix, rhs, rcond):
@@ -219,21 +196,24 @@ def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=Non
     compiled, params = kernels
     parsed = None
     if compiled is not None and rcond == DEFAULT_RCOND:
-        # Well-formed arrays go to the compiled code unparsed (it checks their values and
-        # names); what it declines is parsed, and named when wrong, below.
-        quick = _well_formed_constraints(constraints)
-        if quick is None:
+        # The compiled code reads constraints of float64 arrays as they are and checks
+        # their names and values; what it declines as bad input is parsed (and named
+        # when wrong), then tried once more as the arrays the parser made.
+        answer = compiled.hybrid_dynamics(constraints, q, qd, tau, wrenches, params)
+        if type(answer) is not tuple:
             parsed = _parse_constraints(model, constraints)
-            quick = parsed[0], parsed[2], parsed[3]
-        names, blocks, beta = quick
-        answer = compiled.hybrid_dynamics(names, blocks, beta, q, qd, tau, wrenches, params)
-        if answer is not None:
-            qdd, constraint_torques, nu, accelerations = answer
-            return HybridDynamics(qdd, constraint_torques, nu, dict(zip(names, accelerations)),
-                                  len(nu), np.zeros((len(nu), 0)), list(selection.names),
+            if answer == compiled.BAD_INPUT:
+                names, _, blocks, targets = parsed
+                answer = compiled.hybrid_dynamics(list(zip(names, blocks, targets)), q, qd,
+                                                  tau, wrenches, params)
+        if type(answer) is tuple:
+            qdd, constraint_torques, nu, frame_accelerations, slices = answer
+            return HybridDynamics(qdd, constraint_torques, nu, frame_accelerations, len(nu),
+                                  np.zeros((len(nu), 0)), list(selection.names),
                                   COMPILED_DENSE_HYBRID if compiled.couples_hinges
-                                  else COMPILED_HYBRID, _constraint_slices(blocks))
-    names, frames, blocks, beta = parsed or _parse_constraints(model, constraints)
+                                  else COMPILED_HYBRID, slices)
+    names, frames, blocks, targets = parsed or _parse_constraints(model, constraints)
+    beta = np.concatenate(targets)
     slices = _constraint_slices(blocks)
     evaluation = _evaluation(model, selection, q, qd, tau, wrenches)
 

@@ -73,9 +73,11 @@ KERNEL_MODES = ("auto", "off", "c", "generic")
 # Kernels the single-call methods reach through RobotModel._fast.
 FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
                 "forward_dynamics")
+# Generic functions the single-call methods with wrenches reach through RobotModel._fast.
+FAST_WRENCHED = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
 # Functions of the generic module a model binds to its compiled tree at once.
-GENERIC_FUNCTIONS = FAST_KERNELS + (
-    "inverse_dynamics_wrenches", "forward_dynamics_wrenches", "mixed_dynamics",
+GENERIC_FUNCTIONS = FAST_KERNELS + FAST_WRENCHED + (
+    "mixed_dynamics",
     "mixed_dynamics_wrenches", "gravity_torques_batch",
     "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS
 # kernels="auto": a kernel is compiled (in the background) once this many
@@ -173,15 +175,19 @@ class RobotModel:
                 _logger.exception("the generic kernels failed to build; using numpy")
         self._generic = {} if self._compiled is None else {
             name: self._compiled.function(name) for name in GENERIC_FUNCTIONS}
-        self._generic_frames = {}  # (function, frame) -> generic function bound to the frame
+        # frame -> generic function bound to it: one dict per function, which frame_pose
+        # and jacobian look up inline (a 1 kHz controller calls them every cycle)
+        self._bound_poses, self._bound_jacobians = {}, {}
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
         self._requests = {}        # auto mode: how often each kernel was asked for
         # The single-call model kernels as attributes, the cheapest lookup there
         # is: the generic function, or a stand-in until a per-robot kernel is
-        # ready (see _pending).
+        # ready (see _pending); the wrench functions (generic only), None without
+        # a generic module.
         self._fast = types.SimpleNamespace(**{
             name: self._generic[name] if self._kernel_set is None and self._generic
-            else self._pending(name) for name in FAST_KERNELS})
+            else self._pending(name) for name in FAST_KERNELS}, **{
+            name: self._generic.get(name) for name in FAST_WRENCHED})
         self._pack_parameters()
 
     @property
@@ -354,14 +360,20 @@ class RobotModel:
     # declines goes through _fallback to the numpy recursions below.
     def inverse_dynamics(self, q, qd, qdd, wrenches=None):
         """Joint torques producing ``qdd``: ``M qdd + h = tau + sum J_i^T w_i``."""
-        if wrenches is None or self._no_wrenches(wrenches):
+        if wrenches is None or (type(wrenches) is dict and not wrenches):
             tau = self._fast.inverse_dynamics(q, qd, qdd, self._params)
             if type(tau) is _NDARRAY:
                 return tau
             return self._fallback(self._fast.inverse_dynamics, tau, (q, qd, qdd),
                                   self._reference_inverse_dynamics)
-        return self._wrenched("inverse_dynamics_wrenches", (q, qd, qdd), wrenches,
-                              self._reference_inverse_dynamics)
+        function = self._fast.inverse_dynamics_wrenches
+        if function is None:
+            return self._reference_inverse_dynamics(q, qd, qdd, wrenches)
+        tau = function(q, qd, qdd, wrenches, self._params)
+        if type(tau) is _NDARRAY:
+            return tau
+        return self._wrenched_fallback(function, tau, (q, qd, qdd), wrenches,
+                                       self._reference_inverse_dynamics)
 
     def gravity_torques(self, q):
         """Torques that hold the robot still against gravity, g(q)."""
@@ -419,14 +431,20 @@ class RobotModel:
         Articulated-body recursion (O(N)); robots with mimic joints couple
         hinges outside the tree structure and are solved through M instead.
         """
-        if wrenches is None or self._no_wrenches(wrenches):
+        if wrenches is None or (type(wrenches) is dict and not wrenches):
             qdd = self._fast.forward_dynamics(q, qd, tau, self._params)
             if type(qdd) is _NDARRAY:
                 return qdd
             return self._fallback(self._fast.forward_dynamics, qdd, (q, qd, tau),
                                   self._reference_forward_dynamics)
-        return self._wrenched("forward_dynamics_wrenches", (q, qd, tau), wrenches,
-                              self._reference_forward_dynamics)
+        function = self._fast.forward_dynamics_wrenches
+        if function is None:
+            return self._reference_forward_dynamics(q, qd, tau, wrenches)
+        qdd = function(q, qd, tau, wrenches, self._params)
+        if type(qdd) is _NDARRAY:
+            return qdd
+        return self._wrenched_fallback(function, qdd, (q, qd, tau), wrenches,
+                                       self._reference_forward_dynamics)
 
     def _wrenched(self, name, vectors, wrenches, reference):
         """Generic function ``name`` with the wrenches (it reads the dict); ``reference``
@@ -434,7 +452,12 @@ class RobotModel:
         function = self._generic.get(name)
         if function is None:
             return reference(*vectors, wrenches)
-        result = function(*vectors, wrenches, self._params)
+        return self._wrenched_fallback(function, function(*vectors, wrenches, self._params),
+                                       vectors, wrenches, reference)
+
+    def _wrenched_fallback(self, function, result, vectors, wrenches, reference):
+        """The answer when generic ``function`` returned ``result`` for ``vectors`` and
+        ``wrenches``: itself, or what _fallback makes of its status."""
         if type(result) is _NDARRAY:
             return result
         return self._fallback(lambda *arguments: function(*arguments[:-1], wrenches,
@@ -768,7 +791,8 @@ class RobotModel:
     # ------------------------------------------------------------------ kinematics
     def frame_pose(self, q, frame):
         """4x4 pose of a link frame in the root link frame."""
-        kernel = self._generic_frame_function("frame_poses", frame)
+        kernel = (self._bound_poses.get(frame)
+                  or self._bind_frame("frame_poses", self._bound_poses, frame))
         if kernel is not None:
             pose = kernel(q, self._params)
             if type(pose) is _NDARRAY:
@@ -777,15 +801,13 @@ class RobotModel:
                                   lambda q: self._reference_frame_pose(q, frame))
         return self._reference_frame_pose(q, frame)
 
-    def _generic_frame_function(self, name, frame):
-        """Generic function ``name`` bound to ``frame`` (a known frame's name), else None."""
-        function = self._generic_frames.get((name, frame))
-        if function is None:
-            compiled = self._compiled
-            if compiled is None or type(frame) is not str or frame not in compiled.frame_index:
-                return None
-            function = self._generic_frames[(name, frame)] = compiled.function(
-                name, compiled.frame_index[frame])
+    def _bind_frame(self, name, bound, frame):
+        """Generic function ``name`` bound to ``frame`` (a known frame's name) and kept in
+        ``bound``, else None."""
+        compiled = self._compiled
+        if compiled is None or type(frame) is not str or frame not in compiled.frame_index:
+            return None
+        function = bound[frame] = compiled.function(name, compiled.frame_index[frame])
         return function
 
     def _reference_frame_pose(self, q, frame):
@@ -812,7 +834,8 @@ class RobotModel:
         kernel = None
         if self._kernel_set is not None and type(frame) is str and frame in self.tree.frames:
             kernel = self._kernel("jacobian", frame)
-        kernel = kernel or self._generic_frame_function("jacobian", frame)
+        kernel = kernel or self._bound_jacobians.get(frame) or self._bind_frame(
+            "jacobian", self._bound_jacobians, frame)
         if kernel is not None:
             jacobian = kernel(q, self._params)
             if type(jacobian) is _NDARRAY:
