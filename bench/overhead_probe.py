@@ -8,9 +8,9 @@ is what the wrappers cost; the raw figure is the floor the C arithmetic sets.
 It prints its figures and writes no results file (bench_*.py scripts do).
 
 Wall times on a shared or virtual machine drift by tens of percent between runs; for
-differences of a few hundred nanoseconds count instructions instead (callgrind, as in
-the issue 14 notes: the venv python is a symlink, so run the base interpreter with the
-venv's site-packages on PYTHONPATH).
+differences of a few hundred nanoseconds count instructions instead with callgrind (the
+venv's python is a symlink valgrind resolves past the venv: run the base interpreter
+with the venv's site-packages on PYTHONPATH).
 """
 import sys
 import tempfile
