@@ -25,7 +25,6 @@ the first command, and joint drift < 1e-3 rad over the 5 s of simulated time aft
 """
 import os
 import pathlib
-import re
 import shutil
 import subprocess
 import sys
@@ -125,11 +124,6 @@ def _without_imports(log):
     return "\n".join(line for line in log.splitlines() if not line.startswith("import time:"))
 
 
-def _log_time(log, text):
-    """The wall time [s] of the first ROS log line containing ``text``."""
-    return float(re.search(r"\[(\d+\.\d+)\] \[[^]]+\]: " + re.escape(text), log).group(1))
-
-
 @pytest.mark.parametrize("cache", ["empty", "generic module only", "complete"])
 @pytest.mark.parametrize("order", ["sim first", "node first"])
 def test_the_arm_is_held_from_the_first_command_in_either_start_order(
@@ -194,14 +188,13 @@ def test_the_arm_is_held_from_the_first_command_in_either_start_order(
     # shorter than one diagnostics period leaves nothing to check here.)
     assert not any(observer.published_on_numpy_path), logs
     if cache == "generic module only":
-        node_log = node.log()
-        assert "the generic compiled module answers meanwhile" in node_log, logs
-        if order == "sim first":
-            # The waiting sim gets its first command within ~0.1 s of the node's model, from
-            # the generic module; the robot's own kernels take seconds more.  (Node first, the
-            # sim's own start-up, ~3 s, may outlast that compile on a quiet machine.)
-            assert _log_time(sim_log, "first command at t=") < _log_time(
-                node_log, "robot model 'vx300s' loaded from the kernel cache"), logs
+        # Whether the first command reaches the sim before the robot's own kernels are in
+        # is a race between DDS discovery of the two processes (up to ~3 s here) and the
+        # compile (2.5 s for this arm on a quiet machine), so it is not asserted; that the
+        # generic module feeds forward while they compile is checked in-process
+        # (test_embedded_layer.py), and here that the node takes that path and that no
+        # command came from the numpy path.
+        assert "the generic compiled module answers meanwhile" in node.log(), logs
     assert timeouts == 0, f"{timeouts} states not answered within the lockstep timeout\n{logs}"
     # (before the node withheld its numpy-path commands: 48-266 ms in these runs)
     assert gap <= STATE_TIMEOUT, (f"a {gap * 1e3:.1f} ms gap between commands at the sim "
