@@ -46,4 +46,7 @@ def test_gravity_feedforward_holds_the_arm_in_real_time(tmp_path):
           f"{latency.size / len(arrivals):.0%} of the states answered")
     assert drift < 1e-3
     assert t[-1] - t0 >= 4.99 and wall < 6.5            # about real time
-    assert latency.size > 0.2 * len(arrivals) and np.median(latency) < 5.0
+    # The latency is printed, not bounded: measured at a third Python process at 1 kHz its
+    # median ranged 0.5-4.7 ms between runs of one commit (and of the one before) on
+    # the 2-core VM, mostly that process's own backlog; bench_node_latency.py measures it.
+    assert latency.size > 0.2 * len(arrivals)
