@@ -284,7 +284,7 @@ static void derivative_matrices(Model *m, int wrenched, double *terms, double *d
         const double *up = terms + BODY_DOUBLES * m->parent[body], *s = t + S_;
         double crossed[6], spun[6], pushed[6], bent[6] = {0.0};
         motion_cross(s, up + A_, t + U_);
-        if (at_rest)    /* w = 0 and B = 0 (gravity, or qd = 0) */
+        if (at_rest)    /* w = 0 and B = 0 (qd = 0) */
             memset(t + W_, 0, 6 * sizeof(double));
         else {
             motion_cross(s, up + V_, t + W_);
@@ -340,6 +340,59 @@ static void derivative_matrices(Model *m, int wrenched, double *terms, double *d
     }
 }
 
+/* dg/dq as an nb x nb hinge matrix: derivative_matrices at rest, where a = -g on every
+ * body leaves of each subtree only its mass M_i and first moment h_i (root axes, about
+ * the root origin).  Then u_j = (g x omega_j, 0), and both the ancestor and the
+ * descendant formula reduce to
+ *   dg_i/dq_j = dg_j/dq_i = -P_i . (g x omega_j),  j an ancestor of i or i itself,
+ * with P_i = M_i v_i + omega_i x h_i the linear part of Ic_i S_i, S_i = (v_i, omega_i):
+ * symmetric, as the Hessian of the potential energy is.  12 doubles summed or formed per
+ * body and one 3-vector dot product per pair, instead of the full pass.  Body
+ * placements current; terms: BODY_DOUBLES per body (S_, MASS_, MOMENT_; P in IS_,
+ * g x omega in U_). */
+static void gravity_derivative_matrix(Model *m, const double *g, double *terms,
+                                      double *dg_dq)
+{
+    int nb = m->nb;
+    for (int body = 1; body < nb; ++body) {
+        double *t = terms + BODY_DOUBLES * body;
+        const double *r = m->rotations + 9 * body, *p = m->translations + 3 * body;
+        const double *inertia = m->inertia + 36 * body;
+        double own[3] = {inertia[31], inertia[20], inertia[24]};
+        motion_to_root(r, p, m->hinge_map + 6 * body, t + S_);
+        mat3_vec(r, own, t + MOMENT_);
+        t[MASS_] = inertia[0];
+        for (int k = 0; k < 3; ++k)
+            t[MOMENT_ + k] += inertia[0] * p[k];
+    }
+    for (int body = nb - 1; body > 1; --body) {
+        int parent = m->parent[body];
+        if (parent > 0) {
+            double *to = terms + BODY_DOUBLES * parent, *from = terms + BODY_DOUBLES * body;
+            for (int k = MASS_; k < MASS_ + 4; ++k)
+                to[k] += from[k];
+        }
+    }
+    for (int body = 1; body < nb; ++body) {
+        double *t = terms + BODY_DOUBLES * body;
+        const double *omega = t + S_ + 3;
+        cross(omega, t + MOMENT_, t + IS_);
+        for (int k = 0; k < 3; ++k)
+            t[IS_ + k] += t[MASS_] * t[S_ + k];
+        cross(g, omega, t + U_);
+    }
+    memset(dg_dq, 0, (size_t)nb * nb * sizeof(double));
+    for (int body = 1; body < nb; ++body) {
+        const double *pi = terms + BODY_DOUBLES * body + IS_;
+        for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
+            const double *turned = terms + BODY_DOUBLES * hinge + U_;
+            double value = -(pi[0] * turned[0] + pi[1] * turned[1] + pi[2] * turned[2]);
+            dg_dq[body * nb + hinge] = value;
+            dg_dq[hinge * nb + body] = value;
+        }
+    }
+}
+
 /* G^T D G of a hinge matrix (nb x nb) onto the selected joints, into out (n x n); a
  * gather where each rate moves one hinge, unscaled (m->joint_mass untouched then) */
 static void fold_hinge_matrix(Model *m, const double *hinge_matrix, double *out)
@@ -361,24 +414,20 @@ static void fold_hinge_matrix(Model *m, const double *hinge_matrix, double *out)
     memcpy(out, m->joint_mass, (size_t)n * n * sizeof(double));
 }
 
-/* out = [dtau/dq, dtau/dqd] (2 x n x n), or dtau/dq alone when `both` is 0, at the joint
- * accelerations qdd (NULL: zero); q_hinge, qd_hinge and body placements
- * current (and body forces with wrenches); space: the derivative workspace. */
+/* out = [dtau/dq, dtau/dqd] (2 x n x n) at the joint accelerations qdd; q_hinge, qd_hinge
+ * and body placements current (and body forces with wrenches); space: the derivative
+ * workspace. */
 static void inverse_derivatives_core(Model *m, const double *qdd, const double *p,
-                                     const Wrenches *w, double *space, int both, double *out)
+                                     const Wrenches *w, double *space, double *out)
 {
     int nb = m->nb, n = m->rate_dof;
     double *dtau_dq = space, *dtau_dqd = space + (size_t)nb * nb;
-    if (qdd)
-        hinge_rates(m, qdd, m->qdd_hinge);
-    else
-        memset(m->qdd_hinge, 0, nb * sizeof(double));
+    hinge_rates(m, qdd, m->qdd_hinge);
     double *terms = space + 2 * (size_t)nb * nb;
     derivative_terms(m, p, m->qd_hinge, m->qdd_hinge, w, terms);
     derivative_matrices(m, w->frames != NULL, terms, dtau_dq, dtau_dqd);
     fold_hinge_matrix(m, dtau_dq, out);
-    if (both)
-        fold_hinge_matrix(m, dtau_dqd, out + (size_t)n * n);
+    fold_hinge_matrix(m, dtau_dqd, out + (size_t)n * n);
 }
 
 /* Featherstone's LTL factorization (RBDA 6.5) of the joint-space mass matrix in place:
@@ -547,7 +596,7 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
         int status = forward_core(m, qd, tau, p, w->frames != NULL, qdd);
         if (status != SOA_OK)
             return status;
-        inverse_derivatives_core(m, qdd, p, w, space, 1, out);
+        inverse_derivatives_core(m, qdd, p, w, space, out);
         composite_body(m);
         joint_mass_matrix(m);
     }
@@ -577,11 +626,13 @@ static int derivatives_sample(Model *m, int kind, const double *q, const double 
         body_forces(m, w->frames, w->wrenches, w->count);
     if (kind == 1)
         return forward_derivatives_core(m, qd, second, p, w, space, qdd, out);
-    if (kind == 0)
-        hinge_rates(m, qd, m->qd_hinge);
-    else
-        memset(m->qd_hinge, 0, nb * sizeof(double));
-    inverse_derivatives_core(m, kind == 0 ? second : NULL, p, w, space, kind == 0, out);
+    if (kind == 2) {
+        gravity_derivative_matrix(m, p, space + 2 * (size_t)nb * nb, space);
+        fold_hinge_matrix(m, space, out);
+        return SOA_OK;
+    }
+    hinge_rates(m, qd, m->qd_hinge);
+    inverse_derivatives_core(m, second, p, w, space, out);
     return SOA_OK;
 }
 

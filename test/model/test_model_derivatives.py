@@ -187,6 +187,8 @@ def test_compiled_derivatives_match_the_numpy_path(robot, rng, monkeypatch):
                                     lambda: getattr(fast_view, name)(q, qd, tau))
             for a, b in zip(answer, getattr(slow_view, name)(q, qd, tau)):
                 assert_close(a, b, f"compiled subgraph {name}", 1e-12 * _conditioning(b))
+        assert_close(_compiled_only(monkeypatch, lambda: fast_view.gravity_derivatives(q)),
+                     slow_view.gravity_derivatives(q), "compiled subgraph dg/dq", 1e-12)
 
 
 def _conditioning(matrix):
