@@ -30,10 +30,14 @@
  * multiplies the dense matrices; both agree to round-off.
  *
  * The workspace lives in the model: sized once, except the part that grows
- * with a call's frames (scratch()); every function holds the GIL from start
- * to end, so calls from several threads never share it.
+ * with a call's frames (scratch()); every function holds the GIL while it uses
+ * it, so calls from several threads never share it.  Large batches release the
+ * GIL and spread their samples over the CPUs, each worker on its own copy of
+ * the model (run_samples).
  */
 #include "runtime.h"
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,7 +64,8 @@ typedef struct {
     double *joint_mass;                                         /* rate_dof x rate_dof */
     unsigned char *free;                                        /* hinge moved by a rate */
     unsigned char *call_free;                                   /* mixed dynamics: not prescribed */
-    void *block;
+    void *block;                /* structure and workspace: lay_out() */
+    size_t block_bytes;
     double *scratch;            /* calls whose workspace grows with their frames (scratch()) */
     size_t scratch_size;
     PyObject *frame_index;      /* {frame name: index} (a dict) */
@@ -1829,6 +1834,152 @@ static PyObject *frame_poses(PyObject *self, PyObject *const *args, Py_ssize_t n
     return result;
 }
 
+/* ------------------------------------------------------------------ batches over the CPUs */
+static void lay_out(Model *m);
+
+/* Sample s of a batch (`batch`: what the caller's run reads) on model m, which it may use
+ * as workspace, with `space` of scratch (the caller's size; NULL when it asked for none). */
+typedef int (*SampleRun)(Model *m, const void *batch, double *space, npy_intp s);
+
+typedef struct {
+    Model *model;               /* the caller's model, or `copy` */
+    Model copy;                 /* the caller's model with a workspace of its own */
+    SampleRun run;
+    const void *batch;
+    double *space;
+    npy_intp start, end, failed;
+    int status;
+} Worker;
+
+static void *work(void *argument)
+{
+    Worker *w = argument;
+    w->status = SOA_OK;
+    for (npy_intp s = w->start; s < w->end; ++s)
+        if ((w->status = w->run(w->model, w->batch, w->space, s)) != SOA_OK) {
+            w->failed = s;
+            break;
+        }
+    return NULL;
+}
+
+/* Fewer samples than this per worker: copying the workspace and starting a thread cost
+ * more than the samples they take over. */
+#define SAMPLES_PER_WORKER 32
+#define MAX_WORKERS 16
+
+static int usable_cpus(void)
+{
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+static void free_workers(Worker *workers, int count)
+{
+    for (int k = 0; k < count; ++k) {
+        free(workers[k].copy.block);
+        free(workers[k].space);
+    }
+    free(workers);
+}
+
+/* Workers on copies of m (structure, unpacked inertias and all), each with
+ * `space_doubles` of scratch: NULL when memory runs short. */
+static Worker *make_workers(const Model *m, int count, size_t space_doubles)
+{
+    Worker *workers = calloc((size_t)count, sizeof(Worker));
+    if (!workers)
+        return NULL;
+    for (int k = 0; k < count; ++k) {
+        Worker *w = workers + k;
+        w->copy = *m;
+        w->copy.scratch = NULL;         /* (no sample grows it) */
+        w->copy.scratch_size = 0;
+        w->copy.block = malloc(m->block_bytes);
+        w->space = space_doubles ? malloc(space_doubles * sizeof(double)) : NULL;
+        if (!w->copy.block || (space_doubles && !w->space)) {
+            free_workers(workers, k + 1);
+            return NULL;
+        }
+        memcpy(w->copy.block, m->block, m->block_bytes);
+        lay_out(&w->copy);
+        w->model = &w->copy;
+    }
+    return workers;
+}
+
+/* Samples 0 .. count - 1 of a batch: split over the CPUs this process may use, without
+ * the GIL, each worker on its own copy of m (so m's workspace, which calls from other
+ * threads use, is never shared); in order on m and `space` where the batch is too
+ * small for that.  Every sample is the same arithmetic either way.  SOA_OK, or the
+ * status of the first failing sample and its index in *failed. */
+static int run_samples(Model *m, SampleRun run, const void *batch, double *space,
+                       size_t space_doubles, npy_intp count, npy_intp *failed)
+{
+    npy_intp most = count / SAMPLES_PER_WORKER;
+    int cpus = usable_cpus(), workers_count = (int)(most < cpus ? most : cpus);
+    if (workers_count > MAX_WORKERS)
+        workers_count = MAX_WORKERS;
+    Worker *workers = workers_count > 1 ? make_workers(m, workers_count, space_doubles) : NULL;
+    if (!workers) {
+        Worker here = {.model = m, .run = run, .batch = batch, .space = space, .start = 0,
+                       .end = count};
+        work(&here);
+        *failed = here.failed;
+        return here.status;
+    }
+    pthread_t threads[MAX_WORKERS];
+    int started[MAX_WORKERS] = {0};
+    Py_BEGIN_ALLOW_THREADS
+    for (int k = 0; k < workers_count; ++k) {
+        workers[k].run = run;
+        workers[k].batch = batch;
+        workers[k].start = count * k / workers_count;
+        workers[k].end = count * (k + 1) / workers_count;
+    }
+    for (int k = 1; k < workers_count; ++k)
+        started[k] = pthread_create(&threads[k], NULL, work, workers + k) == 0;
+    work(workers);
+    for (int k = 1; k < workers_count; ++k) {
+        if (started[k])
+            pthread_join(threads[k], NULL);
+        else
+            work(workers + k);          /* no thread to be had: this one does it */
+    }
+    Py_END_ALLOW_THREADS
+    int status = SOA_OK;
+    for (int k = 0; k < workers_count && status == SOA_OK; ++k)
+        if ((status = workers[k].status) != SOA_OK)
+            *failed = workers[k].failed;
+    free_workers(workers, workers_count);
+    return status;
+}
+
+/* What one sample of batch_call reads */
+typedef struct {
+    const double *data[3], *p;
+    int inputs, forward;
+    double *out;
+} DynamicsBatch;
+
+static int dynamics_sample(Model *m, const void *batch, double *space, npy_intp s)
+{
+    (void)space;
+    const DynamicsBatch *b = batch;
+    const double *sample[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < b->inputs; ++k) {
+        sample[k] = b->data[k] + s * m->dof;
+        if (soa_check(sample[k], m->dof, SOA_MAX_MAGNITUDE))
+            return SOA_BAD_INPUT;
+    }
+    hinge_positions(m, sample[0]);
+    local_placements(m);
+    if (b->forward)
+        return forward_core(m, sample[1], sample[2], b->p, 0, b->out + s * m->dof);
+    inverse_core(m, sample[1], sample[2], b->p, 0, b->out + s * m->dof);
+    return SOA_OK;
+}
+
 /* Batches: f(model, Q, [QD, QDD | QD, TAU], p) over the rows of (N, dof) arrays */
 static PyObject *batch_call(PyObject *const *args, Py_ssize_t nargs, int inputs, int forward)
 {
@@ -1837,39 +1988,22 @@ static PyObject *batch_call(PyObject *const *args, Py_ssize_t nargs, int inputs,
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    const double *data[3], *p = soa_array(args[1 + inputs], 1, m->params, 0);
-    npy_intp count = -1;
-    if (!p)
+    DynamicsBatch batch = {.p = soa_array(args[1 + inputs], 1, m->params, 0),
+                           .inputs = inputs, .forward = forward};
+    npy_intp count = -1, failed = 0;
+    if (!batch.p)
         return PyLong_FromLong(SOA_BAD_INPUT);
     for (int k = 0; k < inputs; ++k) {
-        if (!(data[k] = soa_array(args[1 + k], 2, count, m->dof)))
+        if (!(batch.data[k] = soa_array(args[1 + k], 2, count, m->dof)))
             return PyLong_FromLong(SOA_BAD_INPUT);
         count = PyArray_DIM((PyArrayObject *)args[1 + k], 0);
     }
-    double *out;
-    PyObject *result = new_array(2, count, m->dof, &out);
+    PyObject *result = new_array(2, count, m->dof, &batch.out);
     if (!result)
         return NULL;
-    unpack_inertias(m, p);
-    for (npy_intp s = 0; s < count; ++s) {
-        const double *sample[3];
-        for (int k = 0; k < inputs; ++k) {
-            sample[k] = data[k] + s * m->dof;
-            if (soa_check(sample[k], m->dof, SOA_MAX_MAGNITUDE))
-                return answer(result, (int)(4 * s + SOA_BAD_INPUT));
-        }
-        hinge_positions(m, sample[0]);
-        local_placements(m);
-        int status = SOA_OK;
-        if (forward)
-            status = forward_core(m, sample[1], sample[2], p, 0, out + s * m->dof);
-        else
-            inverse_core(m, inputs > 1 ? sample[1] : NULL, inputs > 2 ? sample[2] : NULL, p, 0,
-                         out + s * m->dof);
-        if (status != SOA_OK)
-            return answer(result, (int)(4 * s + status));
-    }
-    return result;
+    unpack_inertias(m, batch.p);
+    int status = run_samples(m, dynamics_sample, &batch, NULL, 0, count, &failed);
+    return answer(result, status == SOA_OK ? SOA_OK : (int)(4 * failed + status));
 }
 
 static PyObject *gravity_torques_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1891,6 +2025,46 @@ static PyObject *forward_dynamics_batch(PyObject *self, PyObject *const *args, P
 }
 
 /* ------------------------------------------------------------------ the model object */
+/* The one allocation holding a model's structure and workspace (nb, nf, rate_dof set):
+ * per body the structure (24), then the workspace in the order lay_out takes it. */
+static size_t model_block_bytes(const Model *m)
+{
+    size_t nb = (size_t)m->nb, nf = (size_t)m->nf, n = m->rate_dof > 0 ? (size_t)m->rate_dof : 1;
+    size_t doubles = nb * (24 + 6 + 9 + 3 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + nb) + nf * (12 + 7)
+                     + n * n;
+    size_t ints = nb * 7 + nf;
+    return doubles * sizeof(double) + ints * sizeof(int) + 2 * nb;
+}
+
+/* Points every array of m into m->block. */
+static void lay_out(Model *m)
+{
+    int nb = m->nb, nf = m->nf, n = m->rate_dof > 0 ? m->rate_dof : 1;
+    double *d = (double *)m->block;
+#define TAKE(field, count) (m->field = d, d += (count))
+    TAKE(axis, 3 * nb); TAKE(joint_rotation, 9 * nb); TAKE(joint_translation, 3 * nb);
+    TAKE(hinge_map, 6 * nb); TAKE(multiplier, nb); TAKE(offset, nb); TAKE(rate_multiplier, nb);
+    TAKE(frame_rotation, 9 * nf); TAKE(frame_translation, 3 * nf);
+    TAKE(wrench_frames, nf); TAKE(wrench_values, 6 * nf);
+    TAKE(q_hinge, nb); TAKE(qd_hinge, nb); TAKE(qdd_hinge, nb); TAKE(qdd_given, nb); TAKE(tau_hinge, nb);
+    TAKE(torque, nb); TAKE(local_rotation, 9 * nb); TAKE(local_translation, 3 * nb);
+    TAKE(rotations, 9 * nb); TAKE(translations, 3 * nb);
+    TAKE(inertia, 36 * nb); TAKE(articulated, 36 * nb); TAKE(velocity, 6 * nb);
+    TAKE(acceleration, 6 * nb); TAKE(force, 6 * nb); TAKE(body_forces, 6 * nb);
+    TAKE(bias_acceleration, 6 * nb); TAKE(bias_force, 6 * nb); TAKE(gain, 6 * nb);
+    TAKE(inverse_d, nb); TAKE(residual_torque, nb); TAKE(hinge_mass, nb * nb);
+    TAKE(joint_mass, n * n);
+#undef TAKE
+    int *i = (int *)d;
+#define TAKE_INT(field, count) (m->field = i, i += (count))
+    TAKE_INT(parent, nb); TAKE_INT(type, nb); TAKE_INT(master, nb); TAKE_INT(rate_master, nb);
+    TAKE_INT(frame_body, nf); TAKE_INT(rate_bodies, nb); TAKE_INT(rate_parent, nb);
+    TAKE_INT(chain, nb);
+#undef TAKE_INT
+    m->free = (unsigned char *)i;
+    m->call_free = m->free + nb;
+}
+
 static void free_model(PyObject *capsule)
 {
     Model *m = model_of(capsule);
@@ -1939,39 +2113,13 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     m->nf = nf;
     m->couples = (int)sizes[4];
     m->params = HEADER + PARAMS_PER_BODY * (nb - 1);
-    int n = m->rate_dof > 0 ? m->rate_dof : 1;
-    /* per body: the structure (24), then the workspace in the order TAKE lays it out */
-    size_t doubles = (size_t)nb * (24 + 6 + 9 + 3 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + nb)
-                     + (size_t)nf * (12 + 7) + (size_t)n * n;
-    size_t ints = (size_t)nb * 7 + nf;
-    m->block = calloc(doubles * sizeof(double) + ints * sizeof(int) + 2 * nb, 1);
+    m->block_bytes = model_block_bytes(m);
+    m->block = calloc(m->block_bytes, 1);
     if (!m->block) {
         free(m);
         return PyErr_NoMemory();
     }
-    double *d = (double *)m->block;
-#define TAKE(field, count) (m->field = d, d += (count))
-    TAKE(axis, 3 * nb); TAKE(joint_rotation, 9 * nb); TAKE(joint_translation, 3 * nb);
-    TAKE(hinge_map, 6 * nb); TAKE(multiplier, nb); TAKE(offset, nb); TAKE(rate_multiplier, nb);
-    TAKE(frame_rotation, 9 * nf); TAKE(frame_translation, 3 * nf);
-    TAKE(wrench_frames, nf); TAKE(wrench_values, 6 * nf);
-    TAKE(q_hinge, nb); TAKE(qd_hinge, nb); TAKE(qdd_hinge, nb); TAKE(qdd_given, nb); TAKE(tau_hinge, nb);
-    TAKE(torque, nb); TAKE(local_rotation, 9 * nb); TAKE(local_translation, 3 * nb);
-    TAKE(rotations, 9 * nb); TAKE(translations, 3 * nb);
-    TAKE(inertia, 36 * nb); TAKE(articulated, 36 * nb); TAKE(velocity, 6 * nb);
-    TAKE(acceleration, 6 * nb); TAKE(force, 6 * nb); TAKE(body_forces, 6 * nb);
-    TAKE(bias_acceleration, 6 * nb); TAKE(bias_force, 6 * nb); TAKE(gain, 6 * nb);
-    TAKE(inverse_d, nb); TAKE(residual_torque, nb); TAKE(hinge_mass, nb * nb);
-    TAKE(joint_mass, n * n);
-#undef TAKE
-    int *i = (int *)d;
-#define TAKE_INT(field, count) (m->field = i, i += (count))
-    TAKE_INT(parent, nb); TAKE_INT(type, nb); TAKE_INT(master, nb); TAKE_INT(rate_master, nb);
-    TAKE_INT(frame_body, nf); TAKE_INT(rate_bodies, nb); TAKE_INT(rate_parent, nb);
-    TAKE_INT(chain, nb);
-#undef TAKE_INT
-    m->free = (unsigned char *)i;
-    m->call_free = m->free + nb;
+    lay_out(m);
     for (int b = 0; b < nb; ++b) {
         m->parent[b] = (int)data[0][b];
         m->type[b] = (int)data[1][b];

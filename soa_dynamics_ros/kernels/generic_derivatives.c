@@ -24,8 +24,8 @@
  * pair.  Forward dynamics derivatives are -M^-1 of these at qdd = FD(q, qd, tau), and
  * M^-1: on a tree, M, qdd and the solves come from the same pass (accelerate_terms).
  *
- * The workspace is one buffer shared by every model, grown on demand (every
- * function holds the GIL from start to end, as generic.c's workspace).
+ * The workspace is one buffer shared by every model, grown on demand, used only
+ * with the GIL held (as generic.c's workspace); batch workers have their own.
  */
 static double *derivative_space;
 static size_t derivative_capacity;
@@ -698,6 +698,29 @@ static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, int k
     return result;
 }
 
+/* What one sample of derivatives_batch reads */
+typedef struct {
+    const double *data[3], *p;
+    npy_intp widths[3];
+    int kind, inputs;
+    double *out;
+} DerivativeBatch;
+
+static int derivative_batch_sample(Model *m, const void *batch, double *space, npy_intp s)
+{
+    const DerivativeBatch *b = batch;
+    const double *sample[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < b->inputs; ++k) {
+        sample[k] = b->data[k] + s * b->widths[k];
+        if (soa_check(sample[k], (int)b->widths[k], SOA_MAX_MAGNITUDE))
+            return SOA_BAD_INPUT;
+    }
+    size_t n = (size_t)m->rate_dof;
+    Wrenches none = {NULL, NULL, 0};
+    return derivatives_sample(m, b->kind, sample[0], sample[1], sample[2], b->p, &none, space,
+                              b->out + (size_t)s * derivative_outputs[b->kind] * n * n);
+}
+
 /* f(model, Q, [QD, QDD | TAU,] p) -> (N, outputs, n, n); a failing sample s answers
  * 4 s + status. */
 static PyObject *derivatives_batch(PyObject *const *args, Py_ssize_t nargs, int kind)
@@ -708,40 +731,29 @@ static PyObject *derivatives_batch(PyObject *const *args, Py_ssize_t nargs, int 
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    const double *data[3] = {NULL, NULL, NULL};
-    const double *p = soa_array(args[1 + inputs], 1, m->params, 0);
-    npy_intp count = -1, widths[3] = {m->dof, m->rate_dof, m->rate_dof};
-    if (!p)
+    DerivativeBatch batch = {.p = soa_array(args[1 + inputs], 1, m->params, 0),
+                             .widths = {m->dof, m->rate_dof, m->rate_dof}, .kind = kind,
+                             .inputs = inputs};
+    npy_intp count = -1, failed = 0;
+    if (!batch.p)
         return PyLong_FromLong(SOA_BAD_INPUT);
     for (int k = 0; k < inputs; ++k) {
-        if (!(data[k] = soa_array(args[1 + k], 2, count, widths[k])))
+        if (!(batch.data[k] = soa_array(args[1 + k], 2, count, batch.widths[k])))
             return PyLong_FromLong(SOA_BAD_INPUT);
         count = PyArray_DIM((PyArrayObject *)args[1 + k], 0);
     }
-    double *space = derivative_workspace(derivative_doubles(m));
+    size_t doubles = derivative_doubles(m);
+    double *space = derivative_workspace(doubles);
     if (!space)
         return PyErr_NoMemory();
-    npy_intp n = m->rate_dof, outputs = derivative_outputs[kind];
-    npy_intp shape[4] = {count, outputs, n, n};
+    npy_intp n = m->rate_dof, shape[4] = {count, derivative_outputs[kind], n, n};
     PyObject *result = PyArray_SimpleNew(4, shape, NPY_DOUBLE);
     if (!result)
         return NULL;
-    double *out = (double *)PyArray_DATA((PyArrayObject *)result);
-    Wrenches none = {NULL, NULL, 0};
-    unpack_inertias(m, p);
-    for (npy_intp s = 0; s < count; ++s) {
-        const double *sample[3] = {NULL, NULL, NULL};
-        for (int k = 0; k < inputs; ++k) {
-            sample[k] = data[k] + s * widths[k];
-            if (soa_check(sample[k], (int)widths[k], SOA_MAX_MAGNITUDE))
-                return answer(result, (int)(4 * s + SOA_BAD_INPUT));
-        }
-        int status = derivatives_sample(m, kind, sample[0], sample[1], sample[2], p, &none,
-                                        space, out + s * outputs * n * n);
-        if (status != SOA_OK)
-            return answer(result, (int)(4 * s + status));
-    }
-    return result;
+    batch.out = (double *)PyArray_DATA((PyArrayObject *)result);
+    unpack_inertias(m, batch.p);
+    int status = run_samples(m, derivative_batch_sample, &batch, space, doubles, count, &failed);
+    return answer(result, status == SOA_OK ? SOA_OK : (int)(4 * failed + status));
 }
 
 static PyObject *inverse_dynamics_derivatives(PyObject *self, PyObject *const *args,

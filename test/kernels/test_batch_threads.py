@@ -1,0 +1,133 @@
+"""Batches of the generic module split over the CPUs (kernels/generic.c, run_samples).
+
+A batch of at least two workers' shares (32 samples each) runs in contiguous
+shares, one thread per usable CPU, each on its own copy of the model's
+workspace and without the GIL.  Every row must be exactly the single call's
+answer (the same arithmetic on the same inputs), the first failing sample must
+be the one reported whichever share it is in, and a thread using the same
+model meanwhile must get its own answers.
+"""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from support.robot_generator import random_tree_urdf
+from support.robots import shipped_urdf
+from soa_dynamics_ros.errors import InertiaWarning
+from soa_dynamics_ros.kernels import generic_module
+from soa_dynamics_ros.model import RobotModel
+
+SAMPLES = 150
+ROBOTS = {"panda": shipped_urdf("panda.urdf"),
+          "random_tree": random_tree_urdf(31, moving_joints=12, prismatic_fraction=0.25),
+          "mimic_tree": random_tree_urdf(32, moving_joints=10, mimic_fraction=0.3)}
+BATCHES = {  # batch function: (single-sample function, inputs, matrices per sample or 0)
+    "gravity_torques_batch": ("gravity_torques", 1, 0),
+    "inverse_dynamics_batch": ("inverse_dynamics", 3, 0),
+    "forward_dynamics_batch": ("forward_dynamics", 3, 0),
+    "gravity_derivatives_batch": ("gravity_derivatives", 1, 1),
+    "inverse_dynamics_derivatives_batch": ("inverse_dynamics_derivatives", 3, 2),
+    "forward_dynamics_derivatives_batch": ("forward_dynamics_derivatives", 3, 3)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def several_cpus():
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.fail("these tests need 2 usable CPUs: with one, batches never split")
+
+
+def _compiled(name):
+    model = RobotModel.from_urdf(ROBOTS[name], kernels="generic")
+    compiled, params = model.generic_kernels()
+    return model, compiled.model, params
+
+
+def _inputs(model, rng, count=SAMPLES):
+    q, qd, qdd = rng.uniform(-2, 2, (3, count, model.dof))
+    return q, qd, qdd * 10          # torques for forward dynamics
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_every_row_is_the_single_call(robot, rng):
+    model, tree, params = _compiled(robot)
+    module = generic_module()
+    arrays = _inputs(model, rng)
+    for batch, (single, inputs, matrices) in BATCHES.items():
+        rows = getattr(module, batch)(tree, *arrays[:inputs], params)
+        assert isinstance(rows, np.ndarray), (batch, rows)
+        for s in range(SAMPLES):
+            expected = getattr(module, single)(tree, *(a[s] for a in arrays[:inputs]), params)
+            row = rows[s] if matrices != 1 else rows[s, 0]
+            # exactly: each share runs the same arithmetic as a single call
+            np.testing.assert_array_equal(np.array(row), np.array(expected), f"{batch} {s}")
+
+
+@pytest.mark.parametrize("first, later", [(0, 149), (74, 76), (120, 149), (149, 149)])
+def test_the_first_bad_sample_is_reported_whichever_share_it_is_in(first, later, rng):
+    model, tree, params = _compiled("panda")
+    module = generic_module()
+    q, qd, qdd = _inputs(model, rng)
+    qd[first, 2] = np.nan
+    q[later, 0] = np.inf
+    for batch, (_, inputs, _) in BATCHES.items():
+        arrays = (q, qd, qdd)[:inputs]
+        expected = 4 * (first if inputs == 3 else later) + 1
+        assert getattr(module, batch)(tree, *arrays, params) == expected, batch
+
+
+# A point mass that j2 can turn onto j1's axis: at q2 = pi/2 nothing resists j1 (its
+# articulated inertia is 2 * (0.5 cos q2)^2), a singular hinge in that sample only.
+POINT_ONTO_AXIS = """<robot name="point_onto_axis">
+  <link name="base"/>
+  <link name="l1"/>
+  <link name="l2"><inertial><origin xyz="0.5 0 0"/><mass value="2"/>
+    <inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit effort="1" velocity="1" lower="-3" upper="3"/></joint>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><axis xyz="0 1 0"/>
+    <limit effort="1" velocity="1" lower="-3" upper="3"/></joint>
+</robot>"""
+
+
+def test_a_singular_sample_in_a_later_share_is_named(rng):
+    with pytest.warns(InertiaWarning, match="l2"):
+        model = RobotModel.from_urdf(POINT_ONTO_AXIS, kernels="generic")
+    compiled, params = model.generic_kernels()
+    module = generic_module()
+    q, qd, tau = _inputs(model, rng)
+    q[:, 1] = np.clip(q[:, 1], -1.0, 1.0)        # well away from pi/2 ...
+    q[[100, 130], 1] = np.pi / 2                 # ... but in these two samples
+    for batch in ("forward_dynamics_batch", "forward_dynamics_derivatives_batch"):
+        assert getattr(module, batch)(compiled.model, q, qd, tau, params) == 4 * 100 + 2, batch
+    rows = module.inverse_dynamics_derivatives_batch(compiled.model, q, qd, tau, params)
+    assert isinstance(rows, np.ndarray) and np.all(np.isfinite(rows))
+
+
+def test_a_thread_using_the_same_model_meanwhile_gets_its_own_answers(rng):
+    model, tree, params = _compiled("random_tree")
+    module = generic_module()
+    Q, QD, TAU = _inputs(model, rng, count=2000)
+    q = Q[7]
+    expected = module.gravity_torques(tree, q, params)
+    errors, stop = [], threading.Event()
+
+    def control_loop():
+        while not stop.is_set():
+            answer = module.gravity_torques(tree, q, params)
+            if not np.array_equal(answer, expected):
+                errors.append(answer)
+    thread = threading.Thread(target=control_loop)
+    thread.start()
+    try:
+        singles = [module.forward_dynamics_derivatives(tree, *sample, params)
+                   for sample in zip(Q[:40], QD[:40], TAU[:40])]
+        for _ in range(3):
+            rows = module.forward_dynamics_derivatives_batch(tree, Q, QD, TAU, params)
+            for s, single in enumerate(singles):
+                np.testing.assert_array_equal(rows[s], np.array(single))
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors
