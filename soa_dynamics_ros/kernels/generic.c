@@ -36,8 +36,6 @@
  * the model (run_samples).
  */
 #include "runtime.h"
-#include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1866,13 +1864,6 @@ static void *work(void *argument)
 /* Fewer samples than this per worker: copying the workspace and starting a thread cost
  * more than the samples they take over. */
 #define SAMPLES_PER_WORKER 32
-#define MAX_WORKERS 16
-
-static int usable_cpus(void)
-{
-    cpu_set_t set;
-    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-}
 
 static void free_workers(Worker *workers, int count)
 {
@@ -1916,10 +1907,7 @@ static Worker *make_workers(const Model *m, int count, size_t space_doubles)
 static int run_samples(Model *m, SampleRun run, const void *batch, double *space,
                        size_t space_doubles, npy_intp count, npy_intp *failed)
 {
-    npy_intp most = count / SAMPLES_PER_WORKER;
-    int cpus = usable_cpus(), workers_count = (int)(most < cpus ? most : cpus);
-    if (workers_count > MAX_WORKERS)
-        workers_count = MAX_WORKERS;
+    int workers_count = soa_workers(count, SAMPLES_PER_WORKER);
     Worker *workers = workers_count > 1 ? make_workers(m, workers_count, space_doubles) : NULL;
     if (!workers) {
         Worker here = {.model = m, .run = run, .batch = batch, .space = space, .start = 0,
@@ -1928,24 +1916,14 @@ static int run_samples(Model *m, SampleRun run, const void *batch, double *space
         *failed = here.failed;
         return here.status;
     }
-    pthread_t threads[MAX_WORKERS];
-    int started[MAX_WORKERS] = {0};
-    Py_BEGIN_ALLOW_THREADS
     for (int k = 0; k < workers_count; ++k) {
         workers[k].run = run;
         workers[k].batch = batch;
         workers[k].start = count * k / workers_count;
         workers[k].end = count * (k + 1) / workers_count;
     }
-    for (int k = 1; k < workers_count; ++k)
-        started[k] = pthread_create(&threads[k], NULL, work, workers + k) == 0;
-    work(workers);
-    for (int k = 1; k < workers_count; ++k) {
-        if (started[k])
-            pthread_join(threads[k], NULL);
-        else
-            work(workers + k);          /* no thread to be had: this one does it */
-    }
+    Py_BEGIN_ALLOW_THREADS
+    soa_in_parallel(work, workers, sizeof *workers, workers_count);
     Py_END_ALLOW_THREADS
     int status = SOA_OK;
     for (int k = 0; k < workers_count && status == SOA_OK; ++k)

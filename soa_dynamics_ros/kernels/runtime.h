@@ -11,13 +11,16 @@
  * numpy arrays and return a new array on success, else the status as an int;
  * an argument of another type, dtype, layout or length is status 1 (the
  * caller converts or validates it and names the problem).  Batch wrappers
- * return 4 * (first failing sample) + its status and release the GIL.
+ * return 4 * (first failing sample) + its status, release the GIL and spread
+ * large batches over the usable CPUs in contiguous shares.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 
 typedef int (*soa_core)(const double *const *inputs, const double *p, double *out);
 
@@ -165,10 +168,76 @@ static long soa_run_samples(const double *const *data, npy_intp first, npy_intp 
     return 0;
 }
 
+#define SOA_MAX_WORKERS 16
+
+/* The threads a batch of `count` samples is worth: one per CPU this process may use,
+ * each with `least` samples at least (below that, starting it costs what it saves). */
+static int soa_workers(npy_intp count, npy_intp least)
+{
+    cpu_set_t set;
+    npy_intp cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    npy_intp workers = count / least < cpus ? count / least : cpus;
+    return workers < 1 ? 1 : workers > SOA_MAX_WORKERS ? SOA_MAX_WORKERS : (int)workers;
+}
+
+/* run() on each of `workers` items `size` bytes apart: item 0 here, the others in
+ * threads (here too when no thread can be had).  Called without the GIL. */
+static void soa_in_parallel(void *(*run)(void *), void *items, size_t size, int workers)
+{
+    pthread_t threads[SOA_MAX_WORKERS];
+    int started[SOA_MAX_WORKERS] = {0};
+    char *item = items;
+    for (int k = 1; k < workers; ++k)
+        started[k] = pthread_create(&threads[k], NULL, run, item + k * size) == 0;
+    run(item);
+    for (int k = 1; k < workers; ++k) {
+        if (started[k])
+            pthread_join(threads[k], NULL);
+        else
+            run(item + k * size);
+    }
+}
+
+/* Samples [first, end) of a batch; `failed` as soa_run_samples. */
+typedef struct {
+    const double *const *data;
+    const double *p;
+    double *out;
+    npy_intp first, end, dof;
+    soa_core core, lanes;
+    long failed;
+} soa_share;
+
+static void *soa_run_share(void *argument)
+{
+    soa_share *share = argument;
+    npy_intp done = share->first, dof = share->dof;
+    share->failed = 0;
+    if (share->lanes) {
+        const double *block[SOA_MAX_INPUTS];
+        for (; done + SOA_LANES <= share->end && !share->failed; done += SOA_LANES) {
+            for (int k = 0; k < SOA_MAX_INPUTS; ++k)
+                block[k] = share->data[k] ? share->data[k] + done * dof : NULL;
+            if (share->lanes(block, share->p, share->out + done * dof) != SOA_OK)
+                share->failed = soa_run_samples(share->data, done, SOA_LANES, dof, share->p,
+                                                share->out, share->core);
+        }
+    }
+    if (!share->failed)
+        share->failed = soa_run_samples(share->data, done, share->end - done, dof, share->p,
+                                        share->out, share->core);
+    return NULL;
+}
+
+/* A traced kernel's sample costs 0.1-2 us: fewer than this per thread is not worth one. */
+#define SOA_SAMPLES_PER_THREAD 512
+
 /* N samples: `inputs` arrays of shape (N, dof), then p; the answer is (N, dof).
  * `lanes` (or NULL) computes SOA_LANES consecutive samples at once; a block it
  * declines (bad input or a singular hinge in some lane) is re-run sample by
- * sample through `core`, which names the first failing sample and its status. */
+ * sample through `core`, which names the first failing sample and its status.
+ * Shares of a large batch start on a block boundary, so every sample goes through
+ * the same path (lanes or core) as in one share. */
 static PyObject *soa_call_batch(PyObject *const *args, Py_ssize_t nargs, int inputs,
                                 npy_intp dof, npy_intp params, soa_core core, soa_core lanes)
 {
@@ -189,25 +258,23 @@ static PyObject *soa_call_batch(PyObject *const *args, Py_ssize_t nargs, int inp
     if (!result)
         return NULL;
     double *out = (double *)PyArray_DATA((PyArrayObject *)result);
-    long failed = 0;
-    Py_BEGIN_ALLOW_THREADS
-    npy_intp done = 0;
-    if (lanes) {
-        const double *block[SOA_MAX_INPUTS];
-        for (; done + SOA_LANES <= count && !failed; done += SOA_LANES) {
-            for (int k = 0; k < SOA_MAX_INPUTS; ++k)
-                block[k] = data[k] ? data[k] + done * dof : NULL;
-            if (lanes(block, p, out + done * dof) != SOA_OK)
-                failed = soa_run_samples(data, done, SOA_LANES, dof, p, out, core);
-        }
+    int workers = soa_workers(count, SOA_SAMPLES_PER_THREAD);
+    npy_intp blocks = (count + SOA_LANES - 1) / SOA_LANES;
+    soa_share shares[SOA_MAX_WORKERS];
+    for (int k = 0; k < workers; ++k) {
+        npy_intp end = blocks * (k + 1) / workers * SOA_LANES;
+        shares[k] = (soa_share){data, p, out, blocks * k / workers * SOA_LANES,
+                                end < count ? end : count, dof, core, lanes, 0};
     }
-    if (!failed)
-        failed = soa_run_samples(data, done, count - done, dof, p, out, core);
+    Py_BEGIN_ALLOW_THREADS
+    soa_in_parallel(soa_run_share, shares, sizeof *shares, workers);
     Py_END_ALLOW_THREADS
-    if (!failed)
-        return result;
-    Py_DECREF(result);
-    return PyLong_FromLong(failed);
+    for (int k = 0; k < workers; ++k)
+        if (shares[k].failed) {
+            Py_DECREF(result);
+            return PyLong_FromLong(shares[k].failed);
+        }
+    return result;
 }
 
 /* Solve m x = rhs in place of rhs for symmetric positive definite n x n `m`

@@ -1,11 +1,13 @@
-"""Batches of the generic module split over the CPUs (kernels/generic.c, run_samples).
+"""Batches split over the CPUs (runtime.h soa_call_batch, generic.c run_samples).
 
-A batch of at least two workers' shares (32 samples each) runs in contiguous
-shares, one thread per usable CPU, each on its own copy of the model's
-workspace and without the GIL.  Every row must be exactly the single call's
-answer (the same arithmetic on the same inputs), the first failing sample must
-be the one reported whichever share it is in, and a thread using the same
-model meanwhile must get its own answers.
+A batch of at least two threads' shares (32 samples each in the generic module,
+512 for a traced kernel) runs in contiguous shares, one thread per usable CPU,
+without the GIL; the generic module's workers each on a copy of the model's
+workspace.  Every row must be the single call's answer (exactly in the generic
+module, which runs the same arithmetic; to 1e-12 for a traced kernel, whose
+blocks of samples run through its lanes core), the first failing sample must be
+the one reported whichever share it is in, and a thread using the same model
+meanwhile must get its own answers.
 """
 import os
 import threading
@@ -13,6 +15,7 @@ import threading
 import numpy as np
 import pytest
 
+from support.numerics import assert_close
 from support.robot_generator import random_tree_urdf
 from support.robots import shipped_urdf
 from soa_dynamics_ros.errors import InertiaWarning
@@ -131,3 +134,34 @@ def test_a_thread_using_the_same_model_meanwhile_gets_its_own_answers(rng):
         stop.set()
         thread.join()
     assert not errors
+
+
+# Over two traced-kernel shares (512 samples each), and a tail of fewer than a block.
+TRACED_SAMPLES = 2 * 512 + 19
+TRACED_BATCHES = ("gravity_torques_batch", "inverse_dynamics_batch", "forward_dynamics_batch")
+
+
+def test_traced_batches_keep_every_row(traced_robot, rng):
+    robot = traced_robot(ROBOTS["random_tree"])
+    p = robot.parameters()
+    arrays = _inputs(robot, rng, TRACED_SAMPLES)
+    for batch in TRACED_BATCHES:
+        single, inputs, _ = BATCHES[batch]
+        rows = robot.compiled(batch)(*arrays[:inputs], p)
+        assert isinstance(rows, np.ndarray), (batch, rows)
+        for s in range(0, TRACED_SAMPLES, 7):
+            expected = robot.compiled(single)(*(a[s] for a in arrays[:inputs]), p)
+            assert_close(rows[s], expected, f"{batch} row {s}", 1e-12)
+
+
+@pytest.mark.parametrize("first, later", [(3, 1000), (515, 530), (700, TRACED_SAMPLES - 1)])
+def test_traced_batches_name_the_first_bad_sample(first, later, traced_robot, rng):
+    robot = traced_robot(ROBOTS["panda"])
+    p = robot.parameters()
+    q, qd, qdd = _inputs(robot, rng, TRACED_SAMPLES)
+    qd[first, 1] = np.nan
+    q[later, 2] = -np.inf
+    for batch in TRACED_BATCHES:
+        inputs = BATCHES[batch][1]
+        expected = 4 * (first if inputs == 3 else later) + 1
+        assert robot.compiled(batch)(*(q, qd, qdd)[:inputs], p) == expected, batch
