@@ -75,8 +75,11 @@ FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_mat
                 "forward_dynamics")
 # Generic functions the single-call methods with wrenches reach through RobotModel._fast.
 FAST_WRENCHED = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
-# ... and the derivative where the Python around it is a fifth of the call (~1 us).
-FAST_GENERIC = FAST_WRENCHED + ("gravity_derivatives",)
+# ... and the derivatives, where a helper's Python call was 10-20% of the call.
+FAST_GENERIC = FAST_WRENCHED + (
+    "inverse_dynamics_derivatives", "inverse_dynamics_derivatives_wrenches",
+    "forward_dynamics_derivatives", "forward_dynamics_derivatives_wrenches",
+    "gravity_derivatives")
 # Functions of the generic module a model binds to its compiled tree at once.
 GENERIC_FUNCTIONS = FAST_KERNELS + FAST_WRENCHED + (
     "mixed_dynamics",
@@ -530,7 +533,7 @@ class RobotModel:
         return self._run_batch("forward_dynamics_batch", self.forward_dynamics, (Q, QD, TAU))
 
     # ------------------------------------------------------------------ derivatives (planners)
-    # The generic module answers (derivatives.compiled_answer); what it declines (no
+    # The generic module answers, inline as the dynamics above; what it declines (no
     # compiler, lists, NaN, a singular M) goes to the numpy path, which answers or names
     # the problem.
     def inverse_dynamics_derivatives(self, q, qd, qdd, wrenches=None):
@@ -543,9 +546,13 @@ class RobotModel:
         frames: its ``computeRNEADerivatives`` differs by that term).  Mimic joints
         are folded (chain rule through ``q_mimic = multiplier * q_master + offset``).
         """
-        both = derivatives.compiled_answer(self._generic, "inverse_dynamics_derivatives",
-                                           (q, qd, qdd), wrenches, self._params)
-        if both is not None:
+        if wrenches is None or (type(wrenches) is dict and not wrenches):
+            function = self._fast.inverse_dynamics_derivatives
+            both = None if function is None else function(q, qd, qdd, self._params)
+        else:   # (the C reads the {link: wrench} dict; what it declines, numpy names)
+            function = self._fast.inverse_dynamics_derivatives_wrenches
+            both = None if function is None else function(q, qd, qdd, wrenches, self._params)
+        if type(both) is tuple:
             return both
         with self.parameters_lock:
             return derivatives.inverse_dynamics_derivatives(self, self._all_joints, q, qd, qdd,
@@ -558,9 +565,13 @@ class RobotModel:
         dynamics derivatives at ``qdd = forward_dynamics(q, qd, tau, wrenches)``.
         A singular mass matrix raises :class:`SingularDynamicsError`.
         """
-        three = derivatives.compiled_answer(self._generic, "forward_dynamics_derivatives",
-                                            (q, qd, tau), wrenches, self._params)
-        if three is not None:
+        if wrenches is None or (type(wrenches) is dict and not wrenches):
+            function = self._fast.forward_dynamics_derivatives
+            three = None if function is None else function(q, qd, tau, self._params)
+        else:
+            function = self._fast.forward_dynamics_derivatives_wrenches
+            three = None if function is None else function(q, qd, tau, wrenches, self._params)
+        if type(three) is tuple:
             return three
         with self.parameters_lock:
             return derivatives.forward_dynamics_derivatives(self, self._all_joints, q, qd, tau,
