@@ -71,6 +71,8 @@ typedef struct {
     int *rate_bodies, rate_count;               /* the bodies whose hinge a rate moves */
     int *rate_parent, tree_sparse;  /* each rate's nearest ancestor rate (-1: none); whether
                                      * M has the tree's sparsity (tree_factor) */
+    int rates_are_bodies;       /* tree_sparse, and rate k moves body k + 1 (no locked or
+                                 * merged hinges): hinge matrices fold by rows */
     int *chain;                 /* a body and its ancestors, leaf first (chain_placements) */
 } Model;
 
@@ -2127,6 +2129,10 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     for (int r = 0; r < m->rate_dof; ++r)
         if (m->rate_parent[r] == -2)
             m->tree_sparse = 0;
+    m->rates_are_bodies = m->tree_sparse && m->rate_count == nb - 1 && m->rate_dof == nb - 1;
+    for (int b = 1; b < nb; ++b)
+        if (m->rate_master[b] != b - 1)
+            m->rates_are_bodies = 0;
     memcpy(m->axis, data[2], 3 * nb * sizeof(double));
     memcpy(m->joint_rotation, data[3], 9 * nb * sizeof(double));
     memcpy(m->joint_translation, data[4], 3 * nb * sizeof(double));

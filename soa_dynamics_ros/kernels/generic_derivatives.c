@@ -398,6 +398,12 @@ static void gravity_derivative_matrix(Model *m, const double *g, double *terms,
 static void fold_hinge_matrix(Model *m, const double *hinge_matrix, double *out)
 {
     int nb = m->nb, n = m->rate_dof;
+    if (m->rates_are_bodies) {
+        for (int i = 1; i < nb; ++i)
+            memcpy(out + (size_t)(i - 1) * n, hinge_matrix + (size_t)i * nb + 1,
+                   (size_t)n * sizeof(double));
+        return;
+    }
     if (m->tree_sparse) {
         for (int a = 0; a < m->rate_count; ++a) {
             int i = m->rate_bodies[a];
