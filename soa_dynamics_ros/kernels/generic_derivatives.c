@@ -348,22 +348,23 @@ static void derivative_matrices(Model *m, int wrenched, double *terms, double *d
  * with P_i = M_i v_i + omega_i x h_i the linear part of Ic_i S_i, S_i = (v_i, omega_i):
  * symmetric, as the Hessian of the potential energy is.  12 doubles summed or formed per
  * body and one 3-vector dot product per pair, instead of the full pass.  Body
- * placements current; terms: BODY_DOUBLES per body (S_, MASS_, MOMENT_; P in IS_,
- * g x omega in U_). */
-static void gravity_derivative_matrix(Model *m, const double *g, double *terms,
+ * placements current; params: p (gravity first); terms: BODY_DOUBLES per body (S_, MASS_,
+ * MOMENT_; P in IS_, g x omega in U_). */
+static void gravity_derivative_matrix(Model *m, const double *params, double *terms,
                                       double *dg_dq)
 {
     int nb = m->nb;
+    const double *g = params;
     for (int body = 1; body < nb; ++body) {
         double *t = terms + BODY_DOUBLES * body;
         const double *r = m->rotations + 9 * body, *p = m->translations + 3 * body;
-        const double *inertia = m->inertia + 36 * body;
-        double own[3] = {inertia[31], inertia[20], inertia[24]};
+        /* mass and first moment in body axes, read from the parameters (no unpack) */
+        const double *own = params + HEADER + PARAMS_PER_BODY * (body - 1);
         motion_to_root(r, p, m->hinge_map + 6 * body, t + S_);
-        mat3_vec(r, own, t + MOMENT_);
-        t[MASS_] = inertia[0];
+        mat3_vec(r, own + 1, t + MOMENT_);
+        t[MASS_] = own[0];
         for (int k = 0; k < 3; ++k)
-            t[MOMENT_ + k] += inertia[0] * p[k];
+            t[MOMENT_ + k] += own[0] * p[k];
     }
     for (int body = nb - 1; body > 1; --body) {
         int parent = m->parent[body];
@@ -675,7 +676,8 @@ static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, int k
     if (!space)
         return PyErr_NoMemory();
     double *out = space + doubles - 3 * nn;
-    unpack_inertias(m, p);
+    if (kind != 2)      /* (gravity reads its masses and first moments from p) */
+        unpack_inertias(m, p);
     Wrenches w = {frames, wrenches, count};
     int status = derivatives_sample(m, kind, data[0], data[1], data[2], p, &w, space, out);
     if (status != SOA_OK)
@@ -757,7 +759,8 @@ static PyObject *derivatives_batch(PyObject *const *args, Py_ssize_t nargs, int 
     if (!result)
         return NULL;
     batch.out = (double *)PyArray_DATA((PyArrayObject *)result);
-    unpack_inertias(m, batch.p);
+    if (kind != 2)
+        unpack_inertias(m, batch.p);
     int status = run_samples(m, derivative_batch_sample, &batch, space, doubles, count, &failed);
     return answer(result, status == SOA_OK ? SOA_OK : (int)(4 * failed + status));
 }
