@@ -191,6 +191,27 @@ def test_compiled_derivatives_match_the_numpy_path(robot, rng, monkeypatch):
                      slow_view.gravity_derivatives(q), "compiled subgraph dg/dq", 1e-12)
 
 
+def test_compiled_derivatives_see_a_payload_and_another_gravity(robot, rng):
+    """The compiled derivatives read inertias and gravity from the packed parameters
+    (gravity's straight from them): against Pinocchio holding the same payload."""
+    _, _, xml = robot
+    fast = _compiled(xml)
+    gravity, mass = (0.4, -0.3, -9.7), 1.5
+    com, inertia = np.array([0.02, -0.01, 0.05]), np.diag([0.004, 0.005, 0.003])
+    link = max(fast.tree.frames.items(), key=lambda item: item[1].body)[0]
+    fast.gravity = gravity
+    fast.attach_payload("load", link, mass, com=com, inertia=inertia)
+    ref = PinocchioReference(xml, fast.joint_names, gravity=gravity)
+    ref.attach(link, mass, com, inertia)
+    for q, qd, qdd, _ in _states(fast, rng, 3):
+        assert_close(fast.gravity_derivatives(q), ref.gravity_derivatives(q),
+                     "dg/dq with a payload", PINOCCHIO_TOL)
+        for name, answer, expected in zip(("dtau/dq", "dtau/dqd"),
+                                          fast.inverse_dynamics_derivatives(q, qd, qdd),
+                                          ref.inverse_dynamics_derivatives(q, qd, qdd)):
+            assert_close(answer, expected, f"{name} with a payload", PINOCCHIO_TOL)
+
+
 def _conditioning(matrix):
     # Solving with M loses digits in proportion to its condition number (up to 1e4 on
     # small grippers' fingers).
