@@ -15,6 +15,7 @@ import pytest
 from oracles.pinocchio_reference import PinocchioReference
 from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf
+from soa_dynamics_ros.algorithms import root_axes_derivatives
 from soa_dynamics_ros.algorithms.derivatives import (gravity_derivatives,
                                                      inverse_dynamics_derivatives)
 from soa_dynamics_ros.algorithms.forward_dynamics import forward_dynamics
@@ -64,6 +65,15 @@ class HingeSpace:
     def gravity_derivatives(self, q, gravity=GRAVITY):
         return gravity_derivatives(self.tree, self._hinge(q),
                                    self._root_acceleration(gravity))[1:, 1:]
+
+    def root_axes_derivatives(self, q, qd, qdd, gravity=GRAVITY):
+        """The closed form the kernels are traced from: ``(dtau/dq, dtau/dqd, dg/dq)``."""
+        root_acceleration = self._root_acceleration(gravity)
+        dtau_dq, dtau_dqd = root_axes_derivatives.inverse_dynamics_derivatives(
+            self.tree, self._hinge(q), self._hinge(qd), self._hinge(qdd), root_acceleration)
+        dg_dq = root_axes_derivatives.gravity_derivatives(self.tree, self._hinge(q),
+                                                          root_acceleration)
+        return dtau_dq[1:, 1:], dtau_dqd[1:, 1:], dg_dq[1:, 1:]
 
     def mass_matrix(self, q):
         return mass_matrix(self.tree, self._hinge(q))[1:, 1:]

@@ -6,6 +6,7 @@ from support.numerics import assert_close, random_states
 
 STATES = 10
 NO_GRAVITY = (0.0, 0.0, 0.0)
+TILTED_GRAVITY = (0.3, -0.2, -9.7)
 
 
 def test_inverse_dynamics_derivatives_match_pinocchio(robot, rng):
@@ -22,6 +23,27 @@ def test_gravity_derivatives_match_pinocchio(robot, rng):
     for q, _, _ in random_states(hinges, STATES, rng):
         assert_close(hinges.gravity_derivatives(q), ref.gravity_derivatives(q),
                      "dg/dq (computeGeneralizedGravityDerivatives)")
+
+
+def test_the_root_axes_closed_form_matches_pinocchio_and_the_tangents(robot, rng):
+    """The closed form the derivative kernels are traced from, against Pinocchio and to
+    round-off against the forward-mode tangents (the reference), at rest too."""
+    hinges, ref = robot
+    states = list(random_states(hinges, STATES, rng))
+    states.append((states[0][0], np.zeros(hinges.dof), states[0][2]))
+    for q, qd, qdd in states:
+        dtau_dq, dtau_dqd, dg_dq = hinges.root_axes_derivatives(q, qd, qdd, TILTED_GRAVITY)
+        expected_dq, expected_dqd = hinges.inverse_dynamics_derivatives(q, qd, qdd,
+                                                                        gravity=TILTED_GRAVITY)
+        assert_close(dtau_dq, expected_dq, "closed-form dtau/dq", 1e-12)
+        assert_close(dtau_dqd, expected_dqd, "closed-form dtau/dqd", 1e-12)
+        assert_close(dg_dq, hinges.gravity_derivatives(q, gravity=TILTED_GRAVITY),
+                     "closed-form dg/dq", 1e-12)
+        dtau_dq, dtau_dqd, dg_dq = hinges.root_axes_derivatives(q, qd, qdd)
+        pinocchio_dq, pinocchio_dqd = ref.inverse_dynamics_derivatives(q, qd, qdd)
+        assert_close(dtau_dq, pinocchio_dq, "closed-form dtau/dq (computeRNEADerivatives)")
+        assert_close(dtau_dqd, pinocchio_dqd, "closed-form dtau/dqd (computeRNEADerivatives)")
+        assert_close(dg_dq, ref.gravity_derivatives(q), "closed-form dg/dq (Pinocchio)")
 
 
 def test_rate_derivative_vanishes_at_rest(robot, rng):

@@ -1,0 +1,202 @@
+"""Derivatives of inverse dynamics in closed form, in root axes: the compiled form.
+
+The same hinge-space derivatives as :mod:`.derivatives` (forward-mode tangents,
+the reference), from the structure Carpentier and Mansard 2018 exploit:
+turning hinge j by dq moves every body of its subtree rigidly, so each
+quantity of the subtree changes covariantly (``S_j x``) except where it
+involves the bodies upstream of j.  Everything is in root axes about the root
+origin: velocities and accelerations add along the tree and forces gather with
+no transforms.  With S, v, a, F the hinge map, velocity, acceleration and
+gathered force of each body, Ic the composite inertia and, summed over the
+subtree of i,
+
+    B(i) = sum_k of the 6x6 map w -> I_k (w x v_k) + w x* (I_k v_k) + v_k x* (I_k w),
+
+and per hinge j with parent body l: ``w_j = S_j x v_l``,
+``u_j = S_j x a_l - w_j x v_l``:
+
+* j an ancestor of i or i itself:
+  ``dtau_i/dq_j = -(Ic_i S_i).u_j - (B_i^T S_i).w_j``,
+  ``dtau_i/dqd_j = (B_i^T S_i).S_j - 2 (Ic_i S_i).w_j``;
+* j in the subtree of i (j != i):
+  ``dtau_i/dq_j = S_i.(S_j x* F_j - Ic_j u_j - B_j w_j)``,
+  ``dtau_i/dqd_j = S_i.(B_j S_j - 2 Ic_j w_j)``.
+
+Spatial inertias are kept as mass m, first moment h and rotational inertia J
+about the root origin, and B as ``[[0, -2 [p]x], [0, B22]]`` (p: the body's
+linear momentum), the only blocks that do not cancel.  At rest (gravity) only
+each subtree's mass and first moment remain (:func:`gravity_derivatives`).
+
+The per-robot kernels are traced from these functions
+(:mod:`soa_dynamics_ros.kernels.generator`); ``kernels/generic_derivatives.c``
+runs the same formulas as loops, with wrenches.  The tests hold all of them to
+the forward-mode reference.
+"""
+import numpy as np
+
+from ..multibody.spatial import dtype_of
+from .kinematics import body_placements
+
+
+def _cross(a, b):
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
+
+
+def _skew(a):
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+
+
+def _motion_cross(v, m):
+    """``v x m`` of motion vectors ``[linear; angular]``."""
+    return np.concatenate((_cross(v[3:], m[:3]) + _cross(v[:3], m[3:]), _cross(v[3:], m[3:])))
+
+
+def _force_cross(v, f):
+    """``v x* f``: motion ``v`` acting on force ``f = [force; moment]``."""
+    return np.concatenate((_cross(v[3:], f[:3]), _cross(v[3:], f[3:]) + _cross(v[:3], f[:3])))
+
+
+def _motion_to_root(rotation, translation, motion):
+    angular = rotation @ motion[3:]
+    return np.concatenate((rotation @ motion[:3] + _cross(translation, angular), angular))
+
+
+class _Inertia:
+    """A spatial inertia ``[[m 1, -[h]x], [[h]x, J]]`` as m, h and J."""
+
+    def __init__(self, mass, moment, rotational):
+        self.mass, self.moment, self.rotational = mass, moment, rotational
+
+    @classmethod
+    def in_root(cls, inertia, rotation, translation):
+        """A body inertia (body axes, about its origin) in root axes about the root origin:
+        ``R J R^T - m [p]x[p]x - [p]x[c]x - [c]x[p]x`` with ``c = R h``."""
+        mass = inertia[0, 0]
+        c = rotation @ np.array([inertia[5, 1], inertia[3, 2], inertia[4, 0]])
+        p = translation
+        rotational = (rotation @ inertia[3:, 3:] @ rotation.T - mass * np.outer(p, p)
+                      - np.outer(c, p) - np.outer(p, c)
+                      + (mass * (p @ p) + 2.0 * (p @ c)) * np.eye(3))
+        return cls(mass, c + mass * p, rotational)
+
+    def __add__(self, other):
+        return _Inertia(self.mass + other.mass, self.moment + other.moment,
+                        self.rotational + other.rotational)
+
+    def apply(self, x):
+        return np.concatenate((self.mass * x[:3] - _cross(self.moment, x[3:]),
+                               _cross(self.moment, x[:3]) + self.rotational @ x[3:]))
+
+
+class _VelocityTerm:
+    """B of the file comment as ``[[0, -2 [p]x], [0, B22]]``."""
+
+    def __init__(self, momentum, b22):
+        self.momentum, self.b22 = momentum, b22
+
+    @classmethod
+    def of_body(cls, inertia, velocity):
+        """``B22 = [w]x J - J [w]x - [h]x[u]x - [u]x[h]x - [l]x`` for velocity (u, w)
+        and momentum I v = (p, l)."""
+        momentum = inertia.apply(velocity)
+        u, omega, h = velocity[:3], velocity[3:], inertia.moment
+        spun = _skew(omega) @ inertia.rotational
+        b22 = (spun + spun.T - np.outer(u, h) - np.outer(h, u) + 2.0 * (h @ u) * np.eye(3)
+               - _skew(momentum[3:]))
+        return cls(momentum[:3], b22)
+
+    def __add__(self, other):
+        return _VelocityTerm(self.momentum + other.momentum, self.b22 + other.b22)
+
+    def apply(self, x):
+        return np.concatenate((-2.0 * _cross(self.momentum, x[3:]), self.b22 @ x[3:]))
+
+    def transpose_apply(self, x):
+        return np.concatenate((np.zeros(3), 2.0 * _cross(self.momentum, x[:3])
+                               + self.b22.T @ x[3:]))
+
+
+def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_acceleration):
+    """``(dtau/dq_hinge, dtau/dqd_hinge)``, each nb x nb (row and column 0, the root, zero);
+    arguments as :func:`.inverse_dynamics.inverse_dynamics`, without external forces."""
+    nb, parent = tree.nb, tree.parent
+    rotations, translations = body_placements(tree, q_hinge)
+    hinge_map, velocity, acceleration = [None] * nb, [np.zeros(6)] * nb, [root_acceleration] * nb
+    force, inertia, term = [None] * nb, [None] * nb, [None] * nb
+    for body in range(1, nb):
+        up = parent[body]
+        s = hinge_map[body] = _motion_to_root(rotations[body], translations[body],
+                                              tree.hinge_map[body])
+        joint_velocity = s * qd_hinge[body]
+        v = velocity[body] = velocity[up] + joint_velocity
+        a = acceleration[body] = (acceleration[up] + s * qdd_hinge[body]
+                                  + _motion_cross(v, joint_velocity))
+        inertia[body] = _Inertia.in_root(tree.body_inertia[body], rotations[body],
+                                         translations[body])
+        force[body] = inertia[body].apply(a) + _force_cross(v, inertia[body].apply(v))
+        term[body] = _VelocityTerm.of_body(inertia[body], v)
+    for body in range(nb - 1, 1, -1):       # sums over each subtree
+        up = parent[body]
+        if up > 0:
+            force[up] = force[up] + force[body]
+            inertia[up] = inertia[up] + inertia[body]
+            term[up] = term[up] + term[body]
+    turned, carried, pushed, spun, stretched, inertia_s, term_s = ([None] * nb for _ in range(7))
+    for body in range(1, nb):
+        s, up = hinge_map[body], parent[body]
+        w = turned[body] = _motion_cross(s, velocity[up])
+        u = carried[body] = _motion_cross(s, acceleration[up]) - _motion_cross(w, velocity[up])
+        pushed[body] = (_force_cross(s, force[body]) - inertia[body].apply(u)
+                        - term[body].apply(w))
+        spun[body] = term[body].apply(s) - 2.0 * inertia[body].apply(w)
+        inertia_s[body] = inertia[body].apply(s)
+        term_s[body] = term[body].transpose_apply(s)
+    dtype = dtype_of(q_hinge, qd_hinge, qdd_hinge, tree.body_inertia)
+    dtau_dq, dtau_dqd = np.zeros((nb, nb), dtype=dtype), np.zeros((nb, nb), dtype=dtype)
+    for body in range(1, nb):
+        hinge = body
+        while hinge > 0:        # hinge: body and its ancestors
+            dtau_dq[body, hinge] = -(inertia_s[body] @ carried[hinge]
+                                     + term_s[body] @ turned[hinge])
+            dtau_dqd[body, hinge] = (term_s[body] @ hinge_map[hinge]
+                                     - 2.0 * (inertia_s[body] @ turned[hinge]))
+            if hinge != body:
+                dtau_dq[hinge, body] = hinge_map[hinge] @ pushed[body]
+                dtau_dqd[hinge, body] = hinge_map[hinge] @ spun[body]
+            hinge = parent[hinge]
+    return dtau_dq, dtau_dqd
+
+
+def gravity_derivatives(tree, q_hinge, root_acceleration):
+    """``d g / dq_hinge``, nb x nb, symmetric: at rest ``a = -g`` on every body leaves of
+    each subtree its mass M_i and first moment h_i, and both formulas above reduce to
+    ``-P_i . (g x omega_j)`` for j an ancestor of i or i itself, with
+    ``P_i = M_i v_i + omega_i x h_i`` the linear part of ``Ic_i S_i``."""
+    nb, parent = tree.nb, tree.parent
+    gravity = -root_acceleration[:3]
+    rotations, translations = body_placements(tree, q_hinge)
+    hinge_map, mass, moment = [None] * nb, [None] * nb, [None] * nb
+    for body in range(1, nb):
+        rotation, translation = rotations[body], translations[body]
+        inertia = tree.body_inertia[body]
+        hinge_map[body] = _motion_to_root(rotation, translation, tree.hinge_map[body])
+        mass[body] = inertia[0, 0]
+        moment[body] = (rotation @ np.array([inertia[5, 1], inertia[3, 2], inertia[4, 0]])
+                        + mass[body] * translation)
+    for body in range(nb - 1, 1, -1):
+        up = parent[body]
+        if up > 0:
+            mass[up] = mass[up] + mass[body]
+            moment[up] = moment[up] + moment[body]
+    linear = [None] + [mass[b] * hinge_map[b][:3] + _cross(hinge_map[b][3:], moment[b])
+                       for b in range(1, nb)]
+    turned = [None] + [_cross(gravity, hinge_map[b][3:]) for b in range(1, nb)]
+    dtype = dtype_of(q_hinge, tree.body_inertia)
+    dg_dq = np.zeros((nb, nb), dtype=dtype)
+    for body in range(1, nb):
+        hinge = body
+        while hinge > 0:
+            dg_dq[body, hinge] = dg_dq[hinge, body] = -(linear[body] @ turned[hinge])
+            hinge = parent[hinge]
+    return dg_dq
