@@ -39,7 +39,7 @@ import hashlib
 
 import numpy as np
 
-from ..algorithms import articulated_body
+from ..algorithms import articulated_body, root_axes_derivatives
 from ..algorithms.external_forces import gravity_root_acceleration
 from ..algorithms.inverse_dynamics import inverse_dynamics
 from ..algorithms.kinematics import body_placements, hinge_jacobian
@@ -173,6 +173,26 @@ def trace_forward_dynamics(tree):
                                      t.coordinates.hinge_rates(t.inputs["tau"]))
     qdd, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
     return t, arrays, t.coordinates.joint_forces(qdd)
+
+
+def trace_inverse_dynamics_derivatives(tree):
+    """``(dtau/dq, dtau/dqd)`` of the joints, by the root-axes closed form."""
+    arrays = [("q", tree.dof), ("qd", tree.dof), ("qdd", tree.dof), ("p", _param_count(tree))]
+    t = _Tracing(tree, arrays)
+    c = t.coordinates
+    hinge_matrices = root_axes_derivatives.inverse_dynamics_derivatives(
+        t.symbolic_tree, c.hinge_positions(t.inputs["q"]), c.hinge_rates(t.inputs["qd"]),
+        c.hinge_rates(t.inputs["qdd"]), t.root_acceleration())
+    return t, arrays, [c.joint_mass_matrix(matrix) for matrix in hinge_matrices]
+
+
+def trace_gravity_derivatives(tree):
+    """``dg/dq`` of the joints, by the root-axes closed form."""
+    arrays = [("q", tree.dof), ("p", _param_count(tree))]
+    t = _Tracing(tree, arrays)
+    c = t.coordinates
+    return t, arrays, c.joint_mass_matrix(root_axes_derivatives.gravity_derivatives(
+        t.symbolic_tree, c.hinge_positions(t.inputs["q"]), t.root_acceleration()))
 
 
 def trace_jacobian(tree, frame_name):
@@ -314,13 +334,14 @@ class _Module:
         self.stats = {}
         self._lane_sources = {}
 
-    def kernel(self, name, arrays, outputs, trace, doc, shape, workspace=None, tail=None):
+    def kernel(self, name, arrays, outputs, trace, doc, shape, workspace=None, tail=None,
+               parts=1):
         """A core computing ``outputs`` from ``arrays`` and its single-sample wrapper.
 
         ``arrays``: (name, length) of the vector inputs, then ("p", length).
-        ``shape``: (rows,) or (rows, cols) of the answer.  ``workspace``: a
-        local array the outputs fill and ``tail`` (a C return statement)
-        turns into ``out``.
+        ``shape``: (rows,) or (rows, cols) of the answer, or of each of ``parts``
+        answers (a tuple of arrays then).  ``workspace``: a local array the
+        outputs fill and ``tail`` (a C return statement) turns into ``out``.
         """
         body, counts = _body(trace, outputs)
         stats = self.stats[name] = {label: counts.get(op, 0) for op, label in (
@@ -343,8 +364,12 @@ class _Module:
         # workspace (the mimic robots' Cholesky) stays per sample.
         self._lane_sources[name] = None if workspace else (vectors, outputs, trace, counted)
         rows, cols = (shape + (0,))[:2]
-        self._wrapper(name, doc, f"soa_call(args, nargs, {len(vectors)}, {self.dof}, "
-                                 f"{dict(arrays)['p']}, {rows}, {cols}, {name}_core)")
+        if parts > 1:
+            self._wrapper(name, doc, f"soa_call_parts(args, nargs, {len(vectors)}, {self.dof}, "
+                                     f"{dict(arrays)['p']}, {parts}, {rows}, {cols}, {name}_core)")
+        else:
+            self._wrapper(name, doc, f"soa_call(args, nargs, {len(vectors)}, {self.dof}, "
+                                     f"{dict(arrays)['p']}, {rows}, {cols}, {name}_core)")
 
     def batch(self, name, single, arrays, vectorized=True):
         """``single`` over the rows of (N, dof) arrays (answers (N, dof)).
@@ -398,23 +423,43 @@ def _vector_outputs(values, target="out"):
     return [(f"{target}[{k}]", symbolic.fold(v)) for k, v in enumerate(values)]
 
 
-def _matrix_outputs(values, target="out"):
+def _matrix_outputs(values, target="out", offset=0):
     rows, cols = values.shape
-    return [(f"{target}[{i * cols + j}]", symbolic.fold(values[i, j]))
+    return [(f"{target}[{offset + i * cols + j}]", symbolic.fold(values[i, j]))
             for i in range(rows) for j in range(cols)]
 
 
 MODEL_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
-                 "forward_dynamics", "coriolis_transpose_product")
+                 "forward_dynamics", "coriolis_transpose_product",
+                 "inverse_dynamics_derivatives", "gravity_derivatives")
 FRAME_KERNELS = ("jacobian", "task_space_inertia")
 _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
                      "bias_torques": (True, False, "h(q, qd)"),
                      "inverse_dynamics": (True, True, "M qdd + h")}
 
 
+# The derivative kernels grow with the (ancestor, descendant) pairs: above this many traced
+# operations one compiles for minutes (a 32-joint tree's inverse dynamics derivatives:
+# 39,000, 137 s) and ran no faster than the generic module's loops (13 against 14 us),
+# which then answer.  Arms trace 5,000-8,000.
+MAX_TRACED_DERIVATIVE_OPERATIONS = 15_000
+_DERIVATIVE_TRACES = {"inverse_dynamics_derivatives": trace_inverse_dynamics_derivatives,
+                      "gravity_derivatives": trace_gravity_derivatives}
+_traced_sizes = {}          # (structure key, kernel) -> operations
+
+
 def exists(tree, kernel):
-    """Whether ``kernel`` is generated for this tree (task-space inertia: not with mimic joints)."""
-    return kernel != "task_space_inertia" or not tree.coordinates.couples_hinges
+    """Whether ``kernel`` is generated for this tree: task-space inertia not with mimic
+    joints, the derivatives up to MAX_TRACED_DERIVATIVE_OPERATIONS."""
+    if kernel == "task_space_inertia":
+        return not tree.coordinates.couples_hinges
+    if kernel in _DERIVATIVE_TRACES:
+        key = (structure_key(tree), kernel)
+        if key not in _traced_sizes:
+            tracing, _, _ = _DERIVATIVE_TRACES[kernel](tree)
+            _traced_sizes[key] = len(tracing.trace.ops)
+        return _traced_sizes[key] <= MAX_TRACED_DERIVATIVE_OPERATIONS
+    return True
 
 
 def kernel_key(tree, kernel, frame=None):
@@ -459,6 +504,15 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
         module.kernel(kernel, arrays, _vector_outputs(qdd), t.trace,
                       "qdd, articulated-body recursion", (dof,))
         module.batch(kernel + "_batch", kernel, arrays)
+    elif kernel == "inverse_dynamics_derivatives" and exists(tree, kernel):
+        t, arrays, (dtau_dq, dtau_dqd) = trace_inverse_dynamics_derivatives(tree)
+        module.kernel(kernel, arrays, _matrix_outputs(dtau_dq)
+                      + _matrix_outputs(dtau_dqd, offset=dof * dof), t.trace,
+                      "(dtau/dq, dtau/dqd), root-axes closed form", (dof, dof), parts=2)
+    elif kernel == "gravity_derivatives" and exists(tree, kernel):
+        t, arrays, dg_dq = trace_gravity_derivatives(tree)
+        module.kernel(kernel, arrays, _matrix_outputs(dg_dq), t.trace,
+                      "dg/dq, root-axes closed form", (dof, dof))
     elif kernel == "jacobian":
         t, arrays, jacobian = trace_jacobian(tree, frame)
         module.kernel(kernel, arrays + [("p", _param_count(tree))], _matrix_outputs(jacobian),

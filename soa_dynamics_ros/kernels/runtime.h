@@ -19,6 +19,7 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 #include <math.h>
+#include <string.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -150,6 +151,41 @@ static PyObject *soa_call(PyObject *const *args, Py_ssize_t nargs, int inputs, n
         return result;
     Py_DECREF(result);
     return PyLong_FromLong(status);
+}
+
+/* As soa_call, for a core writing `parts` answers of (rows, cols) one after the other:
+ * a tuple of `parts` new arrays. */
+static PyObject *soa_call_parts(PyObject *const *args, Py_ssize_t nargs, int inputs,
+                                npy_intp dof, npy_intp params, int parts, npy_intp rows,
+                                npy_intp cols, soa_core core)
+{
+    const double *data[SOA_MAX_INPUTS];
+    if (soa_wrong_count(nargs, inputs + 1))
+        return NULL;
+    for (int k = 0; k < inputs; ++k)
+        if (!(data[k] = soa_array(args[k], 1, dof, 0)))
+            return PyLong_FromLong(SOA_BAD_INPUT);
+    const double *p = soa_array(args[inputs], 1, params, 0);
+    if (!p)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    size_t size = (size_t)rows * cols;
+    double *out = PyMem_Malloc(parts * size * sizeof(double));
+    if (!out)
+        return PyErr_NoMemory();
+    int status = core(data, p, out);
+    PyObject *result = status == SOA_OK ? PyTuple_New(parts) : PyLong_FromLong(status);
+    npy_intp shape[2] = {rows, cols};
+    for (int k = 0; status == SOA_OK && result && k < parts; ++k) {
+        PyObject *array = PyArray_SimpleNew(2, shape, NPY_DOUBLE);
+        if (!array) {
+            Py_CLEAR(result);
+            break;
+        }
+        memcpy(PyArray_DATA((PyArrayObject *)array), out + k * size, size * sizeof(double));
+        PyTuple_SET_ITEM(result, k, array);     /* steals the reference */
+    }
+    PyMem_Free(out);
+    return result;
 }
 
 /* Samples first .. first + n - 1 through `core` one by one; 4 * (failing sample) + status,

@@ -70,21 +70,21 @@ from .subgraph import Subgraph
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 KERNEL_MODES = ("auto", "off", "c", "generic")
-# Kernels the single-call methods reach through RobotModel._fast.
+# Kernels the single-call methods reach through RobotModel._fast: a robot's own once
+# ready, the generic module's meanwhile.
 FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
-                "forward_dynamics")
+                "forward_dynamics", "inverse_dynamics_derivatives", "gravity_derivatives")
 # Generic functions the single-call methods with wrenches reach through RobotModel._fast.
 FAST_WRENCHED = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
-# ... and the derivatives, where a helper's Python call was 10-20% of the call.
+# ... and the other derivatives, where a helper's Python call was 10-20% of the call.
 FAST_GENERIC = FAST_WRENCHED + (
-    "inverse_dynamics_derivatives", "inverse_dynamics_derivatives_wrenches",
-    "forward_dynamics_derivatives", "forward_dynamics_derivatives_wrenches",
-    "gravity_derivatives")
+    "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives",
+    "forward_dynamics_derivatives_wrenches")
 # Functions of the generic module a model binds to its compiled tree at once.
-GENERIC_FUNCTIONS = FAST_KERNELS + FAST_WRENCHED + (
+GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
     "mixed_dynamics",
     "mixed_dynamics_wrenches", "gravity_torques_batch",
-    "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS
+    "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS))
 # kernels="auto": a kernel is compiled (in the background) once this many
 # calls (or batch samples) asked for it: a model used a few times never pays
 # for tracing and compiling; a controller at 1 kHz gets its kernel after ~2 s.

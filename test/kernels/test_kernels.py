@@ -18,7 +18,7 @@ from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
 from support.small_robots import MASSLESS
 from support.waiting import wait_for
 from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError
-from soa_dynamics_ros.kernels import Kernels, build
+from soa_dynamics_ros.kernels import Kernels, build, generator
 from soa_dynamics_ros.model import RobotModel
 
 TOL = 1e-12
@@ -62,6 +62,10 @@ def _check_against_reference(fast, slow, rng, samples=4, frames=()):
                      slow.coriolis_transpose_product(q, qd), "C^T qd", TOL)
         assert_close(fast.forward_dynamics(q, qd, tau), slow.forward_dynamics(q, qd, tau),
                      "forward dynamics", 1e-10 if fast.tree.has_mimic else TOL)
+        for k, (answer, expected) in enumerate(zip(fast.inverse_dynamics_derivatives(q, qd, qdd),
+                                                   slow.inverse_dynamics_derivatives(q, qd, qdd))):
+            assert_close(answer, expected, f"inverse dynamics derivatives [{k}]", TOL)
+        assert_close(fast.gravity_derivatives(q), slow.gravity_derivatives(q), "dg/dq", TOL)
         for frame in frames:
             assert_close(fast.jacobian(q, frame), slow.jacobian(q, frame), f"J {frame}", TOL)
             try:
@@ -75,12 +79,27 @@ def _check_against_reference(fast, slow, rng, samples=4, frames=()):
                          TOL * max(1.0, expected.condition_number))
 
 
+def test_a_large_tree_takes_the_generic_derivatives(rng):
+    """Above MAX_TRACED_DERIVATIVE_OPERATIONS no derivative kernel is generated (it would
+    compile for minutes); the generic module answers, held to the numpy path."""
+    source = random_tree_urdf(15, moving_joints=30)
+    fast, slow = _pair(source)
+    assert generator.exists(fast.tree, "gravity_derivatives")
+    assert not generator.exists(fast.tree, "inverse_dynamics_derivatives")
+    q, qd, qdd = rng.uniform(-2, 2, (3, fast.dof))
+    for answer, expected in zip(fast.inverse_dynamics_derivatives(q, qd, qdd),
+                                slow.inverse_dynamics_derivatives(q, qd, qdd)):
+        assert_close(answer, expected, "inverse dynamics derivatives", TOL)
+    assert fast._kernel_set.get("inverse_dynamics_derivatives") is None
+
+
 @pytest.mark.parametrize("kind,source", SOURCES, ids=IDS)
 def test_generated_code_matches_reference(kind, source, rng):
     fast, slow = _pair(source)
     _check_against_reference(fast, slow, rng, frames=_leaf_frames(fast))
     # The generated code was used, not the numpy fallback.
-    assert fast._ready.get("inverse_dynamics") is not None
+    for kernel in ("inverse_dynamics", "inverse_dynamics_derivatives", "gravity_derivatives"):
+        assert fast._ready.get(kernel) is not None, kernel
 
 
 @pytest.mark.parametrize("kind,source", SOURCES, ids=IDS)
