@@ -168,6 +168,31 @@ def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_accele
     return dtau_dq, dtau_dqd
 
 
+def mass_matrix(tree, q_hinge):
+    """M (nb x nb) in root axes, ``M_ij = S_j . Ic_i S_i`` for j an ancestor of i: the
+    composite inertias of :func:`inverse_dynamics_derivatives`, summed in the same order
+    (traced beside it, the kernel generator shares their arithmetic)."""
+    nb, parent = tree.nb, tree.parent
+    rotations, translations = body_placements(tree, q_hinge)
+    hinge_map, inertia = [None] * nb, [None] * nb
+    for body in range(1, nb):
+        hinge_map[body] = _motion_to_root(rotations[body], translations[body],
+                                          tree.hinge_map[body])
+        inertia[body] = _Inertia.in_root(tree.body_inertia[body], rotations[body],
+                                         translations[body])
+    for body in range(nb - 1, 1, -1):
+        if parent[body] > 0:
+            inertia[parent[body]] = inertia[parent[body]] + inertia[body]
+    mass = np.zeros((nb, nb), dtype=dtype_of(q_hinge, tree.body_inertia))
+    for body in range(1, nb):
+        inertia_s = inertia[body].apply(hinge_map[body])
+        hinge = body
+        while hinge > 0:
+            mass[body, hinge] = mass[hinge, body] = hinge_map[hinge] @ inertia_s
+            hinge = parent[hinge]
+    return mass
+
+
 def gravity_derivatives(tree, q_hinge, root_acceleration):
     """``d g / dq_hinge``, nb x nb, symmetric: at rest ``a = -g`` on every body leaves of
     each subtree its mass M_i and first moment h_i, and both formulas above reduce to

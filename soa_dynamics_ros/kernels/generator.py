@@ -186,6 +186,24 @@ def trace_inverse_dynamics_derivatives(tree):
     return t, arrays, [c.joint_mass_matrix(matrix) for matrix in hinge_matrices]
 
 
+def trace_forward_dynamics_derivatives(tree):
+    """``(dtau/dq, dtau/dqd)`` of the joints at ``qdd = FD(q, qd, tau)`` (articulated-body
+    recursion) and M, by the root-axes closed form: the kernel then solves with M.  Trees
+    without mimic coupling only (:func:`exists`)."""
+    arrays = [("q", tree.dof), ("qd", tree.dof), ("tau", tree.dof), ("p", _param_count(tree))]
+    t = _Tracing(tree, arrays)
+    c = t.coordinates
+    q_hinge, qd_hinge = c.hinge_positions(t.inputs["q"]), c.hinge_rates(t.inputs["qd"])
+    bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
+                                     c.hinge_rates(t.inputs["tau"]))
+    qdd, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
+    hinge_matrices = root_axes_derivatives.inverse_dynamics_derivatives(
+        t.symbolic_tree, q_hinge, qd_hinge, c.hinge_rates(c.joint_forces(qdd)),
+        t.root_acceleration())
+    mass = root_axes_derivatives.mass_matrix(t.symbolic_tree, q_hinge)
+    return t, arrays, [c.joint_mass_matrix(matrix) for matrix in hinge_matrices + (mass,)]
+
+
 def trace_gravity_derivatives(tree):
     """``dg/dq`` of the joints, by the root-axes closed form."""
     arrays = [("q", tree.dof), ("p", _param_count(tree))]
@@ -431,7 +449,8 @@ def _matrix_outputs(values, target="out", offset=0):
 
 MODEL_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
                  "forward_dynamics", "coriolis_transpose_product",
-                 "inverse_dynamics_derivatives", "gravity_derivatives")
+                 "inverse_dynamics_derivatives", "forward_dynamics_derivatives",
+                 "gravity_derivatives")
 FRAME_KERNELS = ("jacobian", "task_space_inertia")
 _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
                      "bias_torques": (True, False, "h(q, qd)"),
@@ -444,15 +463,19 @@ _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
 # which then answer.  Arms trace 5,000-8,000.
 MAX_TRACED_DERIVATIVE_OPERATIONS = 15_000
 _DERIVATIVE_TRACES = {"inverse_dynamics_derivatives": trace_inverse_dynamics_derivatives,
+                      "forward_dynamics_derivatives": trace_forward_dynamics_derivatives,
                       "gravity_derivatives": trace_gravity_derivatives}
 _traced_sizes = {}          # (structure key, kernel) -> operations
 
 
 def exists(tree, kernel):
-    """Whether ``kernel`` is generated for this tree: task-space inertia not with mimic
-    joints, the derivatives up to MAX_TRACED_DERIVATIVE_OPERATIONS."""
+    """Whether ``kernel`` is generated for this tree: task-space inertia and forward
+    dynamics derivatives not with mimic joints, the derivatives up to
+    MAX_TRACED_DERIVATIVE_OPERATIONS."""
     if kernel == "task_space_inertia":
         return not tree.coordinates.couples_hinges
+    if kernel == "forward_dynamics_derivatives" and tree.coordinates.couples_hinges:
+        return False        # (the generic module's dense path)
     if kernel in _DERIVATIVE_TRACES:
         key = (structure_key(tree), kernel)
         if key not in _traced_sizes:
@@ -509,6 +532,15 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
         module.kernel(kernel, arrays, _matrix_outputs(dtau_dq)
                       + _matrix_outputs(dtau_dqd, offset=dof * dof), t.trace,
                       "(dtau/dq, dtau/dqd), root-axes closed form", (dof, dof), parts=2)
+    elif kernel == "forward_dynamics_derivatives" and exists(tree, kernel):
+        t, arrays, (dtau_dq, dtau_dqd, mass) = trace_forward_dynamics_derivatives(tree)
+        # M X = [-dtau/dq, -dtau/dqd, I]
+        module.kernel(kernel, arrays, _matrix_outputs(mass, "m") + _matrix_outputs(
+                          np.hstack((-dtau_dq, -dtau_dqd, np.eye(dof))), "b"), t.trace,
+                      "(dqdd/dq, dqdd/dqd, M^-1): root-axes closed form at the articulated-body "
+                      "qdd, then Cholesky", (dof, dof), workspace=f"m[{dof * dof}], "
+                      f"b[{3 * dof * dof}]", tail=f"return soa_solve_parts(m, b, {dof}, 3, out);",
+                      parts=3)
     elif kernel == "gravity_derivatives" and exists(tree, kernel):
         t, arrays, dg_dq = trace_gravity_derivatives(tree)
         module.kernel(kernel, arrays, _matrix_outputs(dg_dq), t.trace,

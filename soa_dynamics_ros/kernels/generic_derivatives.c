@@ -461,10 +461,9 @@ static int tree_factor(Model *m, double singular_below)
     return SOA_OK;
 }
 
-/* The row updates of the solves below are what -O3 vectorizes (the rest of the module
- * measured no faster at -O3, and the per-robot kernels slower): 75 -> 54 us for the
- * forward-dynamics derivatives of a 32-joint tree. */
-#define SOA_VECTORIZED __attribute__((optimize("O3")))
+/* The row updates of the solves below are what -O3 vectorizes (SOA_VECTORIZED, runtime.h;
+ * the rest of the module measured no faster at -O3, and the per-robot kernels slower):
+ * 75 -> 54 us for the forward-dynamics derivatives of a 32-joint tree. */
 
 /* M X = B for an n x width B (row-major, in place) with tree_factor's L: L^T Y = B, L X = Y */
 SOA_VECTORIZED static void tree_solve(const Model *m, double *x, int width)

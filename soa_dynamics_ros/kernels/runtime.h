@@ -313,28 +313,35 @@ static PyObject *soa_call_batch(PyObject *const *args, Py_ssize_t nargs, int inp
     return result;
 }
 
+/* The lower Cholesky factor of symmetric positive definite n x n `m` (row-major) in
+ * place; status 2 when m is not positive definite. */
+static int soa_cholesky_factor(double *m, int n)
+{
+    for (int j = 0; j < n; ++j) {
+        double d = m[j * n + j];
+        for (int k = 0; k < j; ++k)
+            d -= m[j * n + k] * m[j * n + k];
+        if (!(d > 0.0))
+            return SOA_SINGULAR;
+        d = sqrt(d);
+        m[j * n + j] = d;
+        for (int i = j + 1; i < n; ++i) {
+            double s = m[i * n + j];
+            for (int k = 0; k < j; ++k)
+                s -= m[i * n + k] * m[j * n + k];
+            m[i * n + j] = s / d;
+        }
+    }
+    return SOA_OK;
+}
+
 /* Solve m x = rhs in place of rhs for symmetric positive definite n x n `m`
  * (row-major; its lower Cholesky factor overwrites it when `factor`).
  * Status 2 when m is not positive definite (the reference path then raises). */
 static int soa_cholesky_solve(double *m, double *rhs, int n, int factor)
 {
-    if (factor) {
-        for (int j = 0; j < n; ++j) {
-            double d = m[j * n + j];
-            for (int k = 0; k < j; ++k)
-                d -= m[j * n + k] * m[j * n + k];
-            if (!(d > 0.0))
-                return SOA_SINGULAR;
-            d = sqrt(d);
-            m[j * n + j] = d;
-            for (int i = j + 1; i < n; ++i) {
-                double s = m[i * n + j];
-                for (int k = 0; k < j; ++k)
-                    s -= m[i * n + k] * m[j * n + k];
-                m[i * n + j] = s / d;
-            }
-        }
-    }
+    if (factor && soa_cholesky_factor(m, n) != SOA_OK)
+        return SOA_SINGULAR;
     for (int i = 0; i < n; ++i) {
         double s = rhs[i];
         for (int k = 0; k < i; ++k)
@@ -347,6 +354,45 @@ static int soa_cholesky_solve(double *m, double *rhs, int n, int factor)
             s -= m[k * n + i] * rhs[k];
         rhs[i] = s / m[i * n + i];
     }
+    return SOA_OK;
+}
+
+/* Row updates over whole rows are what -O3 vectorizes (see generic_derivatives.c). */
+#define SOA_VECTORIZED __attribute__((optimize("O3")))
+
+/* M X = B for n x n symmetric positive definite m (its lower Cholesky factor overwrites
+ * it) and B of n rows of `parts` n-column blocks (row-major, overwritten): both
+ * substitutions as operations on whole rows; out gets X's blocks one after the other,
+ * each n x n row-major.  Status 2 when m is not positive definite. */
+SOA_VECTORIZED static int soa_solve_parts(double *m, double *b, int n, int parts, double *out)
+{
+    int width = parts * n;
+    if (soa_cholesky_factor(m, n) != SOA_OK)
+        return SOA_SINGULAR;
+    for (int i = 0; i < n; ++i) {
+        double *row = b + (size_t)i * width, d = m[i * n + i];
+        for (int k = 0; k < i; ++k) {
+            const double *done = b + (size_t)k * width, factor = m[i * n + k];
+            for (int c = 0; c < width; ++c)
+                row[c] -= factor * done[c];
+        }
+        for (int c = 0; c < width; ++c)
+            row[c] /= d;
+    }
+    for (int i = n - 1; i >= 0; --i) {
+        double *row = b + (size_t)i * width, d = m[i * n + i];
+        for (int k = i + 1; k < n; ++k) {
+            const double *done = b + (size_t)k * width, factor = m[k * n + i];
+            for (int c = 0; c < width; ++c)
+                row[c] -= factor * done[c];
+        }
+        for (int c = 0; c < width; ++c)
+            row[c] /= d;
+    }
+    for (int p = 0; p < parts; ++p)
+        for (int i = 0; i < n; ++i)
+            memcpy(out + ((size_t)p * n + i) * n, b + (size_t)i * width + (size_t)p * n,
+                   (size_t)n * sizeof(double));
     return SOA_OK;
 }
 

@@ -73,13 +73,13 @@ KERNEL_MODES = ("auto", "off", "c", "generic")
 # Kernels the single-call methods reach through RobotModel._fast: a robot's own once
 # ready, the generic module's meanwhile.
 FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
-                "forward_dynamics", "inverse_dynamics_derivatives", "gravity_derivatives")
+                "forward_dynamics", "inverse_dynamics_derivatives",
+                "forward_dynamics_derivatives", "gravity_derivatives")
 # Generic functions the single-call methods with wrenches reach through RobotModel._fast.
 FAST_WRENCHED = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
 # ... and the other derivatives, where a helper's Python call was 10-20% of the call.
 FAST_GENERIC = FAST_WRENCHED + (
-    "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives",
-    "forward_dynamics_derivatives_wrenches")
+    "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives_wrenches")
 # Functions of the generic module a model binds to its compiled tree at once.
 GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
     "mixed_dynamics",

@@ -66,6 +66,10 @@ def _check_against_reference(fast, slow, rng, samples=4, frames=()):
                                                    slow.inverse_dynamics_derivatives(q, qd, qdd))):
             assert_close(answer, expected, f"inverse dynamics derivatives [{k}]", TOL)
         assert_close(fast.gravity_derivatives(q), slow.gravity_derivatives(q), "dg/dq", TOL)
+        for k, (answer, expected) in enumerate(zip(fast.forward_dynamics_derivatives(q, qd, tau),
+                                                   slow.forward_dynamics_derivatives(q, qd, tau))):
+            # solved with M: round-off grows with its condition, as forward dynamics'
+            assert_close(answer, expected, f"forward dynamics derivatives [{k}]", 1e-10)
         for frame in frames:
             assert_close(fast.jacobian(q, frame), slow.jacobian(q, frame), f"J {frame}", TOL)
             try:
@@ -98,8 +102,13 @@ def test_generated_code_matches_reference(kind, source, rng):
     fast, slow = _pair(source)
     _check_against_reference(fast, slow, rng, frames=_leaf_frames(fast))
     # The generated code was used, not the numpy fallback.
-    for kernel in ("inverse_dynamics", "inverse_dynamics_derivatives", "gravity_derivatives"):
-        assert fast._ready.get(kernel) is not None, kernel
+    assert fast._ready.get("inverse_dynamics") is not None
+    # Derivative kernels where generated (not too large; forward: no mimic coupling).
+    for kernel in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives",
+                   "gravity_derivatives"):
+        assert (fast._ready.get(kernel) is not None) == generator.exists(fast.tree, kernel)
+    if not fast.tree.has_mimic and fast.dof < 10:
+        assert fast._ready.get("forward_dynamics_derivatives") is not None
 
 
 @pytest.mark.parametrize("kind,source", SOURCES, ids=IDS)
