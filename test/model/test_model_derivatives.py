@@ -12,7 +12,7 @@ from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close, random_states, random_wrenches
 from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf
-from support.small_robots import MASSLESS
+from support.small_robots import MASSLESS, MASSLESS_MIMIC, SCALED_MIMIC_GRIPPER
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.model import derivatives as derivatives_module
 from soa_dynamics_ros.errors import (InertiaWarning, InvalidInputError, SingularDynamicsError,
@@ -45,6 +45,8 @@ def _xml(source):
     if kind == "random":
         seed, joints, mimic = key
         return random_tree_urdf(seed, moving_joints=joints, mimic_fraction=mimic)
+    if kind == "text":
+        return key
     return _zoo_xml(key)
 
 
@@ -52,7 +54,8 @@ SOURCES = ([pytest.param(("shipped", name), id=name) for name in SHIPPED_ROBOTS]
            + [pytest.param(("random", key), id=f"random{key[0]}-{key[1]}dof")
               for key in RANDOM_TREES]
            + [pytest.param(("zoo", relative), id=relative.split("/")[-1])
-              for relative in ZOO_ROBOTS])
+              for relative in ZOO_ROBOTS]
+           + [pytest.param(("text", SCALED_MIMIC_GRIPPER), id="scaled_mimic_gripper")])
 
 
 @pytest.fixture(scope="module", params=SOURCES)
@@ -323,11 +326,19 @@ def test_singular_mass_matrix_raises(kernels):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InertiaWarning)
         model = RobotModel.from_urdf(MASSLESS, kernels=kernels)
-    with pytest.raises(SingularDynamicsError):
-        model.forward_dynamics_derivatives([0.0], [0.0], [1.0])
-    with pytest.raises(SingularDynamicsError):
-        model.forward_dynamics_derivatives_batch(np.zeros((2, 1)), np.zeros((2, 1)),
-                                                 np.ones((2, 1)))
+        # Mimic joints couple hinges: M is solved densely, not along the tree.
+        mimic = RobotModel.from_urdf(MASSLESS_MIMIC, kernels=kernels)
+    for robot, q in ((model, [0.0]), (mimic, [0.3, -0.2])):
+        ones = np.ones(robot.dof)
+        with pytest.raises(SingularDynamicsError):
+            robot.forward_dynamics_derivatives(q, ones, ones)
+        with pytest.raises(SingularDynamicsError):
+            robot.forward_dynamics_derivatives_batch(
+                np.zeros((2, robot.dof)), np.zeros((2, robot.dof)), np.ones((2, robot.dof)))
+        if kernels == "generic":
+            # The compiled path itself declines with status 2 (the numpy path then raises).
+            compiled = robot._generic["forward_dynamics_derivatives"]
+            assert compiled(np.asarray(q, dtype=float), ones, ones, robot._params) == 2
     # Inverse dynamics needs no inverse: a massless body simply has no torque.
     assert_close(model.inverse_dynamics_derivatives([0.3], [1.0], [2.0])[0], [[0.0]], "dtau/dq",
                  0.0)

@@ -14,3 +14,50 @@ MASSLESS = """<robot name="massless">
   <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
     <limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
 </robot>"""
+
+# A mimic pair on massless links behind a massive one: M is singular where hinges couple.
+MASSLESS_MIMIC = """<robot name="massless_mimic">
+  <link name="base"/>
+  <link name="l1"><inertial><mass value="1"/><origin xyz="0.1 0 0"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+  <link name="l2"/>
+  <link name="l3"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0.2 0 0"/>
+    <axis xyz="0 1 0"/><limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
+  <joint name="j3" type="prismatic"><parent link="l2"/><child link="l3"/><axis xyz="1 0 0"/>
+    <limit effort="1" velocity="1" lower="-1" upper="1"/><mimic joint="j2" multiplier="-0.7"/></joint>
+</robot>"""
+
+# An arm with a scaled mimic gripper: two sibling fingers follow one joint (one scaled,
+# prismatic, with an offset), and a third hinge follows it from below its own master
+# (its rate's hinges are ancestor and descendant).  M keeps the arm's tree sparsity: the
+# compiled forward derivatives solve along the tree with coupled, scaled hinges.
+_INERTIA = '<inertia ixx="{0}" ixy="0.001" ixz="0" iyy="{0}" iyz="0" izz="{1}"/>'
+
+
+def _link(name, mass, com, ixx, izz):
+    return (f'<link name="{name}"><inertial><mass value="{mass}"/><origin xyz="{com}"/>'
+            + _INERTIA.format(ixx, izz) + '</inertial></link>')
+
+
+def _joint(name, kind, parent, child, xyz, axis, mimic=""):
+    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}" rpy="0.1 0 0.2"/><axis xyz="{axis}"/>'
+            f'<limit effort="10" velocity="2" lower="-2" upper="2"/>{mimic}</joint>')
+
+
+SCALED_MIMIC_GRIPPER = ('<robot name="scaled_mimic_gripper"><link name="base"/>'
+                        + _link("upper", 2.0, "0.1 0 0.05", 0.05, 0.02)
+                        + _link("fore", 1.2, "0.15 0.01 0", 0.03, 0.01)
+                        + _link("finger_a", 0.2, "0.02 0 0", 0.002, 0.001)
+                        + _link("finger_b", 0.25, "0.02 0.01 0", 0.003, 0.001)
+                        + _link("tip_a", 0.1, "0.01 0 0.01", 0.001, 0.0005)
+                        + _joint("shoulder", "revolute", "base", "upper", "0 0 0.3", "0 0 1")
+                        + _joint("elbow", "revolute", "upper", "fore", "0.3 0 0", "0 1 0")
+                        + _joint("finger", "revolute", "fore", "finger_a", "0.3 0.02 0", "1 0 0")
+                        + _joint("finger_mirror", "prismatic", "fore", "finger_b", "0.3 -0.02 0",
+                                 "0 1 0", '<mimic joint="finger" multiplier="-0.6" offset="0.01"/>')
+                        + _joint("tip", "revolute", "finger_a", "tip_a", "0.05 0 0", "0 0 1",
+                                 '<mimic joint="finger" multiplier="1.4"/>')
+                        + '</robot>')
