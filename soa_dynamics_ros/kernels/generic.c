@@ -70,7 +70,7 @@ typedef struct {
     double *wrench_frames, *wrench_values;      /* a call's wrenches (parse_wrenches) */
     int *rate_bodies, rate_count;               /* the bodies whose hinge a rate moves */
     int *rate_parent, tree_sparse;  /* each rate's nearest ancestor rate (-1: none); whether
-                                     * M has the tree's sparsity (tree_factor) */
+                                     * M has a tree's sparsity along it (tree_factor) */
     int rates_are_bodies;       /* tree_sparse, and rate k moves body k + 1 (no locked or
                                  * merged hinges): hinge matrices fold by rows */
     int *chain;                 /* a body and its ancestors, leaf first (chain_placements) */
@@ -496,20 +496,33 @@ static void composite_body(Model *m)
     }
 }
 
+/* G^T D G of a hinge matrix D (nb x nb) on the rate map into out (rate_dof x rate_dof).
+ * D couples a hinge only with its ancestors and descendants (a mass matrix, the
+ * derivatives of the torques): only those entries are read, the others need not be set. */
+static void fold_hinges(const Model *m, const double *hinge_matrix, double *out)
+{
+    int nb = m->nb, n = m->rate_dof;
+    memset(out, 0, (size_t)n * n * sizeof(double));
+    for (int a = 0; a < m->rate_count; ++a) {
+        int i = m->rate_bodies[a], ri = m->rate_master[i];
+        double scale = m->rate_multiplier[i];
+        for (int j = i; j > 0; j = m->parent[j]) {
+            if (!m->free[j])
+                continue;
+            int rj = m->rate_master[j];
+            out[(size_t)ri * n + rj] += scale * hinge_matrix[(size_t)i * nb + j]
+                                        * m->rate_multiplier[j];
+            if (j != i)
+                out[(size_t)rj * n + ri] += m->rate_multiplier[j]
+                                            * hinge_matrix[(size_t)j * nb + i] * scale;
+        }
+    }
+}
+
 /* G^T M G of the rate map into joint_mass */
 static void joint_mass_matrix(Model *m)
 {
-    int nb = m->nb, n = m->rate_dof;
-    memset(m->joint_mass, 0, n * n * sizeof(double));
-    for (int a = 0; a < m->rate_count; ++a) {
-        int i = m->rate_bodies[a];
-        double *row = m->joint_mass + m->rate_master[i] * n, scale = m->rate_multiplier[i];
-        const double *hinge_row = m->hinge_mass + i * nb;
-        for (int b = 0; b < m->rate_count; ++b) {
-            int j = m->rate_bodies[b];
-            row[m->rate_master[j]] += scale * hinge_row[j] * m->rate_multiplier[j];
-        }
-    }
+    fold_hinges(m, m->hinge_mass, m->joint_mass);
 }
 
 /* articulated_body.gather (local placements current): hinges not `free` are prescribed */
@@ -2112,23 +2125,36 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (m->free[b])
             m->rate_bodies[m->rate_count++] = b;
     }
-    /* M = G^T M_hinge G keeps the tree's sparsity where each rate moves one hinge of its
-     * own, unscaled, and ancestors' rates come first */
+    /* M = G^T M_hinge G keeps a tree's sparsity (rate_parent: each rate's nearest ancestor
+     * rate, earlier; tree_factor) where the ancestor hinges of every hinge of a rate move
+     * only rates on that rate's chain of ancestors.  Without mimic joints each rate must
+     * also move its hinge unscaled, so that tree_factor's pivots are the ABA's. */
     m->tree_sparse = 1;
     for (int r = 0; r < m->rate_dof; ++r)
         m->rate_parent[r] = -2;
     for (int a = 0; a < m->rate_count; ++a) {
-        int b = m->rate_bodies[a], r = m->rate_master[b], up = m->parent[b];
-        while (up > 0 && !m->free[up])
-            up = m->parent[up];
-        int above = up > 0 ? m->rate_master[up] : -1;
-        if (m->rate_parent[r] != -2 || m->rate_multiplier[b] != 1.0 || above >= r)
+        int b = m->rate_bodies[a], r = m->rate_master[b], above = -1;
+        for (int up = m->parent[b]; up > 0 && above < 0; up = m->parent[up])
+            if (m->free[up] && m->rate_master[up] != r)
+                above = m->rate_master[up];
+        if (above > m->rate_parent[r])
+            m->rate_parent[r] = above;
+        if (!m->couples && m->rate_multiplier[b] != 1.0)
             m->tree_sparse = 0;
-        m->rate_parent[r] = above;
     }
     for (int r = 0; r < m->rate_dof; ++r)
-        if (m->rate_parent[r] == -2)
+        if (m->rate_parent[r] == -2 || m->rate_parent[r] >= r)
             m->tree_sparse = 0;
+    for (int a = 0; a < m->rate_count && m->tree_sparse; ++a) {
+        int b = m->rate_bodies[a], r = m->rate_master[b];
+        for (int up = m->parent[b]; up > 0; up = m->parent[up]) {
+            int k = m->free[up] ? m->rate_master[up] : r, chain = m->rate_parent[r];
+            while (chain > k)
+                chain = m->rate_parent[chain];
+            if (k != r && chain != k)
+                m->tree_sparse = 0;
+        }
+    }
     m->rates_are_bodies = m->tree_sparse && m->rate_count == nb - 1 && m->rate_dof == nb - 1;
     for (int b = 1; b < nb; ++b)
         if (m->rate_master[b] != b - 1)

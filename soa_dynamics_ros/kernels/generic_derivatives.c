@@ -22,7 +22,9 @@
  * O(nb) 3x3 work (v, a and F by Newton-Euler in root axes; Ic and B summed in
  * compact form, see BODY_DOUBLES) plus two dot products per (ancestor, descendant)
  * pair.  Forward dynamics derivatives are -M^-1 of these at qdd = FD(q, qd, tau), and
- * M^-1: on a tree, M, qdd and the solves come from the same pass (accelerate_terms).
+ * M^-1: on a tree and with mimic joints, M and qdd come from the same pass
+ * (accelerate_terms), and the solves go along the tree where M keeps its sparsity (a
+ * mimic gripper's fingers: both hinges below the same rates).
  *
  * The workspace is one buffer shared by every model, grown on demand, used only
  * with the GIL held (as generic.c's workspace); batch workers have their own.
@@ -271,8 +273,9 @@ static void derivative_terms(Model *m, const double *p, const double *qd, const 
     }
 }
 
-/* The second half: the subtree terms, then dtau_dq, dtau_dqd (nb x nb, row and column 0
- * zero) from one product per (ancestor, descendant) pair. */
+/* The second half: the subtree terms, then dtau_dq, dtau_dqd (nb x nb) from one product
+ * per (ancestor, descendant) pair; only those entries are set (what fold_hinges reads),
+ * and the others zeroed where the fold copies rows (rates_are_bodies). */
 static void derivative_matrices(Model *m, int wrenched, double *terms, double *dtau_dq,
                                 double *dtau_dqd)
 {
@@ -320,8 +323,10 @@ static void derivative_matrices(Model *m, int wrenched, double *terms, double *d
         for (int k = 0; k < 6; ++k)
             t[GR_ + k] = crossed[k] - 2.0 * pushed[k];
     }
-    memset(dtau_dq, 0, (size_t)nb * nb * sizeof(double));
-    memset(dtau_dqd, 0, (size_t)nb * nb * sizeof(double));
+    if (m->rates_are_bodies) {
+        memset(dtau_dq, 0, (size_t)nb * nb * sizeof(double));
+        memset(dtau_dqd, 0, (size_t)nb * nb * sizeof(double));
+    }
     for (int body = 1; body < nb; ++body) {
         const double *ti = terms + BODY_DOUBLES * body;
         for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
@@ -394,9 +399,9 @@ static void gravity_derivative_matrix(Model *m, const double *params, double *te
     }
 }
 
-/* G^T D G of a hinge matrix (nb x nb) onto the selected joints, into out (n x n); a
- * gather where each rate moves one hinge, unscaled (m->joint_mass untouched then) */
-static void fold_hinge_matrix(Model *m, const double *hinge_matrix, double *out)
+/* G^T D G of a hinge matrix (nb x nb) onto the selected joints, into out (n x n): rows
+ * copied where rate k moves body k + 1 (every entry of D set then), else fold_hinges */
+static void fold_hinge_matrix(const Model *m, const double *hinge_matrix, double *out)
 {
     int nb = m->nb, n = m->rate_dof;
     if (m->rates_are_bodies) {
@@ -405,20 +410,7 @@ static void fold_hinge_matrix(Model *m, const double *hinge_matrix, double *out)
                    (size_t)n * sizeof(double));
         return;
     }
-    if (m->tree_sparse) {
-        for (int a = 0; a < m->rate_count; ++a) {
-            int i = m->rate_bodies[a];
-            double *row = out + (size_t)m->rate_master[i] * n;
-            for (int b = 0; b < m->rate_count; ++b) {
-                int j = m->rate_bodies[b];
-                row[m->rate_master[j]] = hinge_matrix[i * nb + j];
-            }
-        }
-        return;
-    }
-    memcpy(m->hinge_mass, hinge_matrix, (size_t)nb * nb * sizeof(double));
-    joint_mass_matrix(m);
-    memcpy(out, m->joint_mass, (size_t)n * n * sizeof(double));
+    fold_hinges(m, hinge_matrix, out);
 }
 
 /* out = [dtau/dq, dtau/dqd] (2 x n x n) at the joint accelerations qdd; q_hinge, qd_hinge
@@ -440,8 +432,8 @@ static void inverse_derivatives_core(Model *m, const double *qdd, const double *
 /* Featherstone's LTL factorization (RBDA 6.5) of the joint-space mass matrix in place:
  * M = L^T L, L lower triangular and, in row i, nonzero only at i and its ancestor rates,
  * so that a tree costs O(n d^2) for depth d instead of the dense O(n^3), without fill-in.
- * Its pivots are the articulated hinge inertias of the ABA: status 2 where one is not
- * above `singular_below`, the ABA's threshold. */
+ * Without mimic joints its pivots are the articulated hinge inertias of the ABA: status 2
+ * where one is not above `singular_below` (the ABA's threshold; 0 with mimic joints). */
 static int tree_factor(Model *m, double singular_below)
 {
     int n = m->rate_dof;
@@ -494,29 +486,46 @@ SOA_VECTORIZED static void tree_solve(const Model *m, double *x, int width)
     }
 }
 
-/* For a tree-sparse model, from derivative_terms at qdd = 0: M from the composite
- * inertias (M_ij = S_j . Ic_i S_i, j an ancestor of i: the CRBA in root axes) factored
- * by tree_factor, qdd = M^-1 (tau - S . F) (n doubles) and into m->qdd_hinge, and the
- * terms moved to that qdd: a += a' (what qdd adds along the tree) and
+/* From derivative_terms at qdd = 0: the hinge mass matrix from the composite inertias
+ * (M_ij = S_j . Ic_i S_i, j an ancestor of i: the CRBA in root axes) and the hinge
+ * bias S . F, on the selected joints M = G^T M_hinge G and qdd = M^-1 (tau - G^T S . F)
+ * (n doubles) and into m->qdd_hinge, then the terms moved to that qdd: a += a' (what
+ * qdd adds along the tree) and
  *   F_i += Ic_i a'_i + sum over the subtree of i but i of Ic_j S_j qdd_j,
- * which replaces an articulated-body pass and a CRBA.  Status 2 when M is singular. */
+ * which replaces an articulated-body pass and a CRBA.  m->joint_mass is left factored:
+ * by tree_factor where M keeps a tree's sparsity (status 2 where the ABA's would be
+ * without mimic joints; with them where M is not positive definite, as forward_core's
+ * Cholesky), else by Cholesky (status 2 as forward_core). */
 static int accelerate_terms(Model *m, const double *tau, const double *p, double *terms,
                             double *qdd)
 {
     int nb = m->nb, n = m->rate_dof;
-    double *mass = m->joint_mass, *added = m->acceleration, *gathered = m->force;
+    /* without mimic joints on a tree G only selects: M written in place, unfolded */
+    int selects = m->tree_sparse && !m->couples, width = selects ? n : nb;
+    double *mass = selects ? m->joint_mass : m->hinge_mass, *bias = m->torque;
+    double *added = m->acceleration, *gathered = m->force;
     for (int a = 0; a < m->rate_count; ++a) {
-        int body = m->rate_bodies[a], i = m->rate_master[body];
+        int body = m->rate_bodies[a], i = selects ? m->rate_master[body] : body;
         const double *ti = terms + BODY_DOUBLES * body;
-        qdd[i] = tau[i] - dot6(ti + S_, ti + F_);
+        bias[body] = dot6(ti + S_, ti + F_);
         for (int hinge = body; hinge > 0; hinge = m->parent[hinge])
-            if (m->free[hinge])
-                mass[i * n + m->rate_master[hinge]] = dot6(terms + BODY_DOUBLES * hinge + S_,
-                                                           ti + IS_);
+            if (m->free[hinge]) {
+                int j = selects ? m->rate_master[hinge] : hinge;
+                mass[i * width + j] = mass[j * width + i]
+                    = dot6(terms + BODY_DOUBLES * hinge + S_, ti + IS_);
+            }
     }
-    if (tree_factor(m, p[3]) != SOA_OK)
+    joint_forces(m, bias, qdd);
+    for (int k = 0; k < n; ++k)
+        qdd[k] = tau[k] - qdd[k];
+    if (!selects)
+        joint_mass_matrix(m);
+    if (m->tree_sparse) {
+        if (tree_factor(m, m->couples ? 0.0 : p[3]) != SOA_OK)
+            return SOA_SINGULAR;
+        tree_solve(m, qdd, 1);
+    } else if (soa_cholesky_solve(m->joint_mass, qdd, n, 1) != SOA_OK)
         return SOA_SINGULAR;
-    tree_solve(m, qdd, 1);
     hinge_rates(m, qdd, m->qdd_hinge);
     memset(added, 0, 6 * sizeof(double));
     for (int body = 1; body < nb; ++body) {
@@ -543,15 +552,14 @@ static int accelerate_terms(Model *m, const double *tau, const double *p, double
     return SOA_OK;
 }
 
-/* M X = B for the 3 n x n blocks of `out` where M couples hinges beyond the tree (mimic
- * joints): M = L L^T (`scratch`: n doubles), then both substitutions on the 3 n columns
- * at once, rows of the contiguous blocks.  Status 2 when M is not positive definite. */
-SOA_VECTORIZED static int dense_solve(Model *m, double *scratch, double *out)
+/* M X = B for the 3 n x n blocks of `out` where M is not tree-sparse (mimic joints across
+ * branches, rates out of tree order), with
+ * M = L L^T already factored in m->joint_mass (soa_cholesky_solve): both substitutions
+ * on the 3 n columns at once, rows of the contiguous blocks. */
+SOA_VECTORIZED static void dense_solve(const Model *m, double *out)
 {
     int n = m->rate_dof;
     size_t nn = (size_t)n * n;
-    if (soa_cholesky_solve(m->joint_mass, scratch, n, 1) != SOA_OK)
-        return SOA_SINGULAR;
     const double *l = m->joint_mass;
     for (int i = 0; i < n; ++i)
         for (int matrix = 0; matrix < 3; ++matrix) {
@@ -575,19 +583,21 @@ SOA_VECTORIZED static int dense_solve(Model *m, double *scratch, double *out)
             for (int j = 0; j < n; ++j)
                 row[j] /= l[i * n + i];
         }
-    return SOA_OK;
 }
 
 /* out = [dqdd/dq, dqdd/dqd, dqdd/dtau] (3 x n x n); as inverse_derivatives_core, with
- * qdd = FD(q, qd, tau) (n + 1 doubles of scratch).  Status 2 when M or a hinge is
- * singular. */
+ * qdd = FD(q, qd, tau) (n + 1 doubles of scratch).  Trees and mimic joints take one
+ * derivative pass (accelerate_terms), and the solves along the tree where M keeps its
+ * sparsity; a map that neither couples hinges nor keeps the tree's sparsity (rates out
+ * of tree order, scaled rates) the ABA, for its singular threshold, and a second pass.
+ * Status 2 when M or a hinge is singular. */
 static int forward_derivatives_core(Model *m, const double *qd, const double *tau,
                                     const double *p, const Wrenches *w, double *space,
                                     double *qdd, double *out)
 {
     int n = m->rate_dof, nb = m->nb;
     size_t nn = (size_t)n * n;
-    if (m->tree_sparse) {
+    if (m->tree_sparse || m->couples) {
         double *dtau_dq = space, *dtau_dqd = space + (size_t)nb * nb;
         double *terms = space + 2 * (size_t)nb * nb;
         hinge_rates(m, qd, m->qd_hinge);
@@ -605,6 +615,8 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
         inverse_derivatives_core(m, qdd, p, w, space, out);
         composite_body(m);
         joint_mass_matrix(m);
+        if (soa_cholesky_solve(m->joint_mass, qdd, n, 1) != SOA_OK)
+            return SOA_SINGULAR;
     }
     for (int i = 0; i < n; ++i)
         for (int j = 0; j < n; ++j)
@@ -612,8 +624,8 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
     if (m->tree_sparse)
         for (int matrix = 0; matrix < 3; ++matrix)
             tree_solve(m, out + matrix * nn, n);
-    else if (dense_solve(m, qdd, out) != SOA_OK)
-        return SOA_SINGULAR;
+    else
+        dense_solve(m, out);
     for (size_t k = 0; k < 2 * nn; ++k)
         out[k] = -out[k];
     return SOA_OK;
