@@ -646,9 +646,8 @@ class RobotModel:
         ``constraint_torques = J^T alpha nu``, so that
         ``M qdd + h = tau + constraint_torques + sum J_i^T w_i``.
         """
-        with self.parameters_lock:
-            return constrained.hybrid_dynamics(self, self._all_joints, q, qd, constraints, tau,
-                                               wrenches, kernels=self.generic_kernels())
+        return constrained.hybrid_dynamics(self, self._all_joints, q, qd, constraints, tau,
+                                           wrenches, kernels=self.generic_kernels())
 
     def mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches=None):
         """``(qdd_all, tau_all)``: joints in ``prescribed`` take their ``qdd``, the rest their ``tau``."""
