@@ -1619,13 +1619,16 @@ static int pack_constraints(Model *m, PyObject *constraints, int columns, double
 }
 
 /* The answer of hybrid_call from the cores' output `out`: (qdd, constraint torques, nu,
- * {frame name: classical acceleration}, [the slice of nu of each constraint]), the parts
- * HybridDynamics holds, built here where the constraints are at hand. */
+ * {frame name: classical acceleration}, [the slice of nu of each constraint], dropped
+ * directions), the parts HybridDynamics holds, built here where the constraints are at
+ * hand.  The cores answer only constraints of full rank, so no direction is dropped:
+ * a new columns x 0 array per answer (one shared array could be reshaped by one caller
+ * under the others). */
 static PyObject *hybrid_answer(PyObject *constraints, int n, int columns, const double *widths,
                                const double *out)
 {
     Py_ssize_t count = PySequence_Fast_GET_SIZE(constraints);
-    PyObject *parts = PyTuple_New(5);
+    PyObject *parts = PyTuple_New(6);
     if (!parts)
         return NULL;
     npy_intp sizes[3] = {n, n, columns};
@@ -1638,12 +1641,16 @@ static PyObject *hybrid_answer(PyObject *constraints, int n, int columns, const 
         out += sizes[k];
         PyTuple_SET_ITEM(parts, k, array);
     }
-    PyObject *accelerations = PyDict_New(), *slices = PyList_New(count);
+    npy_intp none_dropped[2] = {columns, 0};
+    PyObject *accelerations = PyDict_New(), *slices = PyList_New(count),
+             *dropped = PyArray_ZEROS(2, none_dropped, NPY_DOUBLE, 0);
     if (accelerations)
         PyTuple_SET_ITEM(parts, 3, accelerations);
     if (slices)
         PyTuple_SET_ITEM(parts, 4, slices);
-    if (!accelerations || !slices)
+    if (dropped)
+        PyTuple_SET_ITEM(parts, 5, dropped);
+    if (!accelerations || !slices || !dropped)
         goto failed;
     for (Py_ssize_t k = 0, start = 0; k < count; start += (Py_ssize_t)widths[k], ++k) {
         double *acceleration;

@@ -8,7 +8,8 @@ joints couple hinges across the tree their dense twins in :mod:`.dense`;
 says which ran).
 Every function takes the model (for its public tree view, gravity and joint
 names) and a :class:`~.evaluation.JointSelection`; the caller holds the
-model's parameters lock so that one answer sees one payload and gravity state.
+model's parameters lock so that one answer sees one payload and gravity state
+(:func:`hybrid_dynamics` takes it itself, around its numpy path only).
 """
 from dataclasses import dataclass, field
 
@@ -191,8 +192,13 @@ def _truncated_solve(matrix, rhs, rcond):
 def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=None,
                     rcond=DEFAULT_RCOND, kernels=(None, None)):
     """``kernels``: ``(compiled tree, p)`` of the generic module for ``selection``, which
-    answers when the constraints are clearly independent (else the recursions below
-    decide the rank), or ``(None, None)``."""
+    answers when the constraints are clearly independent (else the recursions decide
+    the rank), or ``(None, None)``.
+
+    Unlike the other queries here it takes the parameters lock itself, for the
+    recursions only: the compiled code reads the one ``p`` it is given (a payload or
+    gravity change packs a new one, never edits it), and a warm call is short enough
+    for the lock to be a sizeable share of it."""
     compiled, params = kernels
     parsed = None
     if compiled is not None and rcond == DEFAULT_RCOND:
@@ -207,12 +213,21 @@ def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=Non
                 answer = compiled.hybrid_dynamics(list(zip(names, blocks, targets)), q, qd,
                                                   tau, wrenches, params)
         if type(answer) is tuple:
-            qdd, constraint_torques, nu, frame_accelerations, slices = answer
+            qdd, constraint_torques, nu, frame_accelerations, slices, dropped = answer
             return HybridDynamics(qdd, constraint_torques, nu, frame_accelerations, len(nu),
-                                  np.zeros((len(nu), 0)), list(selection.names),
+                                  dropped, list(selection.names),
                                   COMPILED_DENSE_HYBRID if compiled.couples_hinges
                                   else COMPILED_HYBRID, slices)
-    names, frames, blocks, targets = parsed or _parse_constraints(model, constraints)
+    with model.parameters_lock:
+        return _reference_hybrid_dynamics(model, selection, q, qd,
+                                          parsed or _parse_constraints(model, constraints),
+                                          tau, wrenches, rcond)
+
+
+def _reference_hybrid_dynamics(model, selection, q, qd, parsed, tau, wrenches, rcond):
+    """The recursions' answer to the parsed constraints; the caller holds the parameters
+    lock."""
+    names, frames, blocks, targets = parsed
     beta = np.concatenate(targets)
     slices = _constraint_slices(blocks)
     evaluation = _evaluation(model, selection, q, qd, tau, wrenches)

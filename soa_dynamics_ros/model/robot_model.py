@@ -110,6 +110,13 @@ def _compile_in_background(job):
             threading.Thread(target=worker, name="soa-kernels", daemon=True).start()
     _jobs.put(job)
 
+
+def _no_kernel(*arguments):
+    """Stands in for a generic function where there is no generic module: the status
+    None, which sends _fallback to the numpy path."""
+    return None
+
+
 __all__ = ["RobotModel", "algorithms"]
 
 
@@ -187,12 +194,12 @@ class RobotModel:
         self._requests = {}        # auto mode: how often each kernel was asked for
         # The single-call model kernels as attributes, the cheapest lookup there
         # is: the generic function, or a stand-in until a per-robot kernel is
-        # ready (see _pending); the FAST_GENERIC functions, None without a
+        # ready (see _pending); the FAST_GENERIC functions, _no_kernel without a
         # generic module.
         self._fast = types.SimpleNamespace(**{
             name: self._generic[name] if self._kernel_set is None and self._generic
             else self._pending(name) for name in FAST_KERNELS}, **{
-            name: self._generic.get(name) for name in FAST_GENERIC})
+            name: self._generic.get(name, _no_kernel) for name in FAST_GENERIC})
         self._pack_parameters()
 
     @property
@@ -371,14 +378,11 @@ class RobotModel:
                 return tau
             return self._fallback(self._fast.inverse_dynamics, tau, (q, qd, qdd),
                                   self._reference_inverse_dynamics)
-        function = self._fast.inverse_dynamics_wrenches
-        if function is None:
-            return self._reference_inverse_dynamics(q, qd, qdd, wrenches)
-        tau = function(q, qd, qdd, wrenches, self._params)
+        tau = self._fast.inverse_dynamics_wrenches(q, qd, qdd, wrenches, self._params)
         if type(tau) is _NDARRAY:
             return tau
-        return self._wrenched_fallback(function, tau, (q, qd, qdd), wrenches,
-                                       self._reference_inverse_dynamics)
+        return self._wrenched_fallback(self._fast.inverse_dynamics_wrenches, tau, (q, qd, qdd),
+                                       wrenches, self._reference_inverse_dynamics)
 
     def gravity_torques(self, q):
         """Torques that hold the robot still against gravity, g(q)."""
@@ -442,27 +446,15 @@ class RobotModel:
                 return qdd
             return self._fallback(self._fast.forward_dynamics, qdd, (q, qd, tau),
                                   self._reference_forward_dynamics)
-        function = self._fast.forward_dynamics_wrenches
-        if function is None:
-            return self._reference_forward_dynamics(q, qd, tau, wrenches)
-        qdd = function(q, qd, tau, wrenches, self._params)
+        qdd = self._fast.forward_dynamics_wrenches(q, qd, tau, wrenches, self._params)
         if type(qdd) is _NDARRAY:
             return qdd
-        return self._wrenched_fallback(function, qdd, (q, qd, tau), wrenches,
-                                       self._reference_forward_dynamics)
-
-    def _wrenched(self, name, vectors, wrenches, reference):
-        """Generic function ``name`` with the wrenches (it reads the dict); ``reference``
-        when there is none or it declines."""
-        function = self._generic.get(name)
-        if function is None:
-            return reference(*vectors, wrenches)
-        return self._wrenched_fallback(function, function(*vectors, wrenches, self._params),
-                                       vectors, wrenches, reference)
+        return self._wrenched_fallback(self._fast.forward_dynamics_wrenches, qdd, (q, qd, tau),
+                                       wrenches, self._reference_forward_dynamics)
 
     def _wrenched_fallback(self, function, result, vectors, wrenches, reference):
-        """The answer when generic ``function`` returned ``result`` for ``vectors`` and
-        ``wrenches``: itself, or what _fallback makes of its status."""
+        """The answer when generic ``function`` (or _no_kernel) returned ``result`` for
+        ``vectors`` and ``wrenches``: itself, or what _fallback makes of its status."""
         if type(result) is _NDARRAY:
             return result
         return self._fallback(lambda *arguments: function(*arguments[:-1], wrenches,
@@ -547,11 +539,10 @@ class RobotModel:
         are folded (chain rule through ``q_mimic = multiplier * q_master + offset``).
         """
         if wrenches is None or (type(wrenches) is dict and not wrenches):
-            function = self._fast.inverse_dynamics_derivatives
-            both = None if function is None else function(q, qd, qdd, self._params)
+            both = self._fast.inverse_dynamics_derivatives(q, qd, qdd, self._params)
         else:   # (the C reads the {link: wrench} dict; what it declines, numpy names)
-            function = self._fast.inverse_dynamics_derivatives_wrenches
-            both = None if function is None else function(q, qd, qdd, wrenches, self._params)
+            both = self._fast.inverse_dynamics_derivatives_wrenches(q, qd, qdd, wrenches,
+                                                                    self._params)
         if type(both) is tuple:
             return both
         with self.parameters_lock:
@@ -566,11 +557,10 @@ class RobotModel:
         A singular mass matrix raises :class:`SingularDynamicsError`.
         """
         if wrenches is None or (type(wrenches) is dict and not wrenches):
-            function = self._fast.forward_dynamics_derivatives
-            three = None if function is None else function(q, qd, tau, self._params)
+            three = self._fast.forward_dynamics_derivatives(q, qd, tau, self._params)
         else:
-            function = self._fast.forward_dynamics_derivatives_wrenches
-            three = None if function is None else function(q, qd, tau, wrenches, self._params)
+            three = self._fast.forward_dynamics_derivatives_wrenches(q, qd, tau, wrenches,
+                                                                     self._params)
         if type(three) is tuple:
             return three
         with self.parameters_lock:
@@ -580,11 +570,9 @@ class RobotModel:
     def gravity_derivatives(self, q):
         """``dg_dq``: derivative of :meth:`gravity_torques`, dof x dof, symmetric (the
         Hessian of the potential energy)."""
-        function = self._fast.gravity_derivatives
-        if function is not None:
-            derivative = function(q, self._params)
-            if type(derivative) is _NDARRAY:
-                return derivative
+        derivative = self._fast.gravity_derivatives(q, self._params)
+        if type(derivative) is _NDARRAY:
+            return derivative
         with self.parameters_lock:
             return derivatives.gravity_derivatives(self, self._all_joints, q)
 
@@ -660,9 +648,8 @@ class RobotModel:
         ``constraint_torques = J^T alpha nu``, so that
         ``M qdd + h = tau + constraint_torques + sum J_i^T w_i``.
         """
-        with self.parameters_lock:
-            return constrained.hybrid_dynamics(self, self._all_joints, q, qd, constraints, tau,
-                                               wrenches, kernels=self.generic_kernels())
+        return constrained.hybrid_dynamics(self, self._all_joints, q, qd, constraints, tau,
+                                           wrenches, kernels=self.generic_kernels())
 
     def mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches=None):
         """``(qdd_all, tau_all)``: joints in ``prescribed`` take their ``qdd``, the rest their ``tau``."""
@@ -671,8 +658,10 @@ class RobotModel:
             if self._no_wrenches(wrenches):
                 both = self._generic["mixed_dynamics"](q, qd, qdd, tau, mask, self._params)
             else:
-                both = self._wrenched("mixed_dynamics_wrenches", (q, qd, qdd, tau, mask),
-                                      wrenches, lambda *_: None)
+                function = self._generic["mixed_dynamics_wrenches"]
+                both = self._wrenched_fallback(
+                    function, function(q, qd, qdd, tau, mask, wrenches, self._params),
+                    (q, qd, qdd, tau, mask), wrenches, lambda *_: None)
             if type(both) is _NDARRAY:
                 return both[0], both[1]
         with self.parameters_lock:

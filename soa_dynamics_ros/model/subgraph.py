@@ -93,9 +93,8 @@ class Subgraph:
                                                   kernels=self._restricted_kernels())
 
     def hybrid_dynamics(self, q, qd, constraints, tau=None, wrenches=None):
-        with self.model.parameters_lock:
-            return constrained.hybrid_dynamics(self.model, self.selection, q, qd, constraints,
-                                               tau, wrenches, kernels=self._restricted_kernels())
+        return constrained.hybrid_dynamics(self.model, self.selection, q, qd, constraints,
+                                           tau, wrenches, kernels=self._restricted_kernels())
 
     # Derivatives (see RobotModel.inverse_dynamics_derivatives): against the selected
     # joints only; the locked ones hold their positions from q.
