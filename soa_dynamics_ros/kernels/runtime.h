@@ -128,20 +128,30 @@ static int soa_wrong_count(Py_ssize_t given, int expected)
     return 1;
 }
 
+/* The arguments of one sample: `inputs` vectors of length dof into data, then p.
+ * -1 (TypeError set) for a wrong count, else SOA_OK or SOA_BAD_INPUT. */
+static int soa_sample_arguments(PyObject *const *args, Py_ssize_t nargs, int inputs,
+                                npy_intp dof, npy_intp params, const double **data,
+                                const double **p)
+{
+    if (soa_wrong_count(nargs, inputs + 1))
+        return -1;
+    for (int k = 0; k < inputs; ++k)
+        if (!(data[k] = soa_array(args[k], 1, dof, 0)))
+            return SOA_BAD_INPUT;
+    *p = soa_array(args[inputs], 1, params, 0);
+    return *p ? SOA_OK : SOA_BAD_INPUT;
+}
+
 /* One sample: `inputs` vectors of length dof, then p; the answer is a new
  * (rows,) array when cols == 0, else (rows, cols). */
 static PyObject *soa_call(PyObject *const *args, Py_ssize_t nargs, int inputs, npy_intp dof,
                           npy_intp params, npy_intp rows, npy_intp cols, soa_core core)
 {
-    const double *data[SOA_MAX_INPUTS];
-    if (soa_wrong_count(nargs, inputs + 1))
-        return NULL;
-    for (int k = 0; k < inputs; ++k)
-        if (!(data[k] = soa_array(args[k], 1, dof, 0)))
-            return PyLong_FromLong(SOA_BAD_INPUT);
-    const double *p = soa_array(args[inputs], 1, params, 0);
-    if (!p)
-        return PyLong_FromLong(SOA_BAD_INPUT);
+    const double *data[SOA_MAX_INPUTS], *p;
+    int checked = soa_sample_arguments(args, nargs, inputs, dof, params, data, &p);
+    if (checked != SOA_OK)
+        return checked < 0 ? NULL : PyLong_FromLong(checked);
     npy_intp shape[2] = {rows, cols};
     PyObject *result = PyArray_SimpleNew(cols ? 2 : 1, shape, NPY_DOUBLE);
     if (!result)
@@ -159,15 +169,10 @@ static PyObject *soa_call_parts(PyObject *const *args, Py_ssize_t nargs, int inp
                                 npy_intp dof, npy_intp params, int parts, npy_intp rows,
                                 npy_intp cols, soa_core core)
 {
-    const double *data[SOA_MAX_INPUTS];
-    if (soa_wrong_count(nargs, inputs + 1))
-        return NULL;
-    for (int k = 0; k < inputs; ++k)
-        if (!(data[k] = soa_array(args[k], 1, dof, 0)))
-            return PyLong_FromLong(SOA_BAD_INPUT);
-    const double *p = soa_array(args[inputs], 1, params, 0);
-    if (!p)
-        return PyLong_FromLong(SOA_BAD_INPUT);
+    const double *data[SOA_MAX_INPUTS], *p;
+    int checked = soa_sample_arguments(args, nargs, inputs, dof, params, data, &p);
+    if (checked != SOA_OK)
+        return checked < 0 ? NULL : PyLong_FromLong(checked);
     size_t size = (size_t)rows * cols;
     double *out = PyMem_Malloc(parts * size * sizeof(double));
     if (!out)
