@@ -36,7 +36,8 @@ def main(argv=None):
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / f".warm-{structure_key(model.tree)}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        seconds = model.prepare_kernels(frames=args.frame)
+        # (the derivative kernels: auto mode compiles them when planners ask often)
+        seconds = model.prepare_kernels(frames=args.frame, derivatives=False)
     logging.info("%d kernels ready for %s in %.1f s", len(seconds), model.name, sum(seconds.values()))
     return 0
 

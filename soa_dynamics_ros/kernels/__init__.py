@@ -143,6 +143,7 @@ class Kernels:
     """
 
     MODEL_KERNELS = generator.MODEL_KERNELS
+    DERIVATIVE_KERNELS = generator.DERIVATIVE_KERNELS
     FRAME_KERNELS = generator.FRAME_KERNELS
 
     def __init__(self, tree, backend="c", name="robot"):
@@ -184,17 +185,22 @@ class Kernels:
                 self._ready[(kernel, frame)] = function
         return function
 
-    def _wanted(self, frames):
-        return [(kernel, None) for kernel in self.MODEL_KERNELS] + [
+    def _wanted(self, frames, derivatives):
+        model_kernels = self.MODEL_KERNELS + (self.DERIVATIVE_KERNELS if derivatives else ())
+        return [(kernel, None) for kernel in model_kernels] + [
             (kernel, frame) for frame in frames for kernel in self.FRAME_KERNELS]
 
-    def prepare(self, frames=()):
+    def prepare(self, frames=(), derivatives=True):
         """Compile (or load) every model kernel and the per-frame kernels of ``frames``.
+
+        ``derivatives=False`` leaves out the derivative kernels (a node's start-up: they
+        compile for several seconds beside its 1 kHz feedforward, and the generic module
+        answers the planners meanwhile).
 
         Modules are built in parallel, one compiler per core.  Returns every
         kernel ready now: ``{(kernel, frame or None): callable}``.
         """
-        wanted = self._wanted(frames)
+        wanted = self._wanted(frames, derivatives)
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             for future in [pool.submit(self._module, kernel, frame) for kernel, frame in wanted]:
                 future.result()
@@ -203,13 +209,14 @@ class Kernels:
                 self.get(name, frame)
         return dict(self._ready)
 
-    def cached(self, frames=()):
+    def cached(self, frames=(), derivatives=True):
         """Whether :meth:`prepare` would only load (every module is compiled in the cache)."""
         directory = cache_dir()
         return all(
             (directory / f"{_module_name(kernel, generator.kernel_key(self.tree, kernel, frame))}"
                          f"{build.EXTENSION}").exists()
-            for kernel, frame in self._wanted(frames) if generator.exists(self.tree, kernel))
+            for kernel, frame in self._wanted(frames, derivatives)
+            if generator.exists(self.tree, kernel))
 
 
 def _generic_directory():

@@ -448,9 +448,10 @@ def _matrix_outputs(values, target="out", offset=0):
 
 
 MODEL_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
-                 "forward_dynamics", "coriolis_transpose_product",
-                 "inverse_dynamics_derivatives", "forward_dynamics_derivatives",
-                 "gravity_derivatives")
+                 "forward_dynamics", "coriolis_transpose_product")
+# The planners' kernels, which a node's start-up leaves out (see Kernels.prepare).
+DERIVATIVE_KERNELS = ("inverse_dynamics_derivatives", "forward_dynamics_derivatives",
+                      "gravity_derivatives")
 FRAME_KERNELS = ("jacobian", "task_space_inertia")
 _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
                      "bias_torques": (True, False, "h(q, qd)"),

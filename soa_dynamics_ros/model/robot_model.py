@@ -59,6 +59,7 @@ from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
 from ..errors import InvalidInputError, UnknownNameError
+from ..kernels.generator import DERIVATIVE_KERNELS
 from ..multibody.spatial import (homogeneous, inertia_parameters, inertia_to_parameters,
                                  motion_transform, spatial_inertia)
 from ..multibody.tree import BodyTree
@@ -73,8 +74,7 @@ KERNEL_MODES = ("auto", "off", "c", "generic")
 # Kernels the single-call methods reach through RobotModel._fast: a robot's own once
 # ready, the generic module's meanwhile.
 FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
-                "forward_dynamics", "inverse_dynamics_derivatives",
-                "forward_dynamics_derivatives", "gravity_derivatives")
+                "forward_dynamics") + DERIVATIVE_KERNELS
 # Generic functions the single-call methods with wrenches reach through RobotModel._fast.
 FAST_WRENCHED = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
 # ... and the other derivatives, where a helper's Python call was 10-20% of the call.
@@ -191,6 +191,7 @@ class RobotModel:
         # and jacobian look up inline (a 1 kHz controller calls them every cycle)
         self._bound_poses, self._bound_jacobians = {}, {}
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
+        self._generic_only = ()    # kernels never compiled (prepare_kernels)
         self._requests = {}        # auto mode: how often each kernel was asked for
         # The single-call model kernels as attributes, the cheapest lookup there
         # is: the generic function, or a stand-in until a per-robot kernel is
@@ -215,26 +216,30 @@ class RobotModel:
         ``(None, None)`` when this model uses none."""
         return self._compiled, None if self._compiled is None else self._params
 
-    def prepare_kernels(self, frames=()):
+    def prepare_kernels(self, frames=(), derivatives=True):
         """Compile (or load from the on-disk cache) every kernel now; seconds per kernel module.
 
-        A ROS node calls this at start-up so that no control cycle pays for it.
+        A ROS node calls this at start-up so that no control cycle pays for it, with
+        ``derivatives=False``: the derivative kernels are then neither compiled now nor
+        later, and the generic module answers them (in a node their compile would run
+        beside the 1 kHz feedforward, and a service round trip hides their speed).
         """
         if self._kernel_set is None:
             return {}
+        self._generic_only = () if derivatives else DERIVATIVE_KERNELS
         for frame in frames:
             self.tree.frame(frame)
-        for (name, frame), function in self._kernel_set.prepare(frames=frames).items():
+        for (name, frame), function in self._kernel_set.prepare(frames, derivatives).items():
             self._set_ready(name if frame is None else (name, frame), function)
         return dict(self._kernel_set.compile_seconds)
 
-    def kernels_cached(self, frames=()):
+    def kernels_cached(self, frames=(), derivatives=True):
         """True when :meth:`prepare_kernels` would load every kernel from the disk cache
         (the generic module included: ``set_kernels("c")`` then compiles nothing)."""
         from .. import kernels as kernel_module
         if self._kernel_set is None:
             return True
-        return kernel_module.generic_cached() and self._kernel_set.cached(frames)
+        return kernel_module.generic_cached() and self._kernel_set.cached(frames, derivatives)
 
     def _set_ready(self, key, function):
         self._ready[key] = function
@@ -255,7 +260,7 @@ class RobotModel:
         """The ready kernel, or None (numpy path) while it is not (yet) available."""
         key = name if frame is None else (name, frame)
         function = self._ready.get(key)
-        if function is not None or self._kernel_set is None:
+        if function is not None or self._kernel_set is None or name in self._generic_only:
             return function
         if self._kernel_mode != "auto":
             function = self._kernel_set.get(name, frame)
@@ -525,9 +530,10 @@ class RobotModel:
         return self._run_batch("forward_dynamics_batch", self.forward_dynamics, (Q, QD, TAU))
 
     # ------------------------------------------------------------------ derivatives (planners)
-    # The generic module answers, inline as the dynamics above; what it declines (no
-    # compiler, lists, NaN, a singular M) goes to the numpy path, which answers or names
-    # the problem.
+    # Compiled code answers, inline as the dynamics above: a robot's own kernel once ready
+    # (a tree's without wrenches), the generic module meanwhile and otherwise; what it
+    # declines (no compiler, lists, NaN, a singular M) goes to the numpy path, which
+    # answers or names the problem.
     def inverse_dynamics_derivatives(self, q, qd, qdd, wrenches=None):
         """``(dtau_dq, dtau_dqd)``: derivatives of :meth:`inverse_dynamics`, each dof x dof.
 

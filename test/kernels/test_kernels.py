@@ -225,6 +225,26 @@ def test_arrays_the_kernels_decline_still_get_the_reference_answer(rng):
         fast.mass_matrix(np.full(n, 1e51))
 
 
+def test_a_node_start_up_never_compiles_the_derivative_kernels(rng, tmp_path, monkeypatch):
+    """prepare_kernels(derivatives=False), as the node's: kernels="c" compiles nothing for
+    the derivatives then or later; the generic module answers them."""
+    monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(tmp_path))
+    source = shipped_urdf("double_pendulum.urdf")
+    fast, slow = _pair(source)
+    fast.prepare_kernels(derivatives=False)
+    q, qd, qdd = rng.uniform(-2, 2, (3, fast.dof))
+    for name, arguments in (("inverse_dynamics_derivatives", (q, qd, qdd)),
+                            ("forward_dynamics_derivatives", (q, qd, qdd)),
+                            ("gravity_derivatives", (q,))):
+        answers, expected = getattr(fast, name)(*arguments), getattr(slow, name)(*arguments)
+        if name == "gravity_derivatives":
+            answers, expected = (answers,), (expected,)
+        for k, (answer, reference) in enumerate(zip(answers, expected)):
+            assert_close(answer, reference, f"{name} [{k}]", TOL)
+    compiled = [path.name for path in (tmp_path / "kernels").glob("soa_kernels_*")]
+    assert compiled and not [name for name in compiled if "derivatives" in name], compiled
+
+
 def test_kernel_called_wrongly_is_a_type_error_not_a_crash():
     fast = RobotModel.from_urdf(shipped_urdf("double_pendulum.urdf"), kernels="c")
     fast.prepare_kernels()
@@ -258,7 +278,8 @@ def test_concurrent_first_compiles_share_one_cache(tmp_path):
         assert process.returncode == 0, stderr
         assert_close(np.array(eval(stdout)), expected, "concurrent compile", TOL)
     libraries = list((tmp_path / "kernels").glob(f"soa_kernels_*{build.EXTENSION}"))
-    assert len(libraries) == len(Kernels.MODEL_KERNELS)          # one per kernel, none twice
+    # one per kernel, none twice
+    assert len(libraries) == len(Kernels.MODEL_KERNELS) + len(Kernels.DERIVATIVE_KERNELS)
     assert len(list((tmp_path / "kernels").glob(f"soa_generic_*{build.EXTENSION}"))) == 1
     assert not list((tmp_path / "kernels").glob(".*"))           # no partial file left
 
