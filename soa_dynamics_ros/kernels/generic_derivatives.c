@@ -214,6 +214,22 @@ static void body_terms(const Model *m, int body, double rate, double rate_change
     }
 }
 
+/* values[stride * body + first ...] (count doubles) summed over each body's subtree, in
+ * place: tips to base, into every parent but the root. */
+static void sum_over_subtrees(const Model *m, double *values, int stride, int first,
+                              int count)
+{
+    for (int body = m->nb - 1; body > 1; --body) {
+        int parent = m->parent[body];
+        if (parent > 0) {
+            double *to = values + (size_t)stride * parent + first;
+            const double *from = values + (size_t)stride * body + first;
+            for (int k = 0; k < count; ++k)
+                to[k] += from[k];
+        }
+    }
+}
+
 /* E of the wrenches (root axes, about each frame origin) on each body: how its force
  * in root axes changes with a turn omega beyond the covariant part, 6x3 per body. */
 static void wrench_turning(const Model *m, const double *frames, const double *wrenches,
@@ -257,16 +273,8 @@ static void derivative_terms(Model *m, const double *p, const double *qd, const 
     if (w->frames)
         wrench_turning(m, w->frames, w->wrenches, w->count, terms);
     int summed = w->frames ? SUMMED_WRENCHED : SUMMED_PLAIN;
-    for (int body = nb - 1; body > 1; --body) {
-        int parent = m->parent[body];
-        if (parent > 0) {
-            double *to = terms + BODY_DOUBLES * parent, *from = terms + BODY_DOUBLES * body;
-            for (int k = 0; k < 6; ++k)
-                to[F_ + k] += from[F_ + k];
-            for (int k = MASS_; k < MASS_ + summed; ++k)
-                to[k] += from[k];
-        }
-    }
+    sum_over_subtrees(m, terms, BODY_DOUBLES, F_, 6);
+    sum_over_subtrees(m, terms, BODY_DOUBLES, MASS_, summed);
     for (int body = 1; body < nb; ++body) {
         double *t = terms + BODY_DOUBLES * body;
         inertia_apply(t, t + S_, t + IS_);
@@ -371,14 +379,7 @@ static void gravity_derivative_matrix(Model *m, const double *params, double *te
         for (int k = 0; k < 3; ++k)
             t[MOMENT_ + k] += own[0] * p[k];
     }
-    for (int body = nb - 1; body > 1; --body) {
-        int parent = m->parent[body];
-        if (parent > 0) {
-            double *to = terms + BODY_DOUBLES * parent, *from = terms + BODY_DOUBLES * body;
-            for (int k = MASS_; k < MASS_ + 4; ++k)
-                to[k] += from[k];
-        }
-    }
+    sum_over_subtrees(m, terms, BODY_DOUBLES, MASS_, 4);
     for (int body = 1; body < nb; ++body) {
         double *t = terms + BODY_DOUBLES * body;
         const double *omega = t + S_ + 3;
@@ -537,12 +538,7 @@ static int accelerate_terms(Model *m, const double *tau, const double *p, double
             gathered[6 * body + k] = t[IS_ + k] * rate;
         }
     }
-    for (int body = nb - 1; body > 1; --body) {
-        int parent = m->parent[body];
-        if (parent > 0)
-            for (int k = 0; k < 6; ++k)
-                gathered[6 * parent + k] += gathered[6 * body + k];
-    }
+    sum_over_subtrees(m, gathered, 6, 0, 6);
     for (int body = 1; body < nb; ++body) {
         double *t = terms + BODY_DOUBLES * body, pushed[6], rate = m->qdd_hinge[body];
         inertia_apply(t, added + 6 * body, pushed);
