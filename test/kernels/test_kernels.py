@@ -244,6 +244,25 @@ def test_a_node_start_up_never_compiles_the_derivative_kernels(rng):
     assert "inverse_dynamics" in asked and not asked & set(Kernels.DERIVATIVE_KERNELS), asked
 
 
+def test_the_derivative_kernels_leave_bad_input_to_the_numpy_path_to_name():
+    fast = RobotModel.from_urdf(shipped_urdf("double_pendulum.urdf"), kernels="c")
+    n = fast.dof
+    z = np.zeros(n)
+    calls = [lambda v: fast.inverse_dynamics_derivatives(v, z, z),
+             lambda v: fast.inverse_dynamics_derivatives(z, z, v),
+             lambda v: fast.forward_dynamics_derivatives(z, v, z),
+             lambda v: fast.forward_dynamics_derivatives(z, z, v),
+             lambda v: fast.gravity_derivatives(v)]
+    for call in calls:
+        call(z)
+        for bad, message in ((np.zeros(n + 1), "shape"), (np.r_[z[:-1], np.nan], "NaN or inf"),
+                             (np.r_[z[:-1], 1e200], "beyond 1e\\+50"), (["a"] * n, "numeric")):
+            with pytest.raises(InvalidInputError, match=message):
+                call(bad)
+    for kernel in Kernels.DERIVATIVE_KERNELS:       # the kernels, not the generic module
+        assert fast._ready.get(kernel) is not None, kernel
+
+
 def test_kernel_called_wrongly_is_a_type_error_not_a_crash():
     fast = RobotModel.from_urdf(shipped_urdf("double_pendulum.urdf"), kernels="c")
     fast.prepare_kernels()
