@@ -102,13 +102,15 @@ def _module_lock(name):
         return _locks.setdefault(name, threading.Lock())
 
 
-def _load_module(name, make_source, label, directory=None):
+def _load_module(name, make_source, label, directory=None,
+                 optimization=build.KERNEL_OPTIMIZATION):
     """The compiled module ``make_source()`` describes: imported, built first if needed.
 
     ``make_source`` returns ``(source, stats)``, stats (operation counts) or None.
     Returns ``(module, seconds)``.  Different modules build concurrently (the
     compiler runs as a child process); one module is built once per process.
-    ``directory`` is where it is looked for and built (default: the cache).
+    ``directory`` is where it is looked for and built (default: the cache);
+    ``optimization``: the compiler's -O option.
     """
     with _module_lock(name):
         if name in sys.modules:
@@ -120,7 +122,7 @@ def _load_module(name, make_source, label, directory=None):
         if compiled:
             logger.info("compiling kernel %s (seconds)", label)
             source, stats = make_source()
-            build.build(source, name, directory)
+            build.build(source, name, directory, optimization)
         module = build.load(name, path)
         sys.modules[name] = module
         seconds = time.perf_counter() - started
@@ -245,7 +247,7 @@ def _generic(directory):
         raise ImportError(f"compiled kernels are unavailable: {problem}")
     name = generic.module_name()
     module, _ = _load_module(name, lambda: (generic.module_source(name), None), "generic",
-                             directory)
+                             directory, build.GENERIC_OPTIMIZATION)
     return module
 
 

@@ -454,12 +454,8 @@ static int tree_factor(Model *m, double singular_below)
     return SOA_OK;
 }
 
-/* The row updates of the solves below are what -O3 vectorizes (SOA_VECTORIZED, runtime.h;
- * the rest of the module measured no faster at -O3, and the per-robot kernels slower):
- * 75 -> 54 us for the forward-dynamics derivatives of a 32-joint tree. */
-
 /* M X = B for an n x width B (row-major, in place) with tree_factor's L: L^T Y = B, L X = Y */
-SOA_VECTORIZED static void tree_solve(const Model *m, double *x, int width)
+static void tree_solve(const Model *m, double *x, int width)
 {
     int n = m->rate_dof;
     const int *up = m->rate_parent;
@@ -552,7 +548,7 @@ static int accelerate_terms(Model *m, const double *tau, const double *p, double
  * branches, rates out of tree order), with
  * M = L L^T already factored in m->joint_mass (soa_cholesky_solve): both substitutions
  * on the 3 n columns at once, rows of the contiguous blocks. */
-SOA_VECTORIZED static void dense_solve(const Model *m, double *out)
+static void dense_solve(const Model *m, double *out)
 {
     int n = m->rate_dof;
     size_t nn = (size_t)n * n;
