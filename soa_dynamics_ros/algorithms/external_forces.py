@@ -3,7 +3,7 @@ wrenches as body-frame wrenches."""
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..multibody.spatial import skew, wrench_in_frame
+from ..multibody.spatial import dtype_of, skew, wrench_in_frame
 from ..validation import as_vector
 from .kinematics import body_placements, frame_placement
 
@@ -24,7 +24,13 @@ def body_forces(tree, q_hinge, wrenches, placements=None):
     applied = _applied_wrenches(tree, q_hinge, wrenches, placements)
     if applied is None:
         return None
-    forces = np.zeros((tree.nb, 6))
+    return forces_on_bodies(tree, applied)
+
+
+def forces_on_bodies(tree, applied):
+    """nb x 6 body-frame wrenches summed from :func:`applied_wrench` results (float or
+    symbolic: the kernel generator traces this with symbolic wrenches)."""
+    forces = np.zeros((tree.nb, 6), dtype=dtype_of(*(wrench for _, wrench, _ in applied))) + 0.0
     for body, wrench, _ in applied:
         forces[body] += wrench
     return forces
@@ -62,13 +68,15 @@ def _applied_wrenches(tree, q_hinge, wrenches, placements):
         return None
     if placements is None:
         placements = body_placements(tree, q_hinge)
+    return [applied_wrench(tree, placements, tree.frame(link),
+                           as_vector(f"wrench on {link!r}", wrench, 6))
+            for link, wrench in wrenches.items()]
+
+
+def applied_wrench(tree, placements, frame, wrench):
+    """``(body, body-frame wrench about the body origin, link origin in body axes)`` of
+    ``wrench`` (root axes, about the origin of link ``frame``) at body ``placements``."""
     rotations, translations = placements
-    applied = []
-    for link, wrench in wrenches.items():
-        frame = tree.frame(link)
-        wrench = as_vector(f"wrench on {link!r}", wrench, 6)
-        _, point = frame_placement(tree, placements, frame)
-        applied.append((frame.body, wrench_in_frame(wrench, point, rotations[frame.body],
-                                                    translations[frame.body]),
-                        frame.translation))
-    return applied
+    _, point = frame_placement(tree, placements, frame)
+    return (frame.body, wrench_in_frame(wrench, point, rotations[frame.body],
+                                        translations[frame.body]), frame.translation)

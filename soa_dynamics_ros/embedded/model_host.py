@@ -97,8 +97,8 @@ class ModelHost:
         # warm-up child may compile.
         if kernels.generic_cached():
             model.set_kernels("c")
-            if model.kernels_cached(frames, derivatives=False):
-                model.prepare_kernels(frames, derivatives=False)
+            if model.kernels_cached(frames, derivatives=False, wrenches=False):
+                model.prepare_kernels(frames, derivatives=False, wrenches=False)
                 return model, None
             model.set_kernels("generic")
         return model, (xml, frames)

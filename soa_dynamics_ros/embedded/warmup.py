@@ -36,8 +36,8 @@ def main(argv=None):
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / f".warm-{structure_key(model.tree)}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        # (the derivative kernels: auto mode compiles them when planners ask often)
-        seconds = model.prepare_kernels(frames=args.frame, derivatives=False)
+        # (not the derivative and wrenched kernels: the node never compiles them)
+        seconds = model.prepare_kernels(frames=args.frame, derivatives=False, wrenches=False)
     logging.info("%d kernels ready for %s in %.1f s", len(seconds), model.name, sum(seconds.values()))
     return 0
 

@@ -147,6 +147,7 @@ class Kernels:
     MODEL_KERNELS = generator.MODEL_KERNELS
     DERIVATIVE_KERNELS = generator.DERIVATIVE_KERNELS
     FRAME_KERNELS = generator.FRAME_KERNELS
+    WRENCHED_KERNELS = generator.WRENCHED_KERNELS
 
     def __init__(self, tree, backend="c", name="robot"):
         if backend not in BACKENDS:
@@ -168,7 +169,9 @@ class Kernels:
             if not generator.exists(self.tree, kernel):
                 self._modules[key] = None
             else:
-                label = f"{self.name}.{kernel}" + (f"[{frame}]" if frame else "")
+                label = f"{self.name}.{kernel}" + (
+                    "" if frame is None else f"[{frame}]" if isinstance(frame, str)
+                    else f"[{', '.join(frame)}]")
                 name = _module_name(kernel, generator.kernel_key(self.tree, kernel, frame))
                 module, seconds = _load_module(
                     name, lambda: generator.generate_source(self.tree, kernel, name, self.name,
@@ -187,22 +190,29 @@ class Kernels:
                 self._ready[(kernel, frame)] = function
         return function
 
-    def _wanted(self, frames, derivatives):
+    def _wanted(self, frames, derivatives, wrenches):
         model_kernels = self.MODEL_KERNELS + (self.DERIVATIVE_KERNELS if derivatives else ())
+        link_sets = [(frame,) for frame in dict.fromkeys(frames)]
+        if wrenches and 1 < len(link_sets) <= generator.MAX_WRENCHED_LINKS:
+            link_sets.append(tuple(sorted(dict.fromkeys(frames))))
         return [(kernel, None) for kernel in model_kernels] + [
-            (kernel, frame) for frame in frames for kernel in self.FRAME_KERNELS]
+            (kernel, frame) for frame in frames for kernel in self.FRAME_KERNELS] + [
+            (kernel, links) for links in (link_sets if wrenches else ())
+            for kernel in self.WRENCHED_KERNELS]
 
-    def prepare(self, frames=(), derivatives=True):
+    def prepare(self, frames=(), derivatives=True, wrenches=True):
         """Compile (or load) every model kernel and the per-frame kernels of ``frames``.
 
-        ``derivatives=False`` leaves out the derivative kernels (a node's start-up: they
-        compile for several seconds beside its 1 kHz feedforward, and the generic module
-        answers the planners meanwhile).
+        ``wrenches``: also the wrenched dynamics of each frame's link alone and, for two
+        to ``MAX_WRENCHED_LINKS`` frames, of all of them at once.  ``derivatives=False``
+        and ``wrenches=False`` leave those out (a node's start-up: they compile for
+        several seconds beside its 1 kHz feedforward, and the generic module answers
+        meanwhile).
 
         Modules are built in parallel, one compiler per core.  Returns every
         kernel ready now: ``{(kernel, frame or None): callable}``.
         """
-        wanted = self._wanted(frames, derivatives)
+        wanted = self._wanted(frames, derivatives, wrenches)
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             for future in [pool.submit(self._module, kernel, frame) for kernel, frame in wanted]:
                 future.result()
@@ -211,13 +221,13 @@ class Kernels:
                 self.get(name, frame)
         return dict(self._ready)
 
-    def cached(self, frames=(), derivatives=True):
+    def cached(self, frames=(), derivatives=True, wrenches=True):
         """Whether :meth:`prepare` would only load (every module is compiled in the cache)."""
         directory = cache_dir()
         return all(
             (directory / f"{_module_name(kernel, generator.kernel_key(self.tree, kernel, frame))}"
                          f"{build.EXTENSION}").exists()
-            for kernel, frame in self._wanted(frames, derivatives)
+            for kernel, frame in self._wanted(frames, derivatives, wrenches)
             if generator.exists(self.tree, kernel))
 
 

@@ -29,6 +29,12 @@ Calling convention of every kernel, as Python sees it::
   ill-conditioned task-space compliance (the caller falls back to the
   reference path).  See ``runtime.h``.
 
+The wrenched kernels of inverse and forward dynamics are generated per set of
+links (up to :data:`MAX_WRENCHED_LINKS`) and take the caller's dict before ``p``:
+``kernel(q, qd, qdd | tau, {link: wrench}, p)``, each wrench a float64 vector
+``[f; t]`` in root axes about its link origin; a dict with other links, or
+values that are not such vectors, is status 1 (the generic module takes it).
+
 Batch kernels take ``(N, dof)`` arrays and answer ``(N, dof)``, or the index
 of the first failing sample times 4 plus its status.  They compute
 ``SOA_LANES`` consecutive samples per instruction (``runtime.h``: GCC vector
@@ -40,7 +46,8 @@ import hashlib
 import numpy as np
 
 from ..algorithms import articulated_body, root_axes_derivatives
-from ..algorithms.external_forces import gravity_root_acceleration
+from ..algorithms.external_forces import (applied_wrench, forces_on_bodies,
+                                          gravity_root_acceleration)
 from ..algorithms.inverse_dynamics import inverse_dynamics
 from ..algorithms.kinematics import body_placements, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix
@@ -93,12 +100,17 @@ def structure_key(tree):
     return digest.hexdigest()[:20]
 
 
-def frame_key(tree, frame_name):
-    frame = tree.frames[frame_name]
+def frame_key(tree, frames):
+    """Hash of the structure and of one frame's placement (a frame name), or of several
+    links' names and placements (a tuple: the wrenched kernels read wrenches by name)."""
     digest = hashlib.sha256(structure_key(tree).encode())
-    digest.update(str(frame.body).encode())
-    digest.update(np.ascontiguousarray(frame.rotation).tobytes())
-    digest.update(np.ascontiguousarray(frame.translation).tobytes())
+    for name in (frames,) if isinstance(frames, str) else frames:
+        frame = tree.frames[name]
+        if not isinstance(frames, str):
+            digest.update(name.encode() + b"|")
+        digest.update(str(frame.body).encode())
+        digest.update(np.ascontiguousarray(frame.rotation).tobytes())
+        digest.update(np.ascontiguousarray(frame.translation).tobytes())
     return digest.hexdigest()[:20]
 
 
@@ -130,15 +142,35 @@ def _zeros(tree):
     return np.zeros(tree.dof, dtype=object) + 0.0
 
 
-def trace_inverse_dynamics(tree, with_qd=True, with_qdd=True):
+def _wrench_arrays(links):
+    """The input of a wrenched kernel: 6 values per link (root axes, about its origin)."""
+    return [("w", 6 * len(links))] if links else []
+
+
+def _traced_body_forces(t, q_hinge, links):
+    """Body-frame wrenches of the symbolic link wrenches ``w``, or None without links."""
+    if not links:
+        return None
+    placements = body_placements(t.tree, q_hinge)
+    w = t.inputs["w"]
+    return forces_on_bodies(t.tree, [
+        applied_wrench(t.tree, placements, t.tree.frames[link], w[6 * k:6 * k + 6])
+        for k, link in enumerate(links)])
+
+
+def trace_inverse_dynamics(tree, with_qd=True, with_qdd=True, links=()):
+    """Torques of the joints; ``links``: wrenches on these links are an input too."""
     arrays = [("q", tree.dof)] + ([("qd", tree.dof)] if with_qd else []) + (
-        [("qdd", tree.dof)] if with_qdd else []) + [("p", _param_count(tree))]
+        [("qdd", tree.dof)] if with_qdd else []) + _wrench_arrays(links) + [
+        ("p", _param_count(tree))]
     t = _Tracing(tree, arrays)
+    c = t.coordinates
     qd = t.inputs["qd"] if with_qd else _zeros(tree)
     qdd = t.inputs["qdd"] if with_qdd else _zeros(tree)
-    torque = inverse_dynamics(t.symbolic_tree, t.coordinates.hinge_positions(t.inputs["q"]), t.coordinates.hinge_rates(qd),
-                              t.coordinates.hinge_rates(qdd), t.root_acceleration())
-    return t, arrays, t.coordinates.joint_forces(torque)
+    q_hinge = c.hinge_positions(t.inputs["q"])
+    torque = inverse_dynamics(t.symbolic_tree, q_hinge, c.hinge_rates(qd), c.hinge_rates(qdd),
+                              t.root_acceleration(), _traced_body_forces(t, q_hinge, links))
+    return t, arrays, c.joint_forces(torque)
 
 
 def trace_coriolis_transpose_product(tree):
@@ -157,20 +189,23 @@ def trace_mass_matrix(tree):
     return t, arrays, t.coordinates.joint_mass_matrix(mass)
 
 
-def trace_forward_dynamics(tree):
-    """Articulated-body forward dynamics; robots with mimic joints get (M, h) instead."""
-    arrays = [("q", tree.dof), ("qd", tree.dof), ("tau", tree.dof), ("p", _param_count(tree))]
+def trace_forward_dynamics(tree, links=()):
+    """Articulated-body forward dynamics; robots with mimic joints get (M, h) instead.
+    ``links``: wrenches on these links are an input too."""
+    arrays = [("q", tree.dof), ("qd", tree.dof), ("tau", tree.dof)] + _wrench_arrays(links) + [
+        ("p", _param_count(tree))]
     t = _Tracing(tree, arrays)
     q_hinge = t.coordinates.hinge_positions(t.inputs["q"])
     qd_hinge = t.coordinates.hinge_rates(t.inputs["qd"])
+    forces = _traced_body_forces(t, q_hinge, links)
     if t.coordinates.couples_hinges:
         mass = t.coordinates.joint_mass_matrix(mass_matrix(t.symbolic_tree, q_hinge))
         bias = t.coordinates.joint_forces(inverse_dynamics(t.symbolic_tree, q_hinge, qd_hinge,
                                                np.zeros(tree.nb, dtype=object) + 0.0,
-                                               t.root_acceleration()))
+                                               t.root_acceleration(), forces))
         return t, arrays, (mass, t.inputs["tau"] - bias)
     bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
-                                     t.coordinates.hinge_rates(t.inputs["tau"]))
+                                     t.coordinates.hinge_rates(t.inputs["tau"]), forces)
     qdd, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
     return t, arrays, t.coordinates.joint_forces(qdd)
 
@@ -351,15 +386,18 @@ class _Module:
         self.methods = []
         self.stats = {}
         self._lane_sources = {}
+        self._links = ()           # the links a wrenched kernel reads wrenches of
 
     def kernel(self, name, arrays, outputs, trace, doc, shape, workspace=None, tail=None,
-               parts=1):
+               parts=1, links=()):
         """A core computing ``outputs`` from ``arrays`` and its single-sample wrapper.
 
         ``arrays``: (name, length) of the vector inputs, then ("p", length).
         ``shape``: (rows,) or (rows, cols) of the answer, or of each of ``parts``
         answers (a tuple of arrays then).  ``workspace``: a local array the
         outputs fill and ``tail`` (a C return statement) turns into ``out``.
+        ``links``: the last vector input ``w`` holds the wrenches on these links,
+        which the wrapper reads from a ``{link: wrench}`` dict before ``p``.
         """
         body, counts = _body(trace, outputs)
         stats = self.stats[name] = {label: counts.get(op, 0) for op, label in (
@@ -382,7 +420,12 @@ class _Module:
         # workspace (the mimic robots' Cholesky) stays per sample.
         self._lane_sources[name] = None if workspace else (vectors, outputs, trace, counted)
         rows, cols = (shape + (0,))[:2]
-        if parts > 1:
+        if links:
+            self._links = links
+            self._wrapper(name, doc, f"soa_call_wrenched(args, nargs, {len(vectors) - 1}, "
+                                     f"{self.dof}, {dict(arrays)['p']}, wrench_keys, "
+                                     f"{len(links)}, {rows}, {name}_core)")
+        elif parts > 1:
             self._wrapper(name, doc, f"soa_call_parts(args, nargs, {len(vectors)}, {self.dof}, "
                                      f"{dict(arrays)['p']}, {parts}, {rows}, {cols}, {name}_core)")
         else:
@@ -429,12 +472,21 @@ class _Module:
     def source(self):
         table = [f'    {{"{name}", (PyCFunction)(void (*)(void)){name}, METH_FASTCALL, '
                  f'{_string(doc)}}},' for name, doc in self.methods]
-        return "\n".join(self.lines + [
+        keys = []
+        if self._links:       # interned once: the dict lookups then compare pointers
+            keys = [f"    static const char *const links[] = "
+                    f"{{{', '.join(_string(link) for link in self._links)}}};",
+                    f"    for (int k = 0; k < {len(self._links)}; ++k)",
+                    "        if (!(wrench_keys[k] = PyUnicode_InternFromString(links[k])))",
+                    "            return NULL;"]
+        declarations = ([f"static PyObject *wrench_keys[{len(self._links)}];"]
+                        if self._links else [])
+        return "\n".join(self.lines[:4] + declarations + self.lines[4:] + [
             "", "static PyMethodDef methods[] = {", *table, "    {NULL, NULL, 0, NULL}};", "",
             f'static struct PyModuleDef module = {{PyModuleDef_HEAD_INIT, "{self.module_name}", '
             'NULL, -1, methods};', "",
             f"PyMODINIT_FUNC PyInit_{self.module_name}(void)", "{", "    import_array();",
-            "    return PyModule_Create(&module);", "}", ""])
+            *keys, "    return PyModule_Create(&module);", "}", ""])
 
 
 def _vector_outputs(values, target="out"):
@@ -449,6 +501,10 @@ def _matrix_outputs(values, target="out", offset=0):
 
 MODEL_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
                  "forward_dynamics", "coriolis_transpose_product")
+# Kernels of a set of links (their ``frame``: a sorted tuple of link names) taking the
+# wrenches on them; other wrench sets take the generic module.
+WRENCHED_KERNELS = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
+MAX_WRENCHED_LINKS = 4
 # The planners' kernels, which a node's start-up leaves out (see Kernels.prepare).
 DERIVATIVE_KERNELS = ("inverse_dynamics_derivatives", "forward_dynamics_derivatives",
                       "gravity_derivatives")
@@ -516,18 +572,27 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
         t, arrays, mass = trace_mass_matrix(tree)
         module.kernel(kernel, arrays, _matrix_outputs(mass), t.trace,
                       "M(q), composite-body recursion", (dof, dof))
-    elif kernel == "forward_dynamics" and tree.coordinates.couples_hinges:
-        t, arrays, (mass, rhs) = trace_forward_dynamics(tree)
-        module.kernel(kernel, arrays, _matrix_outputs(mass, "m") + _vector_outputs(rhs),
-                      t.trace, "qdd = M^-1 (tau - h): mimic joints couple hinges, so M and h, "
-                      "then Cholesky", (dof,), workspace=f"m[{dof * dof}]",
-                      tail=f"return soa_cholesky_solve(m, out, {dof}, 1);")
-        module.batch(kernel + "_batch", kernel, arrays)
-    elif kernel == "forward_dynamics":
-        t, arrays, qdd = trace_forward_dynamics(tree)
-        module.kernel(kernel, arrays, _vector_outputs(qdd), t.trace,
-                      "qdd, articulated-body recursion", (dof,))
-        module.batch(kernel + "_batch", kernel, arrays)
+    elif kernel in ("forward_dynamics", "forward_dynamics_wrenches"):
+        links = frame if kernel in WRENCHED_KERNELS else ()
+        t, arrays, answer = trace_forward_dynamics(tree, links)
+        wrenched = f", wrenches on {', '.join(links)}" if links else ""
+        if tree.coordinates.couples_hinges:
+            mass, rhs = answer
+            module.kernel(kernel, arrays, _matrix_outputs(mass, "m") + _vector_outputs(rhs),
+                          t.trace, f"qdd = M^-1 (tau - h){wrenched}: mimic joints couple "
+                          "hinges, so M and h, then Cholesky", (dof,),
+                          workspace=f"m[{dof * dof}]",
+                          tail=f"return soa_cholesky_solve(m, out, {dof}, 1);", links=links)
+        else:
+            module.kernel(kernel, arrays, _vector_outputs(answer), t.trace,
+                          f"qdd, articulated-body recursion{wrenched}", (dof,), links=links)
+        if not links:
+            module.batch(kernel + "_batch", kernel, arrays)
+    elif kernel == "inverse_dynamics_wrenches":
+        t, arrays, torque = trace_inverse_dynamics(tree, links=frame)
+        module.kernel(kernel, arrays, _vector_outputs(torque), t.trace,
+                      f"M qdd + h - sum J^T w, wrenches on {', '.join(frame)}", (dof,),
+                      links=frame)
     elif kernel == "inverse_dynamics_derivatives" and exists(tree, kernel):
         t, arrays, (dtau_dq, dtau_dqd) = trace_inverse_dynamics_derivatives(tree)
         module.kernel(kernel, arrays, _matrix_outputs(dtau_dq)

@@ -88,6 +88,8 @@ static inline int soa_all_greater(soa_vd a, soa_vd b)
 }
 
 #define SOA_MAX_INPUTS 3
+/* generator.MAX_WRENCHED_LINKS */
+#define SOA_MAX_WRENCHED_LINKS 4
 /* Status values; see the comment at the top. */
 #define SOA_OK 0
 #define SOA_BAD_INPUT 1
@@ -143,15 +145,11 @@ static int soa_sample_arguments(PyObject *const *args, Py_ssize_t nargs, int inp
     return *p ? SOA_OK : SOA_BAD_INPUT;
 }
 
-/* One sample: `inputs` vectors of length dof, then p; the answer is a new
- * (rows,) array when cols == 0, else (rows, cols). */
-static PyObject *soa_call(PyObject *const *args, Py_ssize_t nargs, int inputs, npy_intp dof,
-                          npy_intp params, npy_intp rows, npy_intp cols, soa_core core)
+/* core's answer to one sample's data and p: a new (rows,) array when cols == 0, else
+ * (rows, cols); or core's status. */
+static PyObject *soa_answer(const double *const *data, const double *p, npy_intp rows,
+                            npy_intp cols, soa_core core)
 {
-    const double *data[SOA_MAX_INPUTS], *p;
-    int checked = soa_sample_arguments(args, nargs, inputs, dof, params, data, &p);
-    if (checked != SOA_OK)
-        return checked < 0 ? NULL : PyLong_FromLong(checked);
     npy_intp shape[2] = {rows, cols};
     PyObject *result = PyArray_SimpleNew(cols ? 2 : 1, shape, NPY_DOUBLE);
     if (!result)
@@ -161,6 +159,50 @@ static PyObject *soa_call(PyObject *const *args, Py_ssize_t nargs, int inputs, n
         return result;
     Py_DECREF(result);
     return PyLong_FromLong(status);
+}
+
+/* One sample: `inputs` vectors of length dof, then p; soa_answer. */
+static PyObject *soa_call(PyObject *const *args, Py_ssize_t nargs, int inputs, npy_intp dof,
+                          npy_intp params, npy_intp rows, npy_intp cols, soa_core core)
+{
+    const double *data[SOA_MAX_INPUTS], *p;
+    int checked = soa_sample_arguments(args, nargs, inputs, dof, params, data, &p);
+    if (checked != SOA_OK)
+        return checked < 0 ? NULL : PyLong_FromLong(checked);
+    return soa_answer(data, p, rows, cols, core);
+}
+
+/* A wrenched kernel's sample: `inputs` vectors of length dof, a {link: wrench} dict, then
+ * p.  The dict must hold exactly the kernel's `links` (interned `keys`), each a float64
+ * vector of 6; core reads their values as one more input, 6 per link in `keys` order.
+ * Anything else is SOA_BAD_INPUT, which sends the caller to the generic module. */
+static PyObject *soa_call_wrenched(PyObject *const *args, Py_ssize_t nargs, int inputs,
+                                   npy_intp dof, npy_intp params, PyObject *const *keys,
+                                   int links, npy_intp rows, soa_core core)
+{
+    if (soa_wrong_count(nargs, inputs + 2))
+        return NULL;
+    PyObject *vectors[SOA_MAX_INPUTS + 1];
+    memcpy(vectors, args, inputs * sizeof *args);
+    vectors[inputs] = args[inputs + 1];
+    const double *data[SOA_MAX_INPUTS + 1], *p;
+    double wrenches[6 * SOA_MAX_WRENCHED_LINKS];
+    PyObject *given = args[inputs];
+    int status = soa_sample_arguments(vectors, inputs + 1, inputs, dof, params, data, &p);
+    if (status == SOA_OK && (!PyDict_CheckExact(given) || PyDict_GET_SIZE(given) != links))
+        status = SOA_BAD_INPUT;
+    for (int k = 0; k < links && status == SOA_OK; ++k) {
+        PyObject *value = PyDict_GetItemWithError(given, keys[k]);
+        const double *wrench = value ? soa_array(value, 1, 6, 0) : NULL;
+        if (wrench)
+            memcpy(wrenches + 6 * k, wrench, 6 * sizeof(double));
+        else
+            status = PyErr_Occurred() ? -1 : SOA_BAD_INPUT;
+    }
+    if (status != SOA_OK)
+        return status < 0 ? NULL : PyLong_FromLong(status);
+    data[inputs] = wrenches;
+    return soa_answer(data, p, rows, 0, core);
 }
 
 /* As soa_call, for a core writing `parts` answers of (rows, cols) one after the other:

@@ -59,7 +59,7 @@ from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
 from ..errors import InvalidInputError, UnknownNameError
-from ..kernels.generator import DERIVATIVE_KERNELS
+from ..kernels.generator import DERIVATIVE_KERNELS, MAX_WRENCHED_LINKS, WRENCHED_KERNELS
 from ..multibody.spatial import (homogeneous, inertia_parameters, inertia_to_parameters,
                                  motion_transform, spatial_inertia)
 from ..multibody.tree import BodyTree
@@ -193,6 +193,10 @@ class RobotModel:
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
         self._generic_only = ()    # kernels never compiled (prepare_kernels)
         self._requests = {}        # auto mode: how often each kernel was asked for
+        # The robots' own wrenched kernels last used, by the first link of the wrenches
+        # (_wrenched_call): a dict lookup of one str, where a key of all the links
+        # cost 0.1 us more; a kernel given other links declines.
+        self._wrenched_inverse, self._wrenched_forward = {}, {}
         # The single-call model kernels as attributes, the cheapest lookup there
         # is: the generic function, or a stand-in until a per-robot kernel is
         # ready (see _pending); the FAST_GENERIC functions, _no_kernel without a
@@ -216,30 +220,36 @@ class RobotModel:
         ``(None, None)`` when this model uses none."""
         return self._compiled, None if self._compiled is None else self._params
 
-    def prepare_kernels(self, frames=(), derivatives=True):
+    def prepare_kernels(self, frames=(), derivatives=True, wrenches=True):
         """Compile (or load from the on-disk cache) every kernel now; seconds per kernel module.
 
-        A ROS node calls this at start-up so that no control cycle pays for it, with
-        ``derivatives=False``: the derivative kernels are then neither compiled now nor
-        later, and the generic module answers them (in a node their compile would run
-        beside the 1 kHz feedforward, and a service round trip hides their speed).
+        ``frames``: the links whose Jacobian and task-space inertia are asked for, and
+        wrenches applied to (each alone and, two to four of them, all at once).  A ROS
+        node calls this at start-up so that no control cycle pays for it, with
+        ``derivatives=False, wrenches=False``: the derivative and wrenched kernels
+        are then neither compiled now nor later, and the generic module answers them
+        (in a node their compile would run beside the 1 kHz feedforward, and a
+        service round trip hides their speed).
         """
         if self._kernel_set is None:
             return {}
-        self._generic_only = () if derivatives else DERIVATIVE_KERNELS
+        self._generic_only = (() if derivatives else DERIVATIVE_KERNELS) + (
+            () if wrenches else WRENCHED_KERNELS)
         for frame in frames:
             self.tree.frame(frame)
-        for (name, frame), function in self._kernel_set.prepare(frames, derivatives).items():
+        for (name, frame), function in self._kernel_set.prepare(frames, derivatives,
+                                                                wrenches).items():
             self._set_ready(name if frame is None else (name, frame), function)
         return dict(self._kernel_set.compile_seconds)
 
-    def kernels_cached(self, frames=(), derivatives=True):
+    def kernels_cached(self, frames=(), derivatives=True, wrenches=True):
         """True when :meth:`prepare_kernels` would load every kernel from the disk cache
         (the generic module included: ``set_kernels("c")`` then compiles nothing)."""
         from .. import kernels as kernel_module
         if self._kernel_set is None:
             return True
-        return kernel_module.generic_cached() and self._kernel_set.cached(frames, derivatives)
+        return kernel_module.generic_cached() and self._kernel_set.cached(frames, derivatives,
+                                                                          wrenches)
 
     def _set_ready(self, key, function):
         self._ready[key] = function
@@ -383,6 +393,14 @@ class RobotModel:
                 return tau
             return self._fallback(self._fast.inverse_dynamics, tau, (q, qd, qdd),
                                   self._reference_inverse_dynamics)
+        if type(wrenches) is dict:
+            kernel = self._wrenched_inverse.get(next(iter(wrenches)))
+            tau = None if kernel is None else kernel(q, qd, qdd, wrenches, self._params)
+            if type(tau) is not _NDARRAY:
+                tau = self._wrenched_call("inverse_dynamics_wrenches", self._wrenched_inverse,
+                                          (q, qd, qdd), wrenches)
+            if type(tau) is _NDARRAY:
+                return tau
         tau = self._fast.inverse_dynamics_wrenches(q, qd, qdd, wrenches, self._params)
         if type(tau) is _NDARRAY:
             return tau
@@ -451,11 +469,35 @@ class RobotModel:
                 return qdd
             return self._fallback(self._fast.forward_dynamics, qdd, (q, qd, tau),
                                   self._reference_forward_dynamics)
+        if type(wrenches) is dict:
+            kernel = self._wrenched_forward.get(next(iter(wrenches)))
+            qdd = None if kernel is None else kernel(q, qd, tau, wrenches, self._params)
+            if type(qdd) is not _NDARRAY:
+                qdd = self._wrenched_call("forward_dynamics_wrenches", self._wrenched_forward,
+                                          (q, qd, tau), wrenches)
+            if type(qdd) is _NDARRAY:
+                return qdd
         qdd = self._fast.forward_dynamics_wrenches(q, qd, tau, wrenches, self._params)
         if type(qdd) is _NDARRAY:
             return qdd
         return self._wrenched_fallback(self._fast.forward_dynamics_wrenches, qdd, (q, qd, tau),
                                        wrenches, self._reference_forward_dynamics)
+
+    def _wrenched_call(self, name, last_used, vectors, wrenches):
+        """The answer of the robot's own kernel ``name`` for wrenches on exactly the links
+        of ``wrenches`` (up to MAX_WRENCHED_LINKS; ``last_used`` then remembers it), or
+        None while there is none: the generic module answers, which declines unknown
+        links and the numpy path names them."""
+        links = tuple(wrenches)
+        if (self._kernel_set is None or name in self._generic_only
+                or len(links) > MAX_WRENCHED_LINKS
+                or not all(type(link) is str and link in self.tree.frames for link in links)):
+            return None
+        kernel = self._kernel(name, tuple(sorted(links)))
+        if kernel is None:
+            return None
+        last_used[links[0]] = kernel
+        return kernel(*vectors, wrenches, self._params)
 
     def _wrenched_fallback(self, function, result, vectors, wrenches, reference):
         """The answer when generic ``function`` (or _no_kernel) returned ``result`` for

@@ -225,23 +225,29 @@ def test_arrays_the_kernels_decline_still_get_the_reference_answer(rng):
         fast.mass_matrix(np.full(n, 1e51))
 
 
-def test_a_node_start_up_never_compiles_the_derivative_kernels(rng):
-    """prepare_kernels(derivatives=False), as the node's: kernels="c" neither builds nor
-    loads a derivative kernel then or later; the generic module answers them."""
+def test_a_node_start_up_never_compiles_the_derivative_or_wrenched_kernels(rng):
+    """prepare_kernels(derivatives=False, wrenches=False), as the node's: kernels="c"
+    neither builds nor loads a derivative or wrenched kernel then or later; the generic
+    module answers them."""
     fast, slow = _pair(shipped_urdf("double_pendulum.urdf"))
-    fast.prepare_kernels(derivatives=False)
+    link = _leaf_frames(fast, 1)[0]
+    fast.prepare_kernels(frames=[link], derivatives=False, wrenches=False)
     q, qd, qdd = rng.uniform(-2, 2, (3, fast.dof))
+    wrenches = {link: rng.normal(size=6)}
     for name, arguments in (("inverse_dynamics_derivatives", (q, qd, qdd)),
                             ("forward_dynamics_derivatives", (q, qd, qdd)),
-                            ("gravity_derivatives", (q,))):
+                            ("gravity_derivatives", (q,)),
+                            ("inverse_dynamics", (q, qd, qdd, wrenches)),
+                            ("forward_dynamics", (q, qd, qdd, wrenches))):
         answers, expected = getattr(fast, name)(*arguments), getattr(slow, name)(*arguments)
-        if name == "gravity_derivatives":
+        if type(answers) is np.ndarray:
             answers, expected = (answers,), (expected,)
         for k, (answer, reference) in enumerate(zip(answers, expected)):
             assert_close(answer, reference, f"{name} [{k}]", TOL)
     # every module the model's kernel set was asked for, built or loaded
     asked = {kernel for kernel, _ in fast._kernel_set._modules}
-    assert "inverse_dynamics" in asked and not asked & set(Kernels.DERIVATIVE_KERNELS), asked
+    assert "inverse_dynamics" in asked and "jacobian" in asked, asked
+    assert not asked & set(Kernels.DERIVATIVE_KERNELS + Kernels.WRENCHED_KERNELS), asked
 
 
 def test_the_derivative_kernels_leave_bad_input_to_the_numpy_path_to_name():

@@ -1,0 +1,188 @@
+"""The robots' own kernels of inverse and forward dynamics with link wrenches.
+
+Each is generated for one set of links (one to MAX_WRENCHED_LINKS) and reads the
+``{link: wrench}`` dict itself; they are held to the numpy reference path on the
+shipped robots, random trees (mimic, prismatic and continuous joints) and rtb-data
+arms, for one link and several in any order, and must leave what they cannot take
+to the generic module and the numpy path.
+"""
+import pathlib
+
+import numpy as np
+import pytest
+
+from support.numerics import assert_close
+from support.robot_generator import random_tree_urdf
+from support.robots import SHIPPED_ROBOTS, shipped_urdf
+from support.waiting import wait_for
+from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError
+from soa_dynamics_ros.kernels import Kernels, generator
+from soa_dynamics_ros.model import RobotModel, robot_model
+
+TOL = 1e-12
+ZOO_ROBOTS = ["trossen_descriptions/urdf/vx300s.urdf.xacro",      # mimic gripper
+              "trossen_descriptions/urdf/px150.urdf.xacro"]
+SOURCES = ([pytest.param(shipped_urdf(name), None, id=name) for name in SHIPPED_ROBOTS]
+           + [pytest.param(random_tree_urdf(seed, moving_joints=n, mimic_fraction=mimic,
+                                            prismatic_fraction=0.25, continuous_fraction=0.25),
+                           None, id=f"random{seed}") for seed, n, mimic in ((31, 9, 0.0),
+                                                                            (32, 11, 0.3))]
+           + [pytest.param(None, relative, id=relative.split("/")[-1])
+              for relative in ZOO_ROBOTS])
+
+
+def _load(source, zoo, kernels):
+    if zoo is None:
+        return RobotModel.from_urdf(source, kernels=kernels)
+    rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
+    root = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
+    return RobotModel.from_urdf(str(root / zoo), package_paths=[str(root)], kernels=kernels)
+
+
+def _refuse(*_, **__):
+    raise AssertionError("the generic module or the numpy path answered")
+
+
+def _links(model):
+    """Three links on different bodies: the deepest leaf, one halfway up its chain, and a
+    link of the root body where there is one (its wrench does no work)."""
+    tree = model.tree
+    frames = tree.frames
+    by_body = {}
+    for name, frame in frames.items():
+        by_body.setdefault(int(frame.body), name)
+
+    def depth(body):
+        return 0 if body == 0 else 1 + depth(int(tree.parent[body]))
+
+    leaf = max(by_body, key=depth)
+    chain = [leaf]
+    while chain[-1] != 0:
+        chain.append(int(tree.parent[chain[-1]]))
+    middle = chain[len(chain) // 2] if chain[len(chain) // 2] != 0 else chain[0]
+    others = [b for b in by_body if b not in (leaf, middle)]
+    third = 0 if 0 in by_body and middle != 0 else others[0]
+    return [by_body[leaf], by_body[middle], by_body[third]]
+
+
+@pytest.mark.parametrize("source,zoo", SOURCES)
+def test_wrenched_kernels_match_the_reference(source, zoo, rng):
+    fast, slow = _load(source, zoo, "c"), _load(source, zoo, "off")
+    links = _links(slow)
+    fast.prepare_kernels(frames=links)
+    # from here on only the robot's own kernels may answer
+    fast._fast.inverse_dynamics_wrenches = fast._fast.forward_dynamics_wrenches = _refuse
+    fast._reference_inverse_dynamics = fast._reference_forward_dynamics = _refuse
+    n = fast.dof
+    for _ in range(3):
+        q, qd, qdd = rng.uniform(-2, 2, (3, n))
+        condition = np.linalg.cond(slow.mass_matrix(q))
+        # (one link, then a set, then the same set in another order: a kernel
+        # remembered by the first link declines a set it was not made for)
+        for chosen in (links[:1], links, links[::-1], links[1:2]):
+            wrenches = {link: rng.normal(size=6) * 5.0 for link in chosen}
+            tau = slow.inverse_dynamics(q, qd, qdd, wrenches)
+            assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches), tau,
+                         f"ID with wrenches on {chosen}", TOL)
+            # qdd solves with M: round-off grows with its condition number
+            assert_close(fast.forward_dynamics(q, qd, tau, wrenches),
+                         slow.forward_dynamics(q, qd, tau, wrenches),
+                         f"FD with wrenches on {chosen}", TOL * condition)
+    built = {frame for kernel, frame in fast._kernel_set._modules
+             if kernel in Kernels.WRENCHED_KERNELS}
+    assert built == {(links[0],), (links[1],), (links[2],), tuple(sorted(links))}, built
+
+
+def test_wrenches_are_taken_as_the_reference_takes_them(rng):
+    """A link wrench in root axes about the link origin acts as -J^T w in inverse dynamics,
+    checked without the recursions: J from finite differences of the link's pose."""
+    fast = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="c")
+    link = _links(fast)[0]
+    fast.prepare_kernels(frames=[link])
+    q, qd, qdd = rng.uniform(-1, 1, (3, fast.dof))
+    wrench = rng.normal(size=6)
+    step, jacobian = 1e-6, np.zeros((6, fast.dof))
+    pose = fast.frame_pose(q, link)
+    for j in range(fast.dof):
+        moved = q.copy()
+        moved[j] += step
+        other = fast.frame_pose(moved, link)
+        jacobian[:3, j] = (other[:3, 3] - pose[:3, 3]) / step
+        turn = (other[:3, :3] @ pose[:3, :3].T - np.eye(3)) / step
+        jacobian[3:, j] = [turn[2, 1], turn[0, 2], turn[1, 0]]
+    expected = fast.inverse_dynamics(q, qd, qdd) - jacobian.T @ wrench
+    answer = fast.inverse_dynamics(q, qd, qdd, {link: wrench})
+    assert fast._wrenched_inverse[link] is fast._kernel_set.get("inverse_dynamics_wrenches",
+                                                                (link,))
+    assert_close(answer, expected, "ID with a wrench against -J^T w", 1e-5)
+
+
+def test_wrenched_kernels_leave_what_they_cannot_take_to_the_paths_that_name_it(rng):
+    fast, slow = _load(shipped_urdf("panda.urdf"), None, "c"), _load(shipped_urdf("panda.urdf"),
+                                                                      None, "off")
+    links = _links(slow)
+    fast.prepare_kernels(frames=links)
+    n = fast.dof
+    q, qd, qdd = rng.uniform(-1, 1, (3, n))
+    good = rng.normal(size=6)
+    for call in (lambda w: fast.inverse_dynamics(q, qd, qdd, w),
+                 lambda w: fast.forward_dynamics(q, qd, qdd, w)):
+        call({links[0]: good})                             # the kernel is ready and used
+        for bad, error, message in (
+                ({links[0]: np.r_[good[:5], np.nan]}, InvalidInputError, "NaN or inf"),
+                ({links[0]: np.r_[good[:5], 1e200]}, InvalidInputError, "beyond 1e\\+50"),
+                ({links[0]: np.zeros(5)}, InvalidInputError, "shape"),
+                ({links[0]: ["a"] * 6}, InvalidInputError, "numeric"),
+                ({links[0]: good, "no_such_link": good}, UnknownNameError, "no_such_link"),
+                ({links[0]: good, 3: good}, UnknownNameError, "3")):
+            with pytest.raises(error, match=message):
+                call(bad)
+    # converted by the paths behind: a list, float32, more links than a kernel takes
+    many = {name: good for name in list(slow.tree.frames)[:generator.MAX_WRENCHED_LINKS + 1]}
+    for wrenches in ({links[0]: list(good)}, {links[0]: good.astype(np.float32)}, many):
+        assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches),
+                     slow.inverse_dynamics(q, qd, qdd, wrenches), "converted", TOL)
+        assert_close(fast.forward_dynamics(q, qd, qdd, wrenches),
+                     slow.forward_dynamics(q, qd, qdd, wrenches), "converted", TOL)
+    assert not any(len(frame) > generator.MAX_WRENCHED_LINKS
+                   for kernel, frame in fast._kernel_set._modules
+                   if kernel in Kernels.WRENCHED_KERNELS)
+    # the kernels themselves: the dict's links and values, else status 1, never a crash
+    kernel = fast._kernel_set.get("inverse_dynamics_wrenches", (links[0],))
+    p = fast._params
+    assert type(kernel(q, qd, qdd, {links[0]: good}, p)) is np.ndarray
+    for wrenches in ({}, {links[1]: good}, {links[0]: good, links[1]: good}, [good],
+                     {links[0]: good[:5]}, {links[0]: np.zeros((2, 6))}):
+        assert kernel(q, qd, qdd, wrenches, p) == 1, wrenches
+    with pytest.raises(TypeError, match="5 arguments"):
+        kernel(q, qd, qdd, p)
+
+
+def test_kernels_c_compiles_a_link_set_at_its_first_call(rng):
+    fast, slow = _load(shipped_urdf("ur5.urdf"), None, "c"), _load(shipped_urdf("ur5.urdf"),
+                                                                    None, "off")
+    links = _links(slow)[:2]
+    q, qd, qdd = rng.uniform(-1, 1, (3, fast.dof))
+    wrenches = {links[1]: rng.normal(size=6), links[0]: rng.normal(size=6)}
+    assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches),
+                 slow.inverse_dynamics(q, qd, qdd, wrenches), "ID", TOL)
+    assert fast._wrenched_inverse[links[1]] is fast._kernel_set.get(
+        "inverse_dynamics_wrenches", tuple(sorted(links)))
+
+
+def test_auto_mode_compiles_a_link_set_asked_for_often(rng, monkeypatch):
+    monkeypatch.setattr(robot_model, "AUTO_COMPILE_AFTER", 5)
+    fast, slow = _load(shipped_urdf("ur5.urdf"), None, "auto"), _load(shipped_urdf("ur5.urdf"),
+                                                                       None, "off")
+    if fast.kernels[1] is None:
+        pytest.fail("auto mode found no compiler: scripts/setup.sh installs one")
+    link = _links(slow)[0]
+    q, qd, tau = rng.uniform(-1, 1, (3, fast.dof))
+    wrenches = {link: rng.normal(size=6)}
+    expected = slow.forward_dynamics(q, qd, tau, wrenches)
+    key = ("forward_dynamics_wrenches", (link,))
+    for _ in range(6):      # the generic module answers meanwhile
+        assert_close(fast.forward_dynamics(q, qd, tau, wrenches), expected, "FD", TOL)
+    wait_for(lambda: key in fast._ready, timeout=120.0, what="the wrenched kernel compiled")
+    assert_close(fast.forward_dynamics(q, qd, tau, wrenches), expected, "FD", TOL)
+    assert fast._wrenched_forward[link] is fast._ready[key]
