@@ -49,12 +49,12 @@ from ..algorithms import articulated_body, root_axes_derivatives
 from ..algorithms.external_forces import (applied_wrench, forces_on_bodies,
                                           gravity_root_acceleration)
 from ..algorithms.inverse_dynamics import inverse_dynamics
-from ..algorithms.kinematics import body_placements, hinge_jacobian
+from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix
 from ..algorithms.momentum import coriolis_transpose_product
 from ..algorithms.task_space import DEFAULT_RCOND, compliance_gather, frame_wrench_map
-from ..multibody.spatial import (INERTIA_PARAMETER_COUNT as PARAMS_PER_BODY, inertia_to_parameters,
-                                 parameters_to_inertia)
+from ..multibody.spatial import (INERTIA_PARAMETER_COUNT as PARAMS_PER_BODY, homogeneous,
+                                 inertia_to_parameters, parameters_to_inertia)
 from ..validation import MAX_MAGNITUDE
 from . import symbolic
 from .symbolic import ADD, COS, DIV, INPUT, MUL, NEG, SIN, SUB, Sym, Trace
@@ -254,6 +254,13 @@ def trace_jacobian(tree, frame_name):
     placements = body_placements(tree, t.coordinates.hinge_positions(t.inputs["q"]))
     jacobian = hinge_jacobian(tree, placements, tree.frames[frame_name])
     return t, arrays, t.coordinates.joint_columns(jacobian)
+
+
+def trace_frame_pose(tree, frame_name):
+    arrays = [("q", tree.dof)]
+    t = _Tracing(tree, arrays)
+    placements = body_placements(tree, t.coordinates.hinge_positions(t.inputs["q"]))
+    return t, arrays, homogeneous(*frame_placement(tree, placements, tree.frames[frame_name]))
 
 
 def trace_task_space_compliance(tree, frame_name):
@@ -508,7 +515,7 @@ MAX_WRENCHED_LINKS = 4
 # The planners' kernels, which a node's start-up leaves out (see Kernels.prepare).
 DERIVATIVE_KERNELS = ("inverse_dynamics_derivatives", "forward_dynamics_derivatives",
                       "gravity_derivatives")
-FRAME_KERNELS = ("jacobian", "task_space_inertia")
+FRAME_KERNELS = ("frame_pose", "jacobian", "task_space_inertia")
 _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
                      "bias_torques": (True, False, "h(q, qd)"),
                      "inverse_dynamics": (True, True, "M qdd + h")}
@@ -615,6 +622,10 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
         t, arrays, jacobian = trace_jacobian(tree, frame)
         module.kernel(kernel, arrays + [("p", _param_count(tree))], _matrix_outputs(jacobian),
                       t.trace, f"6 x dof Jacobian of {frame}", (6, dof))
+    elif kernel == "frame_pose":
+        t, arrays, pose = trace_frame_pose(tree, frame)
+        module.kernel(kernel, arrays + [("p", _param_count(tree))], _matrix_outputs(pose),
+                      t.trace, f"4 x 4 pose of {frame}", (4, 4))
     elif kernel == "task_space_inertia" and exists(tree, kernel):
         t, arrays, compliance = trace_task_space_compliance(tree, frame)
         module.kernel(kernel, arrays, _matrix_outputs(compliance, "c"), t.trace,

@@ -85,6 +85,8 @@ GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
     "mixed_dynamics",
     "mixed_dynamics_wrenches", "gravity_torques_batch",
     "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS))
+# The generic module's function behind each per-frame kernel frame_pose and jacobian call.
+_GENERIC_FRAME_FUNCTIONS = {"frame_pose": "frame_poses", "jacobian": "jacobian"}
 # kernels="auto": a kernel is compiled (in the background) once this many
 # calls (or batch samples) asked for it: a model used a few times never pays
 # for tracing and compiling; a controller at 1 kHz gets its kernel after ~2 s.
@@ -187,9 +189,10 @@ class RobotModel:
                 _logger.exception("the generic kernels failed to build; using numpy")
         self._generic = {} if self._compiled is None else {
             name: self._compiled.function(name) for name in GENERIC_FUNCTIONS}
-        # frame -> generic function bound to it: one dict per function, which frame_pose
-        # and jacobian look up inline (a 1 kHz controller calls them every cycle)
+        # frame -> what frame_pose and jacobian call (_bind_frame): one dict per kernel,
+        # looked up inline (a 1 kHz controller calls them every cycle)
         self._bound_poses, self._bound_jacobians = {}, {}
+        self._bound = {"frame_pose": self._bound_poses, "jacobian": self._bound_jacobians}
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
         self._generic_only = ()    # kernels never compiled (prepare_kernels)
         self._requests = {}        # auto mode: how often each kernel was asked for
@@ -252,9 +255,14 @@ class RobotModel:
                                                                           wrenches)
 
     def _set_ready(self, key, function):
+        """Kernel ``key`` is built (``function``) or known not to exist (None)."""
         self._ready[key] = function
-        if key in FAST_KERNELS and function is not None:
-            setattr(self._fast, key, function)
+        if key in FAST_KERNELS:
+            # with no kernel of its own (a derivative kernel above the size cap) the
+            # generic function answers for good, without _pending's asking
+            setattr(self._fast, key, function or self._generic.get(key, _no_kernel))
+        elif function is not None and type(key) is tuple and key[0] in self._bound:
+            self._bound[key[0]][key[1]] = function
 
     def _pending(self, name):
         """Stands in for per-robot kernel ``name`` until it is ready: the generic function
@@ -842,8 +850,7 @@ class RobotModel:
     # ------------------------------------------------------------------ kinematics
     def frame_pose(self, q, frame):
         """4x4 pose of a link frame in the root link frame."""
-        kernel = (self._bound_poses.get(frame)
-                  or self._bind_frame("frame_poses", self._bound_poses, frame))
+        kernel = self._bound_poses.get(frame) or self._bind_frame("frame_pose", frame)
         if kernel is not None:
             pose = kernel(q, self._params)
             if type(pose) is _NDARRAY:
@@ -852,14 +859,30 @@ class RobotModel:
                                   lambda q: self._reference_frame_pose(q, frame))
         return self._reference_frame_pose(q, frame)
 
-    def _bind_frame(self, name, bound, frame):
-        """Generic function ``name`` bound to ``frame`` (a known frame's name) and kept in
-        ``bound``, else None."""
+    def _bind_frame(self, kernel, frame):
+        """What frame_pose or jacobian (``kernel``) calls for ``frame``, kept in its dict:
+        the robot's own kernel once ready, meanwhile the generic function bound to the
+        frame through a stand-in that asks for the kernel (as _pending does); None for
+        what is not a known frame's name, or without compiled code."""
         compiled = self._compiled
-        if compiled is None or type(frame) is not str or frame not in compiled.frame_index:
+        if type(frame) is not str or frame not in self.tree.frames:
             return None
-        function = bound[frame] = compiled.function(name, compiled.frame_index[frame])
-        return function
+        bound = self._bound[kernel]
+        generic = None if compiled is None else compiled.function(
+            _GENERIC_FRAME_FUNCTIONS[kernel], compiled.frame_index[frame])
+        if self._kernel_set is None:
+            if generic is not None:
+                bound[frame] = generic
+            return generic
+        own = self._kernel(kernel, frame)
+        if own is not None:
+            return own
+
+        def pending(q, p):
+            function = self._kernel(kernel, frame) or generic
+            return None if function is None else function(q, p)
+        bound[frame] = pending
+        return pending
 
     def _reference_frame_pose(self, q, frame):
         target = self.tree.frame(frame)
@@ -882,11 +905,7 @@ class RobotModel:
 
     def jacobian(self, q, frame):
         """6 x dof Jacobian of the frame origin, rows ``[v; w]`` in root-link axes."""
-        kernel = None
-        if self._kernel_set is not None and type(frame) is str and frame in self.tree.frames:
-            kernel = self._kernel("jacobian", frame)
-        kernel = kernel or self._bound_jacobians.get(frame) or self._bind_frame(
-            "jacobian", self._bound_jacobians, frame)
+        kernel = self._bound_jacobians.get(frame) or self._bind_frame("jacobian", frame)
         if kernel is not None:
             jacobian = kernel(q, self._params)
             if type(jacobian) is _NDARRAY:

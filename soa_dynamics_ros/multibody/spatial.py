@@ -54,8 +54,8 @@ def rotation_from_rpy(roll, pitch, yaw):
 
 
 def homogeneous(rotation, translation):
-    """4x4 homogeneous matrix of a placement."""
-    pose = np.eye(4)
+    """4x4 homogeneous matrix of a placement (float, or symbolic for the kernel generator)."""
+    pose = np.eye(4, dtype=dtype_of(rotation, translation)) + 0.0
     pose[:3, :3] = rotation
     pose[:3, 3] = translation
     return pose

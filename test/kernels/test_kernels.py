@@ -19,7 +19,7 @@ from support.small_robots import MASSLESS
 from support.waiting import wait_for
 from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError
 from soa_dynamics_ros.kernels import Kernels, build, generator
-from soa_dynamics_ros.model import RobotModel
+from soa_dynamics_ros.model import RobotModel, robot_model
 
 TOL = 1e-12
 RANDOM_TREES = [  # (seed, moving joints, mimic fraction)
@@ -71,6 +71,7 @@ def _check_against_reference(fast, slow, rng, samples=4, frames=()):
             # solved with M: round-off grows with its condition, as forward dynamics'
             assert_close(answer, expected, f"forward dynamics derivatives [{k}]", 1e-10)
         for frame in frames:
+            assert_close(fast.frame_pose(q, frame), slow.frame_pose(q, frame), f"T {frame}", TOL)
             assert_close(fast.jacobian(q, frame), slow.jacobian(q, frame), f"J {frame}", TOL)
             try:
                 expected = slow.task_space_inertia(q, frame, return_info=True)
@@ -103,6 +104,9 @@ def test_generated_code_matches_reference(kind, source, rng):
     _check_against_reference(fast, slow, rng, frames=_leaf_frames(fast))
     # The generated code was used, not the numpy fallback.
     assert fast._ready.get("inverse_dynamics") is not None
+    for frame in _leaf_frames(fast):    # what frame_pose and jacobian call: their kernels
+        assert fast._bound_poses[frame] is fast._ready[("frame_pose", frame)]
+        assert fast._bound_jacobians[frame] is fast._ready[("jacobian", frame)]
     # Derivative kernels where generated (not too large; forward: no mimic coupling).
     for kernel in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives",
                    "gravity_derivatives"):
@@ -382,3 +386,23 @@ def test_a_process_killed_mid_compile_leaves_no_compiler_and_no_partial_file(tmp
     stdout, stderr = survivor.communicate(timeout=900)
     assert survivor.returncode == 0 and "built" in stdout, stderr
     assert not list(cache.glob(".*")), list(cache.glob(".*"))
+
+
+def test_auto_mode_moves_frame_pose_and_jacobian_to_their_kernels(rng, monkeypatch):
+    """The generic module answers a frame's pose and Jacobian until the frame's own kernels
+    are compiled (after AUTO_COMPILE_AFTER calls), then those do, with the same answers."""
+    monkeypatch.setattr(robot_model, "AUTO_COMPILE_AFTER", 5)
+    fast = RobotModel.from_urdf(shipped_urdf("ur5.urdf"), kernels="auto")
+    slow = RobotModel.from_urdf(shipped_urdf("ur5.urdf"), kernels="off")
+    if fast.kernels[1] is None:
+        pytest.fail("auto mode found no compiler: scripts/setup.sh installs one")
+    frame = _leaf_frames(fast, 1)[0]
+    q = rng.uniform(-2, 2, fast.dof)
+    for _ in range(6):
+        assert_close(fast.frame_pose(q, frame), slow.frame_pose(q, frame), "pose", TOL)
+        assert_close(fast.jacobian(q, frame), slow.jacobian(q, frame), "J", TOL)
+    for kernel, bound in (("frame_pose", fast._bound_poses), ("jacobian", fast._bound_jacobians)):
+        wait_for(lambda: (kernel, frame) in fast._ready, timeout=120.0, what=f"{kernel} compiled")
+        assert bound[frame] is fast._ready[(kernel, frame)]
+    assert_close(fast.frame_pose(q, frame), slow.frame_pose(q, frame), "pose", TOL)
+    assert_close(fast.jacobian(q, frame), slow.jacobian(q, frame), "J", TOL)
