@@ -183,10 +183,20 @@ def trace_coriolis_transpose_product(tree):
 
 
 def trace_mass_matrix(tree):
-    arrays = [("q", tree.dof), ("p", _param_count(tree))]
-    t = _Tracing(tree, arrays)
-    mass = mass_matrix(t.symbolic_tree, t.coordinates.hinge_positions(t.inputs["q"]))
-    return t, arrays, t.coordinates.joint_mass_matrix(mass)
+    """M(q) by the composite-body recursion in body frames or in root axes, whichever
+    traces to fewer operations: body frames on the arms (635 against 857 multiplications
+    on the Panda), root axes on a 32-joint tree with random axes (7,400 against 17,000),
+    whose constant joint placements do not fold away."""
+    traced = []
+    for recursion in (mass_matrix, root_axes_derivatives.mass_matrix):
+        arrays = [("q", tree.dof), ("p", _param_count(tree))]
+        t = _Tracing(tree, arrays)
+        mass = t.coordinates.joint_mass_matrix(
+            recursion(t.symbolic_tree, t.coordinates.hinge_positions(t.inputs["q"])))
+        _, counts = _body(t.trace, _matrix_outputs(mass))
+        traced.append((sum(counts.values()), t, arrays, mass))
+    _, t, arrays, mass = min(traced, key=lambda candidate: candidate[0])
+    return t, arrays, mass
 
 
 def trace_forward_dynamics(tree, links=()):
