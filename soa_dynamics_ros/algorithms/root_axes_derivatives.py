@@ -117,13 +117,23 @@ class _VelocityTerm:
                                + self.b22.T @ x[3:]))
 
 
-def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_acceleration):
+def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_acceleration,
+                                 wrenches=()):
     """``(dtau/dq_hinge, dtau/dqd_hinge)``, each nb x nb (row and column 0, the root, zero);
-    arguments as :func:`.inverse_dynamics.inverse_dynamics`, without external forces."""
+    arguments as :func:`.inverse_dynamics.inverse_dynamics`.
+
+    ``wrenches``: ``(frame, [f; t])`` pairs, each held constant in root axes about the
+    frame's link origin ``r``.  It acts on its body as ``(f, t + r x f)`` about the root
+    origin; turning hinge j turns ``r`` with its subtree, which adds
+    ``E omega_j`` to the body's force, ``E = [[f]x; [t]x + [r]x [f]x]`` (summed over
+    each subtree like the inertias): ``-(E_i^T S_i).omega_j`` to the ancestor formula
+    and ``-E_j omega_j`` to the subtree term.
+    """
     nb, parent = tree.nb, tree.parent
     rotations, translations = body_placements(tree, q_hinge)
     hinge_map, velocity, acceleration = [None] * nb, [np.zeros(6)] * nb, [root_acceleration] * nb
     force, inertia, term = [None] * nb, [None] * nb, [None] * nb
+    turning = [None] * nb           # E of the file comment's wrenches, per body (6 x 3)
     for body in range(1, nb):
         up = parent[body]
         s = hinge_map[body] = _motion_to_root(rotations[body], translations[body],
@@ -136,13 +146,25 @@ def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_accele
                                          translations[body])
         force[body] = inertia[body].apply(a) + _force_cross(v, inertia[body].apply(v))
         term[body] = _VelocityTerm.of_body(inertia[body], v)
+    for frame, wrench in wrenches:
+        if frame.body == 0:
+            continue                        # on the root: it moves nothing
+        point = rotations[frame.body] @ frame.translation + translations[frame.body]
+        f, t = wrench[:3], wrench[3:]
+        force[frame.body] = force[frame.body] - np.concatenate((f, t + _cross(point, f)))
+        f_skew = _skew(f)
+        e = np.vstack((f_skew, _skew(t) + _skew(point) @ f_skew))
+        turning[frame.body] = e if turning[frame.body] is None else turning[frame.body] + e
     for body in range(nb - 1, 1, -1):       # sums over each subtree
         up = parent[body]
         if up > 0:
             force[up] = force[up] + force[body]
             inertia[up] = inertia[up] + inertia[body]
             term[up] = term[up] + term[body]
-    turned, carried, pushed, spun, stretched, inertia_s, term_s = ([None] * nb for _ in range(7))
+            if turning[body] is not None:
+                turning[up] = (turning[body] if turning[up] is None
+                               else turning[up] + turning[body])
+    turned, carried, pushed, spun, inertia_s, term_s, turning_s = ([None] * nb for _ in range(7))
     for body in range(1, nb):
         s, up = hinge_map[body], parent[body]
         w = turned[body] = _motion_cross(s, velocity[up])
@@ -152,6 +174,9 @@ def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_accele
         spun[body] = term[body].apply(s) - 2.0 * inertia[body].apply(w)
         inertia_s[body] = inertia[body].apply(s)
         term_s[body] = term[body].transpose_apply(s)
+        if turning[body] is not None:
+            pushed[body] = pushed[body] - turning[body] @ s[3:]
+            turning_s[body] = turning[body].T @ s
     dtype = dtype_of(q_hinge, qd_hinge, qdd_hinge, tree.body_inertia)
     dtau_dq, dtau_dqd = np.zeros((nb, nb), dtype=dtype), np.zeros((nb, nb), dtype=dtype)
     for body in range(1, nb):
@@ -159,6 +184,8 @@ def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_accele
         while hinge > 0:        # hinge: body and its ancestors
             dtau_dq[body, hinge] = -(inertia_s[body] @ carried[hinge]
                                      + term_s[body] @ turned[hinge])
+            if turning_s[body] is not None:
+                dtau_dq[body, hinge] = dtau_dq[body, hinge] - turning_s[body] @ hinge_map[hinge][3:]
             dtau_dqd[body, hinge] = (term_s[body] @ hinge_map[hinge]
                                      - 2.0 * (inertia_s[body] @ turned[hinge]))
             if hinge != body:

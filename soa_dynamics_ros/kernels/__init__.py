@@ -198,7 +198,8 @@ class Kernels:
         return [(kernel, None) for kernel in model_kernels] + [
             (kernel, frame) for frame in frames for kernel in self.FRAME_KERNELS] + [
             (kernel, links) for links in (link_sets if wrenches else ())
-            for kernel in self.WRENCHED_KERNELS]
+            for kernel in self.WRENCHED_KERNELS
+            if derivatives or kernel not in generator.WRENCHED_DERIVATIVE_KERNELS]
 
     def prepare(self, frames=(), derivatives=True, wrenches=True):
         """Compile (or load) every model kernel and the per-frame kernels of ``frames``.

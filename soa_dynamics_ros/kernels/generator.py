@@ -220,14 +220,18 @@ def trace_forward_dynamics(tree, links=()):
     return t, arrays, t.coordinates.joint_forces(qdd)
 
 
-def trace_inverse_dynamics_derivatives(tree):
-    """``(dtau/dq, dtau/dqd)`` of the joints, by the root-axes closed form."""
-    arrays = [("q", tree.dof), ("qd", tree.dof), ("qdd", tree.dof), ("p", _param_count(tree))]
+def trace_inverse_dynamics_derivatives(tree, links=()):
+    """``(dtau/dq, dtau/dqd)`` of the joints, by the root-axes closed form; ``links``:
+    wrenches on these links are an input too."""
+    arrays = [("q", tree.dof), ("qd", tree.dof), ("qdd", tree.dof)] + _wrench_arrays(links) + [
+        ("p", _param_count(tree))]
     t = _Tracing(tree, arrays)
     c = t.coordinates
+    w = t.inputs.get("w")
     hinge_matrices = root_axes_derivatives.inverse_dynamics_derivatives(
         t.symbolic_tree, c.hinge_positions(t.inputs["q"]), c.hinge_rates(t.inputs["qd"]),
-        c.hinge_rates(t.inputs["qdd"]), t.root_acceleration())
+        c.hinge_rates(t.inputs["qdd"]), t.root_acceleration(),
+        [(tree.frames[link], w[6 * k:6 * k + 6]) for k, link in enumerate(links)])
     return t, arrays, [c.joint_mass_matrix(matrix) for matrix in hinge_matrices]
 
 
@@ -441,7 +445,7 @@ class _Module:
             self._links = links
             self._wrapper(name, doc, f"soa_call_wrenched(args, nargs, {len(vectors) - 1}, "
                                      f"{self.dof}, {dict(arrays)['p']}, wrench_keys, "
-                                     f"{len(links)}, {rows}, {name}_core)")
+                                     f"{len(links)}, {parts}, {rows}, {cols}, {name}_core)")
         elif parts > 1:
             self._wrapper(name, doc, f"soa_call_parts(args, nargs, {len(vectors)}, {self.dof}, "
                                      f"{dict(arrays)['p']}, {parts}, {rows}, {cols}, {name}_core)")
@@ -520,7 +524,9 @@ MODEL_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_ma
                  "forward_dynamics", "coriolis_transpose_product")
 # Kernels of a set of links (their ``frame``: a sorted tuple of link names) taking the
 # wrenches on them; other wrench sets take the generic module.
-WRENCHED_KERNELS = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
+WRENCHED_DERIVATIVE_KERNELS = ("inverse_dynamics_derivatives_wrenches",)
+WRENCHED_KERNELS = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches"
+                    ) + WRENCHED_DERIVATIVE_KERNELS
 MAX_WRENCHED_LINKS = 4
 # The planners' kernels, which a node's start-up leaves out (see Kernels.prepare).
 DERIVATIVE_KERNELS = ("inverse_dynamics_derivatives", "forward_dynamics_derivatives",
@@ -544,12 +550,14 @@ _traced_sizes = {}          # (structure key, kernel) -> operations
 
 def exists(tree, kernel):
     """Whether ``kernel`` is generated for this tree: task-space inertia and forward
-    dynamics derivatives not with mimic joints, the derivatives up to
+    dynamics derivatives not with mimic joints, the derivatives (with wrenches too) up to
     MAX_TRACED_DERIVATIVE_OPERATIONS."""
     if kernel == "task_space_inertia":
         return not tree.coordinates.couples_hinges
     if kernel == "forward_dynamics_derivatives" and tree.coordinates.couples_hinges:
         return False        # (the generic module's dense path)
+    # with wrenches: the size without them (they add a few hundred operations)
+    kernel = kernel.replace("_derivatives_wrenches", "_derivatives")
     if kernel in _DERIVATIVE_TRACES:
         key = (structure_key(tree), kernel)
         if key not in _traced_sizes:
@@ -610,11 +618,15 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
         module.kernel(kernel, arrays, _vector_outputs(torque), t.trace,
                       f"M qdd + h - sum J^T w, wrenches on {', '.join(frame)}", (dof,),
                       links=frame)
-    elif kernel == "inverse_dynamics_derivatives" and exists(tree, kernel):
-        t, arrays, (dtau_dq, dtau_dqd) = trace_inverse_dynamics_derivatives(tree)
+    elif kernel in ("inverse_dynamics_derivatives", "inverse_dynamics_derivatives_wrenches") \
+            and exists(tree, kernel):
+        links = frame if kernel in WRENCHED_KERNELS else ()
+        t, arrays, (dtau_dq, dtau_dqd) = trace_inverse_dynamics_derivatives(tree, links)
+        wrenched = f", wrenches on {', '.join(links)}" if links else ""
         module.kernel(kernel, arrays, _matrix_outputs(dtau_dq)
                       + _matrix_outputs(dtau_dqd, offset=dof * dof), t.trace,
-                      "(dtau/dq, dtau/dqd), root-axes closed form", (dof, dof), parts=2)
+                      f"(dtau/dq, dtau/dqd), root-axes closed form{wrenched}", (dof, dof),
+                      parts=2, links=links)
     elif kernel == "forward_dynamics_derivatives" and exists(tree, kernel):
         t, arrays, (dtau_dq, dtau_dqd, mass) = trace_forward_dynamics_derivatives(tree)
         # M X = [-dtau/dq, -dtau/dqd, I]

@@ -172,13 +172,18 @@ static PyObject *soa_call(PyObject *const *args, Py_ssize_t nargs, int inputs, n
     return soa_answer(data, p, rows, cols, core);
 }
 
+static PyObject *soa_answer_parts(const double *const *data, const double *p, int parts,
+                                  npy_intp rows, npy_intp cols, soa_core core);
+
 /* A wrenched kernel's sample: `inputs` vectors of length dof, a {link: wrench} dict, then
  * p.  The dict must hold exactly the kernel's `links` (interned `keys`), each a float64
  * vector of 6; core reads their values as one more input, 6 per link in `keys` order.
- * Anything else is SOA_BAD_INPUT, which sends the caller to the generic module. */
+ * Anything else is SOA_BAD_INPUT, which sends the caller to the generic module.  The
+ * answer as soa_call's (parts 1) or soa_call_parts'. */
 static PyObject *soa_call_wrenched(PyObject *const *args, Py_ssize_t nargs, int inputs,
                                    npy_intp dof, npy_intp params, PyObject *const *keys,
-                                   int links, npy_intp rows, soa_core core)
+                                   int links, int parts, npy_intp rows, npy_intp cols,
+                                   soa_core core)
 {
     if (soa_wrong_count(nargs, inputs + 2))
         return NULL;
@@ -202,7 +207,8 @@ static PyObject *soa_call_wrenched(PyObject *const *args, Py_ssize_t nargs, int 
     if (status != SOA_OK)
         return status < 0 ? NULL : PyLong_FromLong(status);
     data[inputs] = wrenches;
-    return soa_answer(data, p, rows, 0, core);
+    return parts > 1 ? soa_answer_parts(data, p, parts, rows, cols, core)
+                     : soa_answer(data, p, rows, cols, core);
 }
 
 /* As soa_call, for a core writing `parts` answers of (rows, cols) one after the other:
@@ -215,6 +221,13 @@ static PyObject *soa_call_parts(PyObject *const *args, Py_ssize_t nargs, int inp
     int checked = soa_sample_arguments(args, nargs, inputs, dof, params, data, &p);
     if (checked != SOA_OK)
         return checked < 0 ? NULL : PyLong_FromLong(checked);
+    return soa_answer_parts(data, p, parts, rows, cols, core);
+}
+
+/* As soa_answer, for `parts` answers: a tuple of new arrays, or core's status. */
+static PyObject *soa_answer_parts(const double *const *data, const double *p, int parts,
+                                  npy_intp rows, npy_intp cols, soa_core core)
+{
     size_t size = (size_t)rows * cols;
     double *out = PyMem_Malloc(parts * size * sizeof(double));
     if (!out)

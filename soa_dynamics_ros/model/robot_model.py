@@ -59,7 +59,8 @@ from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
 from ..errors import InvalidInputError, UnknownNameError
-from ..kernels.generator import DERIVATIVE_KERNELS, MAX_WRENCHED_LINKS, WRENCHED_KERNELS
+from ..kernels.generator import (DERIVATIVE_KERNELS, MAX_WRENCHED_LINKS,
+                                 WRENCHED_DERIVATIVE_KERNELS, WRENCHED_KERNELS)
 from ..multibody.spatial import (homogeneous, inertia_parameters, inertia_to_parameters,
                                  motion_transform, spatial_inertia)
 from ..multibody.tree import BodyTree
@@ -200,6 +201,7 @@ class RobotModel:
         # (_wrenched_call): a dict lookup of one str, where a key of all the links
         # cost 0.1 us more; a kernel given other links declines.
         self._wrenched_inverse, self._wrenched_forward = {}, {}
+        self._wrenched_derivatives = {}
         # The single-call model kernels as attributes, the cheapest lookup there
         # is: the generic function, or a stand-in until a per-robot kernel is
         # ready (see _pending); the FAST_GENERIC functions, _no_kernel without a
@@ -226,8 +228,9 @@ class RobotModel:
     def prepare_kernels(self, frames=(), derivatives=True, wrenches=True):
         """Compile (or load from the on-disk cache) every kernel now; seconds per kernel module.
 
-        ``frames``: the links whose Jacobian and task-space inertia are asked for, and
-        wrenches applied to (each alone and, two to four of them, all at once).  A ROS
+        ``frames``: the links whose pose, Jacobian and task-space inertia are asked for,
+        and wrenches applied to (each alone and, two to four of them, all at once: inverse
+        and forward dynamics, and the inverse dynamics derivatives).  A ROS
         node calls this at start-up so that no control cycle pays for it, with
         ``derivatives=False, wrenches=False``: the derivative and wrenched kernels
         are then neither compiled now nor later, and the generic module answers them
@@ -236,7 +239,8 @@ class RobotModel:
         """
         if self._kernel_set is None:
             return {}
-        self._generic_only = (() if derivatives else DERIVATIVE_KERNELS) + (
+        self._generic_only = (
+            () if derivatives else DERIVATIVE_KERNELS + WRENCHED_DERIVATIVE_KERNELS) + (
             () if wrenches else WRENCHED_KERNELS)
         for frame in frames:
             self.tree.frame(frame)
@@ -597,8 +601,17 @@ class RobotModel:
         if wrenches is None or (type(wrenches) is dict and not wrenches):
             both = self._fast.inverse_dynamics_derivatives(q, qd, qdd, self._params)
         else:   # (the C reads the {link: wrench} dict; what it declines, numpy names)
-            both = self._fast.inverse_dynamics_derivatives_wrenches(q, qd, qdd, wrenches,
-                                                                    self._params)
+            both = None
+            if type(wrenches) is dict:      # the robot's own kernel, as inverse_dynamics
+                kernel = self._wrenched_derivatives.get(next(iter(wrenches)))
+                both = None if kernel is None else kernel(q, qd, qdd, wrenches, self._params)
+                if type(both) is not tuple:
+                    both = self._wrenched_call("inverse_dynamics_derivatives_wrenches",
+                                               self._wrenched_derivatives, (q, qd, qdd),
+                                               wrenches)
+            if type(both) is not tuple:
+                both = self._fast.inverse_dynamics_derivatives_wrenches(q, qd, qdd, wrenches,
+                                                                        self._params)
         if type(both) is tuple:
             return both
         with self.parameters_lock:

@@ -1,4 +1,5 @@
-"""The robots' own kernels of inverse and forward dynamics with link wrenches.
+"""The robots' own kernels of inverse and forward dynamics (and of the inverse dynamics
+derivatives) with link wrenches.
 
 Each is generated for one set of links (one to MAX_WRENCHED_LINKS) and reads the
 ``{link: wrench}`` dict itself; they are held to the numpy reference path on the
@@ -72,6 +73,8 @@ def test_wrenched_kernels_match_the_reference(source, zoo, rng):
     fast.prepare_kernels(frames=links)
     # from here on only the robot's own kernels may answer
     fast._fast.inverse_dynamics_wrenches = fast._fast.forward_dynamics_wrenches = _refuse
+    if generator.exists(fast.tree, "inverse_dynamics_derivatives_wrenches"):
+        fast._fast.inverse_dynamics_derivatives_wrenches = _refuse      # (else above the cap)
     fast._reference_inverse_dynamics = fast._reference_forward_dynamics = _refuse
     n = fast.dof
     for _ in range(3):
@@ -88,9 +91,16 @@ def test_wrenched_kernels_match_the_reference(source, zoo, rng):
             assert_close(fast.forward_dynamics(q, qd, tau, wrenches),
                          slow.forward_dynamics(q, qd, tau, wrenches),
                          f"FD with wrenches on {chosen}", TOL * condition)
-    built = {frame for kernel, frame in fast._kernel_set._modules
+            for k, (answer, expected) in enumerate(zip(
+                    fast.inverse_dynamics_derivatives(q, qd, qdd, wrenches),
+                    slow.inverse_dynamics_derivatives(q, qd, qdd, wrenches))):
+                assert_close(answer, expected, f"ID derivatives [{k}] with wrenches on {chosen}",
+                             TOL)
+    built = {(kernel, frame) for kernel, frame in fast._kernel_set._modules
              if kernel in Kernels.WRENCHED_KERNELS}
-    assert built == {(links[0],), (links[1],), (links[2],), tuple(sorted(links))}, built
+    link_sets = [(links[0],), (links[1],), (links[2],), tuple(sorted(links))]
+    assert built == {(kernel, chosen) for kernel in Kernels.WRENCHED_KERNELS
+                     for chosen in link_sets}, built
 
 
 def test_wrenches_are_taken_as_the_reference_takes_them(rng):
@@ -126,7 +136,8 @@ def test_wrenched_kernels_leave_what_they_cannot_take_to_the_paths_that_name_it(
     q, qd, qdd = rng.uniform(-1, 1, (3, n))
     good = rng.normal(size=6)
     for call in (lambda w: fast.inverse_dynamics(q, qd, qdd, w),
-                 lambda w: fast.forward_dynamics(q, qd, qdd, w)):
+                 lambda w: fast.forward_dynamics(q, qd, qdd, w),
+                 lambda w: fast.inverse_dynamics_derivatives(q, qd, qdd, w)):
         call({links[0]: good})                             # the kernel is ready and used
         for bad, error, message in (
                 ({links[0]: np.r_[good[:5], np.nan]}, InvalidInputError, "NaN or inf"),
