@@ -200,8 +200,10 @@ class RobotModel:
         # The robots' own wrenched kernels last used, by the first link of the wrenches
         # (_wrenched_call): a dict lookup of one str, where a key of all the links
         # cost 0.1 us more; a kernel given other links declines.
-        self._wrenched_inverse, self._wrenched_forward = {}, {}
-        self._wrenched_derivatives = {}
+        self._last_wrenched = {name: {} for name in WRENCHED_KERNELS}
+        self._wrenched_inverse = self._last_wrenched["inverse_dynamics_wrenches"]
+        self._wrenched_forward = self._last_wrenched["forward_dynamics_wrenches"]
+        self._wrenched_derivatives = self._last_wrenched["inverse_dynamics_derivatives_wrenches"]
         # The single-call model kernels as attributes, the cheapest lookup there
         # is: the generic function, or a stand-in until a per-robot kernel is
         # ready (see _pending); the FAST_GENERIC functions, _no_kernel without a
@@ -406,14 +408,11 @@ class RobotModel:
             return self._fallback(self._fast.inverse_dynamics, tau, (q, qd, qdd),
                                   self._reference_inverse_dynamics)
         if type(wrenches) is dict:
-            kernel = self._wrenched_inverse.get(next(iter(wrenches)))
-            tau = None if kernel is None else kernel(q, qd, qdd, wrenches, self._params)
-            if type(tau) is not _NDARRAY:
-                tau = self._wrenched_call("inverse_dynamics_wrenches", self._wrenched_inverse,
-                                          (q, qd, qdd), wrenches)
+            tau = self._wrenched_inverse.get(next(iter(wrenches)), _no_kernel)(
+                q, qd, qdd, wrenches, self._params)
             if type(tau) is _NDARRAY:
                 return tau
-        tau = self._fast.inverse_dynamics_wrenches(q, qd, qdd, wrenches, self._params)
+        tau = self._wrenched_call("inverse_dynamics_wrenches", (q, qd, qdd), wrenches)
         if type(tau) is _NDARRAY:
             return tau
         return self._wrenched_fallback(self._fast.inverse_dynamics_wrenches, tau, (q, qd, qdd),
@@ -482,34 +481,32 @@ class RobotModel:
             return self._fallback(self._fast.forward_dynamics, qdd, (q, qd, tau),
                                   self._reference_forward_dynamics)
         if type(wrenches) is dict:
-            kernel = self._wrenched_forward.get(next(iter(wrenches)))
-            qdd = None if kernel is None else kernel(q, qd, tau, wrenches, self._params)
-            if type(qdd) is not _NDARRAY:
-                qdd = self._wrenched_call("forward_dynamics_wrenches", self._wrenched_forward,
-                                          (q, qd, tau), wrenches)
+            qdd = self._wrenched_forward.get(next(iter(wrenches)), _no_kernel)(
+                q, qd, tau, wrenches, self._params)
             if type(qdd) is _NDARRAY:
                 return qdd
-        qdd = self._fast.forward_dynamics_wrenches(q, qd, tau, wrenches, self._params)
+        qdd = self._wrenched_call("forward_dynamics_wrenches", (q, qd, tau), wrenches)
         if type(qdd) is _NDARRAY:
             return qdd
         return self._wrenched_fallback(self._fast.forward_dynamics_wrenches, qdd, (q, qd, tau),
                                        wrenches, self._reference_forward_dynamics)
 
-    def _wrenched_call(self, name, last_used, vectors, wrenches):
-        """The answer of the robot's own kernel ``name`` for wrenches on exactly the links
-        of ``wrenches`` (up to MAX_WRENCHED_LINKS; ``last_used`` then remembers it), or
-        None while there is none: the generic module answers, which declines unknown
-        links and the numpy path names them."""
-        links = tuple(wrenches)
-        if (self._kernel_set is None or name in self._generic_only
-                or len(links) > MAX_WRENCHED_LINKS
-                or not all(type(link) is str and link in self.tree.frames for link in links)):
-            return None
-        kernel = self._kernel(name, tuple(sorted(links)))
-        if kernel is None:
-            return None
-        last_used[links[0]] = kernel
-        return kernel(*vectors, wrenches, self._params)
+    def _wrenched_call(self, name, vectors, wrenches):
+        """A wrenched call the robot's kernel last used for the first link did not answer:
+        the answer of its own kernel ``name`` for exactly these links (up to
+        MAX_WRENCHED_LINKS; then remembered by the first link), else of the generic
+        function, which declines unknown links (the numpy path names them) as its status."""
+        links = tuple(wrenches) if type(wrenches) is dict else ()
+        if (links and self._kernel_set is not None and name not in self._generic_only
+                and len(links) <= MAX_WRENCHED_LINKS
+                and all(type(link) is str and link in self.tree.frames for link in links)):
+            kernel = self._kernel(name, tuple(sorted(links)))
+            if kernel is not None:
+                self._last_wrenched[name][links[0]] = kernel
+                answer = kernel(*vectors, wrenches, self._params)
+                if type(answer) in (_NDARRAY, tuple):
+                    return answer
+        return getattr(self._fast, name)(*vectors, wrenches, self._params)
 
     def _wrenched_fallback(self, function, result, vectors, wrenches, reference):
         """The answer when generic ``function`` (or _no_kernel) returned ``result`` for
@@ -600,18 +597,14 @@ class RobotModel:
         """
         if wrenches is None or (type(wrenches) is dict and not wrenches):
             both = self._fast.inverse_dynamics_derivatives(q, qd, qdd, self._params)
-        else:   # (the C reads the {link: wrench} dict; what it declines, numpy names)
-            both = None
-            if type(wrenches) is dict:      # the robot's own kernel, as inverse_dynamics
-                kernel = self._wrenched_derivatives.get(next(iter(wrenches)))
-                both = None if kernel is None else kernel(q, qd, qdd, wrenches, self._params)
-                if type(both) is not tuple:
-                    both = self._wrenched_call("inverse_dynamics_derivatives_wrenches",
-                                               self._wrenched_derivatives, (q, qd, qdd),
-                                               wrenches)
+        elif type(wrenches) is dict:    # (the C reads the dict; what it declines, numpy names)
+            both = self._wrenched_derivatives.get(next(iter(wrenches)), _no_kernel)(
+                q, qd, qdd, wrenches, self._params)
             if type(both) is not tuple:
-                both = self._fast.inverse_dynamics_derivatives_wrenches(q, qd, qdd, wrenches,
-                                                                        self._params)
+                both = self._wrenched_call("inverse_dynamics_derivatives_wrenches",
+                                           (q, qd, qdd), wrenches)
+        else:
+            both = None
         if type(both) is tuple:
             return both
         with self.parameters_lock:
