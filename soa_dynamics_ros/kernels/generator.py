@@ -35,11 +35,13 @@ links (up to :data:`MAX_WRENCHED_LINKS`) and take the caller's dict before ``p``
 ``[f; t]`` in root axes about its link origin; a dict with other links, or
 values that are not such vectors, is status 1 (the generic module takes it).
 
-Batch kernels take ``(N, dof)`` arrays and answer ``(N, dof)``, or the index
-of the first failing sample times 4 plus its status.  They compute
-``SOA_LANES`` consecutive samples per instruction (``runtime.h``: GCC vector
-types) through a copy of the single-sample code printed over vectors, and the
-rows left over one by one.
+Batch kernels take ``(N, dof)`` arrays and answer ``(N, width)``, one sample's
+answer per row (``width``: dof, or ``parts * dof * dof`` for the derivatives,
+which the caller reshapes to ``(N, parts, dof, dof)``), or the index of the
+first failing sample times 4 plus its status.  Most compute ``SOA_LANES``
+consecutive samples per instruction (``runtime.h``: GCC vector types) through
+a copy of the single-sample code printed over vectors, and the rows left over
+one by one; large batches are split over the CPUs (:func:`samples_per_thread`).
 """
 import hashlib
 
@@ -296,6 +298,29 @@ def _param_count(tree):
     return HEADER + PARAMS_PER_BODY * (tree.nb - 1)
 
 
+# A thread of a batch should do at least this many traced operations: starting and
+# joining one costs 26-55 us here (pthread_create + pthread_join, 2026-11-25), and an
+# operation of straight-line code 0.1 ns (lanes: the Panda's inverse dynamics derivatives,
+# 5,592 operations, 0.52 us a sample) to 0.2 ns (one sample at a time), so such a share
+# takes 150-300 us: at least 3 times what its thread costs.
+OPERATIONS_PER_THREAD = 1_500_000
+
+
+def samples_per_thread(operations):
+    """The fewest samples of a batch worth a thread of their own (runtime.h soa_workers)
+    for a core of ``operations`` traced operations: OPERATIONS_PER_THREAD worth, within
+    [32, 512].
+
+    One rule for every batch kernel.  Arms' dynamics (300-2,800 operations) get the 512
+    that runtime.h once fixed for all batches, as before; their derivatives
+    (4,000-8,600 operations, 0.5-2 us a sample) 170-360, so a planner's batch of a few
+    hundred samples already uses two cores.  The bounds: below 32 samples a share is a
+    few blocks of lanes; above 512 (the smallest robots) a split would wait for batches
+    larger than their trajectories.
+    """
+    return int(min(max(OPERATIONS_PER_THREAD // max(operations, 1), 32), 512))
+
+
 # ---------------------------------------------------------------------------- printing
 _BINARY = {ADD: "+", SUB: "-", MUL: "*", DIV: "/"}
 
@@ -408,6 +433,7 @@ class _Module:
         self.stats = {}
         self._lane_sources = {}
         self._links = ()           # the links a wrenched kernel reads wrenches of
+        self._widths = {}
 
     def kernel(self, name, arrays, outputs, trace, doc, shape, workspace=None, tail=None,
                parts=1, links=()):
@@ -441,6 +467,7 @@ class _Module:
         # workspace (the mimic robots' Cholesky) stays per sample.
         self._lane_sources[name] = None if workspace else (vectors, outputs, trace, counted)
         rows, cols = (shape + (0,))[:2]
+        self._widths[name] = parts * rows * (cols or 1)       # doubles per sample
         if links:
             self._links = links
             self._wrapper(name, doc, f"soa_call_wrenched(args, nargs, {len(vectors) - 1}, "
@@ -454,17 +481,20 @@ class _Module:
                                      f"{dict(arrays)['p']}, {rows}, {cols}, {name}_core)")
 
     def batch(self, name, single, arrays, vectorized=True):
-        """``single`` over the rows of (N, dof) arrays (answers (N, dof)).
+        """``single`` over the rows of (N, dof) arrays: answers (N, width), each row one
+        sample's answer (all its parts, as the single core writes them).
 
         ``vectorized``: blocks of ``SOA_LANES`` samples go through a vectorized
         copy of the core (``single``_lanes), the remaining rows through the
-        core itself.
+        core itself (always so for a core with a workspace).
         """
         vectors = [a for a, _ in arrays if a != "p"]
         lanes = self._lanes_core(single) if vectorized else "NULL"
-        self._wrapper(name, f"{single} over the rows of (N, dof) arrays",
+        width = self._widths[single]
+        least = samples_per_thread(sum(self.stats[single].values()))
+        self._wrapper(name, f"{single} over the rows of (N, dof) arrays: (N, {width})",
                       f"soa_call_batch(args, nargs, {len(vectors)}, {self.dof}, "
-                      f"{dict(arrays)['p']}, {single}_core, {lanes})")
+                      f"{dict(arrays)['p']}, {width}, {least}, {single}_core, {lanes})")
 
     def _lanes_core(self, single):
         """Emit ``single``'s core over SOA_LANES consecutive samples; its name, or NULL."""
@@ -476,7 +506,7 @@ class _Module:
         lines = ["", f"/* {single} on SOA_LANES consecutive samples ({counted}, per block) */",
                  f"static int {single}_lanes(const double *const *inputs, "
                  "const double *restrict p, double *restrict out)", "{",
-                 f"    enum {{ SOA_STRIDE = {self.dof} }};"]
+                 f"    enum {{ SOA_STRIDE = {self.dof}, SOA_OUT_STRIDE = {self._widths[single]} }};"]
         lines += [f"    const double *restrict {a} = inputs[{k}];"
                   for k, (a, _) in enumerate(vectors)]
         # The samples of a block are consecutive rows: one check covers them.

@@ -28,8 +28,10 @@ typedef int (*soa_core)(const double *const *inputs, const double *p, double *ou
 /* Batches: SOA_LANES consecutive samples per instruction (GCC vector
  * extensions; 4 doubles fill an AVX2 register, 8 an AVX-512 one).  A lanes
  * core is the single-sample core's arithmetic with every per-sample value a
- * soa_vd: lane l belongs to the block's l-th sample, whose rows are
- * SOA_STRIDE (= dof, an enum in each lanes core) doubles apart. */
+ * soa_vd: lane l belongs to the block's l-th sample, whose input rows are
+ * SOA_STRIDE (= dof) doubles apart and whose answers SOA_OUT_STRIDE (the
+ * answer's width: dof, or parts * dof * dof for the derivatives); both are
+ * enums in each lanes core. */
 #if defined(__AVX512F__)
 #define SOA_LANES 8
 #else
@@ -52,7 +54,7 @@ static inline void soa_scatter(double *first, int stride, soa_vd value)
 }
 
 #define SOA_GATHER(array, index) soa_gather(&(array)[index], SOA_STRIDE)
-#define SOA_SCATTER(target, value) soa_scatter(&(target), SOA_STRIDE, value)
+#define SOA_SCATTER(target, value) soa_scatter(&(target), SOA_OUT_STRIDE, value)
 
 static inline soa_vd soa_broadcast(double x)
 {
@@ -248,16 +250,16 @@ static PyObject *soa_answer_parts(const double *const *data, const double *p, in
     return result;
 }
 
-/* Samples first .. first + n - 1 through `core` one by one; 4 * (failing sample) + status,
- * or 0. */
+/* Samples first .. first + n - 1 through `core` one by one (input rows dof doubles apart,
+ * answers width); 4 * (failing sample) + status, or 0. */
 static long soa_run_samples(const double *const *data, npy_intp first, npy_intp n, npy_intp dof,
-                            const double *p, double *out, soa_core core)
+                            npy_intp width, const double *p, double *out, soa_core core)
 {
     const double *sample[SOA_MAX_INPUTS];
     for (npy_intp s = first; s < first + n; ++s) {
         for (int k = 0; k < SOA_MAX_INPUTS; ++k)
             sample[k] = data[k] ? data[k] + s * dof : NULL;
-        int status = core(sample, p, out + s * dof);
+        int status = core(sample, p, out + s * width);
         if (status != SOA_OK)
             return 4 * (long)s + status;
     }
@@ -294,12 +296,13 @@ static void soa_in_parallel(void *(*run)(void *), void *items, size_t size, int 
     }
 }
 
-/* Samples [first, end) of a batch; `failed` as soa_run_samples. */
+/* Samples [first, end) of a batch (input rows dof doubles apart, answers width);
+ * `failed` as soa_run_samples. */
 typedef struct {
     const double *const *data;
     const double *p;
     double *out;
-    npy_intp first, end, dof;
+    npy_intp first, end, dof, width;
     soa_core core, lanes;
     long failed;
 } soa_share;
@@ -307,35 +310,37 @@ typedef struct {
 static void *soa_run_share(void *argument)
 {
     soa_share *share = argument;
-    npy_intp done = share->first, dof = share->dof;
+    npy_intp done = share->first, dof = share->dof, width = share->width;
     share->failed = 0;
     if (share->lanes) {
         const double *block[SOA_MAX_INPUTS];
         for (; done + SOA_LANES <= share->end && !share->failed; done += SOA_LANES) {
             for (int k = 0; k < SOA_MAX_INPUTS; ++k)
                 block[k] = share->data[k] ? share->data[k] + done * dof : NULL;
-            if (share->lanes(block, share->p, share->out + done * dof) != SOA_OK)
-                share->failed = soa_run_samples(share->data, done, SOA_LANES, dof, share->p,
-                                                share->out, share->core);
+            if (share->lanes(block, share->p, share->out + done * width) != SOA_OK)
+                share->failed = soa_run_samples(share->data, done, SOA_LANES, dof, width,
+                                                share->p, share->out, share->core);
         }
     }
     if (!share->failed)
-        share->failed = soa_run_samples(share->data, done, share->end - done, dof, share->p,
-                                        share->out, share->core);
+        share->failed = soa_run_samples(share->data, done, share->end - done, dof, width,
+                                        share->p, share->out, share->core);
     return NULL;
 }
 
-/* A traced kernel's sample costs 0.1-2 us: fewer than this per thread is not worth one. */
-#define SOA_SAMPLES_PER_THREAD 512
-
-/* N samples: `inputs` arrays of shape (N, dof), then p; the answer is (N, dof).
+/* N samples: `inputs` arrays of shape (N, dof), then p; the answer is (N, width): the
+ * core's answer of each sample on its row (width = dof for the dynamics, parts * dof * dof
+ * for the derivatives: the generic module's (N, parts, dof, dof) in its memory order).
+ * `least`: the fewest samples worth a thread of their own (the generator derives it from
+ * the core's operation count, generator.samples_per_thread).
  * `lanes` (or NULL) computes SOA_LANES consecutive samples at once; a block it
  * declines (bad input or a singular hinge in some lane) is re-run sample by
  * sample through `core`, which names the first failing sample and its status.
  * Shares of a large batch start on a block boundary, so every sample goes through
  * the same path (lanes or core) as in one share. */
 static PyObject *soa_call_batch(PyObject *const *args, Py_ssize_t nargs, int inputs,
-                                npy_intp dof, npy_intp params, soa_core core, soa_core lanes)
+                                npy_intp dof, npy_intp params, npy_intp width, npy_intp least,
+                                soa_core core, soa_core lanes)
 {
     const double *data[SOA_MAX_INPUTS] = {NULL};
     if (soa_wrong_count(nargs, inputs + 1))
@@ -349,18 +354,18 @@ static PyObject *soa_call_batch(PyObject *const *args, Py_ssize_t nargs, int inp
     const double *p = soa_array(args[inputs], 1, params, 0);
     if (!p)
         return PyLong_FromLong(SOA_BAD_INPUT);
-    npy_intp shape[2] = {count, dof};
+    npy_intp shape[2] = {count, width};
     PyObject *result = PyArray_SimpleNew(2, shape, NPY_DOUBLE);
     if (!result)
         return NULL;
     double *out = (double *)PyArray_DATA((PyArrayObject *)result);
-    int workers = soa_workers(count, SOA_SAMPLES_PER_THREAD);
+    int workers = soa_workers(count, least);
     npy_intp blocks = (count + SOA_LANES - 1) / SOA_LANES;
     soa_share shares[SOA_MAX_WORKERS];
     for (int k = 0; k < workers; ++k) {
         npy_intp end = blocks * (k + 1) / workers * SOA_LANES;
         shares[k] = (soa_share){data, p, out, blocks * k / workers * SOA_LANES,
-                                end < count ? end : count, dof, core, lanes, 0};
+                                end < count ? end : count, dof, width, core, lanes, 0};
     }
     Py_BEGIN_ALLOW_THREADS
     soa_in_parallel(soa_run_share, shares, sizeof *shares, workers);
