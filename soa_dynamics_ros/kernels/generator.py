@@ -576,6 +576,17 @@ _DERIVATIVE_TRACES = {"inverse_dynamics_derivatives": trace_inverse_dynamics_der
                       "forward_dynamics_derivatives": trace_forward_dynamics_derivatives,
                       "gravity_derivatives": trace_gravity_derivatives}
 _traced_sizes = {}          # (structure key, kernel) -> operations
+# Whether the batches of the derivative kernels without a workspace run blocks of samples
+# through a lanes core (the forward one solves with M per sample, so never).  Measured
+# 2026-11-25, per sample, batch of 32 (one thread) / 1,000, without -> with lanes, and
+# the module's compile time (another job was using one of the two cores):
+#   inverse dynamics derivatives: panda 1.18 -> 0.52 us (1.21 -> 0.55), compile 3.7 ->
+#     5.2 s; lbr_iiwa_14 1.19 -> 0.51 us (1.22 -> 0.56), compile 2.5 -> 6.4 s: 2.2-2.3x,
+#     worth the seconds of a background or prepare_kernels() compile;
+#   gravity derivatives: panda 0.234 -> 0.228 us (0.232 -> 0.215), compile 0.4 -> 0.8 s;
+#     lbr_iiwa_14 0.217 -> 0.235 us (0.214 -> 0.215), compile 0.4 -> 1.0 s: nothing
+#     gained (as for gravity_torques: 660 operations, memory-bound), compile doubled.
+DERIVATIVE_LANES = {"inverse_dynamics_derivatives": True, "gravity_derivatives": False}
 
 
 def exists(tree, kernel):
@@ -657,6 +668,8 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
                       + _matrix_outputs(dtau_dqd, offset=dof * dof), t.trace,
                       f"(dtau/dq, dtau/dqd), root-axes closed form{wrenched}", (dof, dof),
                       parts=2, links=links)
+        if not links:       # (batches take no wrenches)
+            module.batch(kernel + "_batch", kernel, arrays, DERIVATIVE_LANES[kernel])
     elif kernel == "forward_dynamics_derivatives" and exists(tree, kernel):
         t, arrays, (dtau_dq, dtau_dqd, mass) = trace_forward_dynamics_derivatives(tree)
         # M X = [-dtau/dq, -dtau/dqd, I]
@@ -666,10 +679,12 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
                       "qdd, then Cholesky", (dof, dof), workspace=f"m[{dof * dof}], "
                       f"b[{3 * dof * dof}]", tail=f"return soa_solve_parts(m, b, {dof}, 3, out);",
                       parts=3)
+        module.batch(kernel + "_batch", kernel, arrays, vectorized=False)   # (a workspace)
     elif kernel == "gravity_derivatives" and exists(tree, kernel):
         t, arrays, dg_dq = trace_gravity_derivatives(tree)
         module.kernel(kernel, arrays, _matrix_outputs(dg_dq), t.trace,
                       "dg/dq, root-axes closed form", (dof, dof))
+        module.batch(kernel + "_batch", kernel, arrays, DERIVATIVE_LANES[kernel])
     elif kernel == "jacobian":
         t, arrays, jacobian = trace_jacobian(tree, frame)
         module.kernel(kernel, arrays + [("p", _param_count(tree))], _matrix_outputs(jacobian),
