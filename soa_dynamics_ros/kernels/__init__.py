@@ -206,9 +206,9 @@ class Kernels:
 
         ``wrenches``: also the wrenched dynamics of each frame's link alone and, for two
         to ``MAX_WRENCHED_LINKS`` frames, of all of them at once.  ``derivatives=False``
-        and ``wrenches=False`` leave those out (a node's start-up: they compile for
-        several seconds beside its 1 kHz feedforward, and the generic module answers
-        meanwhile).
+        (the derivative kernels and their batches, which share their modules) and
+        ``wrenches=False`` leave those out (a node's start-up: they compile for several
+        seconds beside its 1 kHz feedforward, and the generic module answers meanwhile).
 
         Modules are built in parallel, one compiler per core.  Returns every
         kernel ready now: ``{(kernel, frame or None): callable}``.

@@ -94,16 +94,19 @@ def compiled_answer(functions, name, vectors, wrenches, params):
     return None if type(result) is int else result
 
 
-def run_batch(functions, params, lock, name, single, arrays, k):
-    """Batch of ``name`` over validated sample ``arrays``: one compiled call, or the loop of
-    ``single`` (under ``lock``, one parameter state) where there is none or a sample fails
-    (the loop then raises that sample's error)."""
-    function = functions.get(name + "_batch")
+def run_batch(function, params, lock, name, single, arrays, k):
+    """Batch of ``name`` over validated sample ``arrays``: one call of compiled ``function``
+    (a ``<name>_batch``: the generic module's, (N, outputs, k, k), or a robot's own,
+    (N, outputs * k * k); None when there is none), or the loop of ``single`` (under
+    ``lock``, one parameter state) where there is none or a sample fails: the failing
+    sample first, whose single call raises its error (a singular M), then the loop."""
     outputs = OUTPUTS[name]
     if function is not None:
         result = function(*arrays, params)
         if type(result) is np.ndarray:
+            result = result.reshape(len(result), outputs, k, k)
             return result[:, 0] if outputs == 1 else tuple(result[:, i] for i in range(outputs))
+        single(*(array[result // 4] for array in arrays))
     with lock:
         return batch(single, arrays, outputs, k)
 

@@ -81,6 +81,10 @@ FAST_WRENCHED = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
 # ... and the other derivatives, where a helper's Python call was 10-20% of the call.
 FAST_GENERIC = FAST_WRENCHED + (
     "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives_wrenches")
+# What prepare_kernels(derivatives=False) (a node's start-up) leaves to the generic module
+# for good: the derivative kernels and their batch versions (in the same modules).
+_DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
+                                                      for name in DERIVATIVE_KERNELS)
 # Functions of the generic module a model binds to its compiled tree at once.
 GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
     "mixed_dynamics",
@@ -242,7 +246,7 @@ class RobotModel:
         if self._kernel_set is None:
             return {}
         self._generic_only = (
-            () if derivatives else DERIVATIVE_KERNELS + WRENCHED_DERIVATIVE_KERNELS) + (
+            () if derivatives else _DERIVATIVES_AND_BATCHES + WRENCHED_DERIVATIVE_KERNELS) + (
             () if wrenches else WRENCHED_KERNELS)
         for frame in frames:
             self.tree.frame(frame)
@@ -544,6 +548,13 @@ class RobotModel:
     def _samples(self, name, value, count=None):
         return as_samples(name, value, self.tree.dof, count)
 
+    def _batch_kernel(self, name, count):
+        """Batch kernel ``name`` for ``count`` samples: the robot's own once ready (each
+        sample counts as a call towards compiling it in auto mode), else the generic
+        module's, else None (the per-sample loop)."""
+        kernel = None if self._kernel_set is None else self._kernel(name, weight=max(count, 1))
+        return kernel or self._generic.get(name)
+
     def _run_batch(self, name, single, arrays):
         """One kernel call over all samples; the per-sample loop when no kernel is ready.
 
@@ -551,8 +562,7 @@ class RobotModel:
         re-run on the numpy path, which raises the error.
         """
         count = len(arrays[0])
-        kernel = None if self._kernel_set is None else self._kernel(name, weight=max(count, 1))
-        kernel = kernel or self._generic.get(name)
+        kernel = self._batch_kernel(name, count)
         if kernel is not None:
             result = kernel(*arrays, self._params)
             if type(result) is _NDARRAY:
@@ -584,7 +594,7 @@ class RobotModel:
     # Compiled code answers, inline as the dynamics above: a robot's own kernel once ready
     # (a tree's without wrenches), the generic module meanwhile and otherwise; what it
     # declines (no compiler, lists, NaN, a singular M) goes to the numpy path, which
-    # answers or names the problem.
+    # answers or names the problem.  Batches likewise (_derivatives_batch).
     def inverse_dynamics_derivatives(self, q, qd, qdd, wrenches=None):
         """``(dtau_dq, dtau_dqd)``: derivatives of :meth:`inverse_dynamics`, each dof x dof.
 
@@ -638,30 +648,29 @@ class RobotModel:
         with self.parameters_lock:
             return derivatives.gravity_derivatives(self, self._all_joints, q)
 
+    def _derivatives_batch(self, name, single, arrays):
+        return derivatives.run_batch(self._batch_kernel(name + "_batch", len(arrays[0])),
+                                     self._params, self.parameters_lock, name, single, arrays,
+                                     self.tree.dof)
+
     def inverse_dynamics_derivatives_batch(self, Q, QD, QDD):
         """:meth:`inverse_dynamics_derivatives` of N samples: two arrays (N, dof, dof)."""
         Q = self._samples("Q", Q)
         QD, QDD = self._samples("QD", QD, len(Q)), self._samples("QDD", QDD, len(Q))
-        return derivatives.run_batch(self._generic, self._params, self.parameters_lock,
-                                     "inverse_dynamics_derivatives",
-                                     self.inverse_dynamics_derivatives, (Q, QD, QDD),
-                                     self.tree.dof)
+        return self._derivatives_batch("inverse_dynamics_derivatives",
+                                       self.inverse_dynamics_derivatives, (Q, QD, QDD))
 
     def forward_dynamics_derivatives_batch(self, Q, QD, TAU):
         """:meth:`forward_dynamics_derivatives` of N samples: three arrays (N, dof, dof)."""
         Q = self._samples("Q", Q)
         QD, TAU = self._samples("QD", QD, len(Q)), self._samples("TAU", TAU, len(Q))
-        return derivatives.run_batch(self._generic, self._params, self.parameters_lock,
-                                     "forward_dynamics_derivatives",
-                                     self.forward_dynamics_derivatives, (Q, QD, TAU),
-                                     self.tree.dof)
+        return self._derivatives_batch("forward_dynamics_derivatives",
+                                       self.forward_dynamics_derivatives, (Q, QD, TAU))
 
     def gravity_derivatives_batch(self, Q):
         """:meth:`gravity_derivatives` of N configurations: an array (N, dof, dof)."""
-        Q = self._samples("Q", Q)
-        return derivatives.run_batch(self._generic, self._params, self.parameters_lock,
-                                     "gravity_derivatives", self.gravity_derivatives, (Q,),
-                                     self.tree.dof)
+        return self._derivatives_batch("gravity_derivatives", self.gravity_derivatives,
+                                       (self._samples("Q", Q),))
 
     # ------------------------------------------------------------------ task space and constraints
     def task_space_inertia(self, q, frame, part="full", damping=None, return_info=False):

@@ -144,8 +144,8 @@ class Subgraph:
 
     def _batch(self, name, single, arrays):
         functions, params = self._derivative_kernels()
-        return derivatives.run_batch(functions, params, self.model.parameters_lock, name, single,
-                                     arrays, self.dof)
+        return derivatives.run_batch(functions.get(name + "_batch"), params,
+                                     self.model.parameters_lock, name, single, arrays, self.dof)
 
     def inverse_dynamics_derivatives_batch(self, Q, QD, QDD):
         return self._batch("inverse_dynamics_derivatives", self.inverse_dynamics_derivatives,
