@@ -1,7 +1,7 @@
 """Batches split over the CPUs (runtime.h soa_call_batch, generic.c run_samples).
 
 A batch of at least two threads' shares (32 samples each in the generic module,
-512 for a traced kernel) runs in contiguous shares, one thread per usable CPU,
+32-512 for a traced kernel: generator.samples_per_thread) runs in contiguous shares, one thread per usable CPU,
 without the GIL; the generic module's workers each on a copy of the model's
 workspace.  Every row must be the single call's answer (exactly in the generic
 module, which runs the same arithmetic; to 1e-12 for a traced kernel, whose
@@ -18,6 +18,7 @@ import pytest
 from support.numerics import assert_close
 from support.robot_generator import random_tree_urdf
 from support.robots import shipped_urdf
+from support.small_robots import POINT_ONTO_AXIS
 from soa_dynamics_ros.errors import InertiaWarning
 from soa_dynamics_ros.kernels import generic_module
 from soa_dynamics_ros.model import RobotModel
@@ -80,20 +81,6 @@ def test_the_first_bad_sample_is_reported_whichever_share_it_is_in(first, later,
         assert getattr(module, batch)(tree, *arrays, params) == expected, batch
 
 
-# A point mass that j2 can turn onto j1's axis: at q2 = pi/2 nothing resists j1 (its
-# articulated inertia is 2 * (0.5 cos q2)^2), a singular hinge in that sample only.
-POINT_ONTO_AXIS = """<robot name="point_onto_axis">
-  <link name="base"/>
-  <link name="l1"/>
-  <link name="l2"><inertial><origin xyz="0.5 0 0"/><mass value="2"/>
-    <inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>
-  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
-    <limit effort="1" velocity="1" lower="-3" upper="3"/></joint>
-  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><axis xyz="0 1 0"/>
-    <limit effort="1" velocity="1" lower="-3" upper="3"/></joint>
-</robot>"""
-
-
 def test_a_singular_sample_in_a_later_share_is_named(rng):
     with pytest.warns(InertiaWarning, match="l2"):
         model = RobotModel.from_urdf(POINT_ONTO_AXIS, kernels="generic")
@@ -136,7 +123,8 @@ def test_a_thread_using_the_same_model_meanwhile_gets_its_own_answers(rng):
     assert not errors
 
 
-# Over two traced-kernel shares (512 samples each), and a tail of fewer than a block.
+# Over two traced-kernel shares (at most 512 samples each), and a tail of fewer than a
+# block.  (The derivative kernels' batches: test_batch_derivatives.py.)
 TRACED_SAMPLES = 2 * 512 + 19
 TRACED_BATCHES = ("gravity_torques_batch", "inverse_dynamics_batch", "forward_dynamics_batch")
 

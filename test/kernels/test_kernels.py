@@ -262,15 +262,34 @@ def test_the_derivative_kernels_leave_bad_input_to_the_numpy_path_to_name():
              lambda v: fast.inverse_dynamics_derivatives(z, z, v),
              lambda v: fast.forward_dynamics_derivatives(z, v, z),
              lambda v: fast.forward_dynamics_derivatives(z, z, v),
-             lambda v: fast.gravity_derivatives(v)]
+             lambda v: fast.gravity_derivatives(v),
+             # the batches: a bad value in the last of two samples
+             lambda v: fast.inverse_dynamics_derivatives_batch([z, v], [z, z], [z, z]),
+             lambda v: fast.inverse_dynamics_derivatives_batch([z, z], [z, z], [z, v]),
+             lambda v: fast.forward_dynamics_derivatives_batch([z, z], [z, v], [z, z]),
+             lambda v: fast.forward_dynamics_derivatives_batch([z, z], [z, z], [z, v]),
+             lambda v: fast.gravity_derivatives_batch([z, v])]
     for call in calls:
         call(z)
         for bad, message in ((np.zeros(n + 1), "shape"), (np.r_[z[:-1], np.nan], "NaN or inf"),
                              (np.r_[z[:-1], 1e200], "beyond 1e\\+50"), (["a"] * n, "numeric")):
             with pytest.raises(InvalidInputError, match=message):
                 call(bad)
+    p = fast._params
     for kernel in Kernels.DERIVATIVE_KERNELS:       # the kernels, not the generic module
         assert fast._ready.get(kernel) is not None, kernel
+        # The batch kernels refuse what the validation above never lets through: sample 1
+        # (4 * 1 + status 1), or status 1 for arrays of another shape or type.
+        batch = fast._ready.get(kernel + "_batch")
+        inputs = 1 if kernel == "gravity_derivatives" else 3
+        assert batch is not None, kernel
+        for bad in (np.nan, np.inf, 1e200):
+            rows = np.zeros((2, n))
+            rows[1, -1] = bad
+            assert batch(*[rows] * inputs, p) == 5, (kernel, bad)
+        for rows in (np.zeros((2, n + 1)), np.zeros((2, n), dtype=np.float32),
+                     np.zeros((n, 2)).T, [[0.0] * n] * 2):
+            assert batch(*[rows] * inputs, p) == 1, (kernel, rows)
 
 
 def test_kernel_called_wrongly_is_a_type_error_not_a_crash():

@@ -11,7 +11,7 @@ import pytest
 from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close, random_states, random_wrenches
 from support.robot_generator import random_tree_urdf
-from support.robots import SHIPPED_ROBOTS, shipped_urdf
+from support.robots import SHIPPED_ROBOTS, shipped_urdf, zoo_urdf_text
 from support.small_robots import MASSLESS, MASSLESS_MIMIC, SCALED_MIMIC_GRIPPER
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.model import derivatives as derivatives_module
@@ -31,13 +31,6 @@ ZOO_ROBOTS = ["trossen_descriptions/urdf/vx300s.urdf.xacro",
               "trossen_descriptions/urdf/wx250.urdf.xacro"]
 
 
-def _zoo_xml(relative):
-    rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
-    from soa_dynamics_ros.description.urdf import read_description_text
-    root = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
-    return read_description_text(str(root / relative), package_paths=[str(root)])
-
-
 def _xml(source):
     kind, key = source
     if kind == "shipped":
@@ -47,7 +40,7 @@ def _xml(source):
         return random_tree_urdf(seed, moving_joints=joints, mimic_fraction=mimic)
     if kind == "text":
         return key
-    return _zoo_xml(key)
+    return zoo_urdf_text(key)
 
 
 SOURCES = ([pytest.param(("shipped", name), id=name) for name in SHIPPED_ROBOTS]

@@ -61,3 +61,17 @@ SCALED_MIMIC_GRIPPER = ('<robot name="scaled_mimic_gripper"><link name="base"/>'
                         + _joint("tip", "revolute", "finger_a", "tip_a", "0.05 0 0", "0 0 1",
                                  '<mimic joint="finger" multiplier="1.4"/>')
                         + '</robot>')
+
+
+# A point mass that j2 can turn onto j1's axis: at q2 = pi/2 nothing resists j1 (its
+# articulated inertia is 2 * (0.5 cos q2)^2), a singular hinge in that sample only.
+POINT_ONTO_AXIS = """<robot name="point_onto_axis">
+  <link name="base"/>
+  <link name="l1"/>
+  <link name="l2"><inertial><origin xyz="0.5 0 0"/><mass value="2"/>
+    <inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit effort="1" velocity="1" lower="-3" upper="3"/></joint>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><axis xyz="0 1 0"/>
+    <limit effort="1" velocity="1" lower="-3" upper="3"/></joint>
+</robot>"""
