@@ -506,7 +506,8 @@ class _Module:
         lines = ["", f"/* {single} on SOA_LANES consecutive samples ({counted}, per block) */",
                  f"static int {single}_lanes(const double *const *inputs, "
                  "const double *restrict p, double *restrict out)", "{",
-                 f"    enum {{ SOA_STRIDE = {self.dof}, SOA_OUT_STRIDE = {self._widths[single]} }};"]
+                 f"    enum {{ SOA_STRIDE = {self.dof}, "
+                 f"SOA_OUT_STRIDE = {self._widths[single]} }};"]
         lines += [f"    const double *restrict {a} = inputs[{k}];"
                   for k, (a, _) in enumerate(vectors)]
         # The samples of a block are consecutive rows: one check covers them.

@@ -1,12 +1,12 @@
 """Batches split over the CPUs (runtime.h soa_call_batch, generic.c run_samples).
 
 A batch of at least two threads' shares (32 samples each in the generic module,
-32-512 for a traced kernel: generator.samples_per_thread) runs in contiguous shares, one thread per usable CPU,
-without the GIL; the generic module's workers each on a copy of the model's
-workspace.  Every row must be the single call's answer (exactly in the generic
-module, which runs the same arithmetic; to 1e-12 for a traced kernel, whose
-blocks of samples run through its lanes core), the first failing sample must be
-the one reported whichever share it is in, and a thread using the same model
+32-512 for a traced kernel: generator.samples_per_thread) runs in contiguous shares,
+one thread per usable CPU, without the GIL; the generic module's workers each on a
+copy of the model's workspace.  Every row must be the single call's answer (exactly
+in the generic module, which runs the same arithmetic; to 1e-12 for a traced kernel,
+whose blocks of samples run through its lanes core), the first failing sample must
+be the one reported whichever share it is in, and a thread using the same model
 meanwhile must get its own answers.
 """
 import os
