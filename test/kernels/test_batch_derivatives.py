@@ -178,13 +178,13 @@ def test_auto_mode_compiles_a_derivative_batch_after_enough_samples(rng):
 
 @pytest.mark.parametrize("mode", ["c", "auto"])
 def test_a_node_start_up_never_compiles_a_derivative_batch(mode, rng):
-    """prepare_kernels(derivatives=False), as the node's: derivative batches of any size
-    neither build nor load a derivative module (nor count towards one in auto mode); the
-    generic module answers them."""
+    """prepare_kernels(derivatives=False, wrenches=False), as the node's: derivative
+    batches of any size neither build nor load a derivative module (nor count towards one
+    in auto mode); the generic module answers them."""
     source = shipped_urdf("double_pendulum.urdf")
     fast = RobotModel.from_urdf(source, kernels=mode)
     generic = RobotModel.from_urdf(source, kernels="generic")
-    compiled = fast.prepare_kernels(derivatives=False)          # {label: seconds}
+    compiled = fast.prepare_kernels(derivatives=False, wrenches=False)      # {label: s}
     assert not [label for label in compiled for single in generator.DERIVATIVE_KERNELS
                 if single in label], compiled
     Q, QD, TAU = _inputs(fast.dof, rng, robot_model_module.AUTO_COMPILE_AFTER + 1)
