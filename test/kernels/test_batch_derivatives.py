@@ -4,8 +4,8 @@ A robot's derivative kernel module carries a batch version (generator.py): (N, d
 inputs, one row of ``parts * dof * dof`` per sample.  Every row must be the single call's
 answer: exactly where the same core runs it (the forward derivatives, which solve per
 sample, the gravity derivatives, which have no lanes core, and the rows after the last
-block of lanes), to 1e-12 where a lanes core does; in a batch shorter than a block, one
-split over two threads, and one with a tail.  The first failing sample is named whichever
+block of lanes), to 1e-12 where a lanes core does; in a batch of a few blocks and a
+tail, and in one split over two threads.  The first failing sample is named whichever
 share it is in; through the API, ``kernels="c"`` and ``"auto"`` answer with these kernels
 as the generic module would, and a node's start-up never compiles one.
 """
@@ -55,9 +55,9 @@ def _inputs(dof, rng, count):
     return q, qd, qdd * 10          # torques for forward dynamics
 
 
-def _parts(answer):
-    """A single call's answer as an array (parts, dof, dof)."""
-    return np.array(answer if type(answer) is tuple else (answer,))
+def _tuple(answer):
+    """An answer of the API or a single kernel as a tuple of its parts."""
+    return answer if type(answer) is tuple else (answer,)
 
 
 @pytest.mark.parametrize("load", ROBOTS)
@@ -75,7 +75,8 @@ def test_every_row_is_the_single_kernel(load, traced_robot, rng):
             assert isinstance(rows, np.ndarray) and rows.shape == (count, parts * n * n), batch
             lanes = generator.DERIVATIVE_LANES.get(single, False)
             for s in range(count):
-                expected = _parts(robot.compiled(single)(*(a[s] for a in arrays[:inputs]), p))
+                expected = np.array(_tuple(
+                    robot.compiled(single)(*(a[s] for a in arrays[:inputs]), p)))
                 row = rows[s].reshape(parts, n, n)
                 if lanes:
                     assert_close(row, expected, f"{batch} row {s} of {count}", TOL)
@@ -157,10 +158,6 @@ def test_the_api_answers_with_the_robot_batches_after_prepare(mode, rng, monkeyp
                 assert answer.shape == reference.shape == (count, fast.dof, fast.dof)
                 # solved with M: round-off grows with its condition, as forward dynamics'
                 assert_close(answer, reference, f"{batch} [{k}]", 1e-10 if parts == 3 else TOL)
-
-
-def _tuple(answer):
-    return answer if type(answer) is tuple else (answer,)
 
 
 def test_auto_mode_compiles_a_derivative_batch_after_enough_samples(rng):
