@@ -571,11 +571,15 @@ _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
 # The derivative kernels grow with the (ancestor, descendant) pairs: above this many traced
 # operations one compiles for minutes (a 32-joint tree's inverse dynamics derivatives:
 # 39,000, 137 s) and ran no faster than the generic module's loops (13 against 14 us),
-# which then answer.  Arms trace 5,000-8,000.
-MAX_TRACED_DERIVATIVE_OPERATIONS = 15_000
-_DERIVATIVE_TRACES = {"inverse_dynamics_derivatives": trace_inverse_dynamics_derivatives,
-                      "forward_dynamics_derivatives": trace_forward_dynamics_derivatives,
-                      "gravity_derivatives": trace_gravity_derivatives}
+# which then answer.  Arms trace 5,000-8,000.  The wrenched dynamics kernels, one per link
+# set, take the same cap (the size of their plain dynamics): the same tree's forward
+# dynamics traces 37,000 and compiles for 190 s, which four link sets would repeat.
+MAX_TRACED_OPERATIONS = 15_000
+_CAPPED_TRACES = {"inverse_dynamics_derivatives": trace_inverse_dynamics_derivatives,
+                  "forward_dynamics_derivatives": trace_forward_dynamics_derivatives,
+                  "gravity_derivatives": trace_gravity_derivatives,
+                  "inverse_dynamics_wrenches": trace_inverse_dynamics,
+                  "forward_dynamics_wrenches": trace_forward_dynamics}
 _traced_sizes = {}          # (structure key, kernel) -> operations
 # Whether the batches of the derivative kernels without a workspace run blocks of samples
 # through a lanes core (the forward one solves with M per sample, so never).  Measured
@@ -592,20 +596,20 @@ DERIVATIVE_LANES = {"inverse_dynamics_derivatives": True, "gravity_derivatives":
 
 def exists(tree, kernel):
     """Whether ``kernel`` is generated for this tree: task-space inertia and forward
-    dynamics derivatives not with mimic joints, the derivatives (with wrenches too) up to
-    MAX_TRACED_DERIVATIVE_OPERATIONS."""
+    dynamics derivatives not with mimic joints, the derivatives and the wrenched dynamics
+    up to MAX_TRACED_OPERATIONS."""
     if kernel == "task_space_inertia":
         return not tree.coordinates.couples_hinges
     if kernel == "forward_dynamics_derivatives" and tree.coordinates.couples_hinges:
         return False        # (the generic module's dense path)
     # with wrenches: the size without them (they add a few hundred operations)
     kernel = kernel.replace("_derivatives_wrenches", "_derivatives")
-    if kernel in _DERIVATIVE_TRACES:
+    if kernel in _CAPPED_TRACES:
         key = (structure_key(tree), kernel)
         if key not in _traced_sizes:
-            tracing, _, _ = _DERIVATIVE_TRACES[kernel](tree)
+            tracing, _, _ = _CAPPED_TRACES[kernel](tree)
             _traced_sizes[key] = len(tracing.trace.ops)
-        return _traced_sizes[key] <= MAX_TRACED_DERIVATIVE_OPERATIONS
+        return _traced_sizes[key] <= MAX_TRACED_OPERATIONS
     return True
 
 

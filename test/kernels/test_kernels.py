@@ -85,7 +85,7 @@ def _check_against_reference(fast, slow, rng, samples=4, frames=()):
 
 
 def test_a_large_tree_takes_the_generic_derivatives(rng):
-    """Above MAX_TRACED_DERIVATIVE_OPERATIONS no derivative kernel is generated (it would
+    """Above MAX_TRACED_OPERATIONS no derivative kernel is generated (it would
     compile for minutes); the generic module answers, held to the numpy path."""
     source = random_tree_urdf(15, moving_joints=30)
     fast, slow = _pair(source)
@@ -96,6 +96,13 @@ def test_a_large_tree_takes_the_generic_derivatives(rng):
                                 slow.inverse_dynamics_derivatives(q, qd, qdd)):
         assert_close(answer, expected, "inverse dynamics derivatives", TOL)
     assert fast._kernel_set.get("inverse_dynamics_derivatives") is None
+    # nor, under the same cap, a forward dynamics kernel per set of wrenched links
+    link = _leaf_frames(fast, 1)[0]
+    wrenches = {link: rng.normal(size=6)}
+    assert not generator.exists(fast.tree, "forward_dynamics_wrenches")
+    assert_close(fast.forward_dynamics(q, qd, qdd, wrenches),
+                 slow.forward_dynamics(q, qd, qdd, wrenches), "FD with a wrench", 1e-10)
+    assert fast._kernel_set.get("forward_dynamics_wrenches", (link,)) is None
 
 
 @pytest.mark.parametrize("kind,source", SOURCES, ids=IDS)
