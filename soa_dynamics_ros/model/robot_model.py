@@ -274,13 +274,14 @@ class RobotModel:
         elif function is not None and type(key) is tuple and key[0] in self._bound:
             self._bound[key[0]][key[1]] = function
 
-    def _pending(self, name):
-        """Stands in for per-robot kernel ``name`` until it is ready: the generic function
-        meanwhile, or None (no generic module), which sends callers to the numpy path."""
-        generic = self._generic.get(name)
+    def _pending(self, name, frame=None, generic=None):
+        """Stands in for per-robot kernel ``name`` (of ``frame``) until it is ready: the
+        generic function (``generic``, or the module's ``name``) meanwhile, or None (no
+        generic module), which sends callers to the numpy path."""
+        generic = generic or self._generic.get(name)
 
         def pending(*arguments):
-            kernel = self._kernel(name) or generic
+            kernel = self._kernel(name, frame) or generic
             return None if kernel is None else kernel(*arguments)
         return pending
 
@@ -877,7 +878,7 @@ class RobotModel:
     def _bind_frame(self, kernel, frame):
         """What frame_pose or jacobian (``kernel``) calls for ``frame``, kept in its dict:
         the robot's own kernel once ready, meanwhile the generic function bound to the
-        frame through a stand-in that asks for the kernel (as _pending does); None for
+        frame through a stand-in that asks for the kernel (_pending); None for
         what is not a known frame's name, or without compiled code."""
         compiled = self._compiled
         if type(frame) is not str or frame not in self.tree.frames:
@@ -892,12 +893,8 @@ class RobotModel:
         own = self._kernel(kernel, frame)
         if own is not None:
             return own
-
-        def pending(q, p):
-            function = self._kernel(kernel, frame) or generic
-            return None if function is None else function(q, p)
-        bound[frame] = pending
-        return pending
+        function = bound[frame] = self._pending(kernel, frame, generic)
+        return function
 
     def _reference_frame_pose(self, q, frame):
         target = self.tree.frame(frame)
