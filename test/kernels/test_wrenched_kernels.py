@@ -7,14 +7,12 @@ shipped robots, random trees (mimic, prismatic and continuous joints) and rtb-da
 arms, for one link and several in any order, and must leave what they cannot take
 to the generic module and the numpy path.
 """
-import pathlib
-
 import numpy as np
 import pytest
 
 from support.numerics import assert_close
 from support.robot_generator import random_tree_urdf
-from support.robots import SHIPPED_ROBOTS, shipped_urdf
+from support.robots import SHIPPED_ROBOTS, shipped_urdf, zoo_urdf_text
 from support.waiting import wait_for
 from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError
 from soa_dynamics_ros.kernels import Kernels, generator
@@ -33,11 +31,7 @@ SOURCES = ([pytest.param(shipped_urdf(name), None, id=name) for name in SHIPPED_
 
 
 def _load(source, zoo, kernels):
-    if zoo is None:
-        return RobotModel.from_urdf(source, kernels=kernels)
-    rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
-    root = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
-    return RobotModel.from_urdf(str(root / zoo), package_paths=[str(root)], kernels=kernels)
+    return RobotModel.from_urdf(source if zoo is None else zoo_urdf_text(zoo), kernels=kernels)
 
 
 def _refuse(*_, **__):
