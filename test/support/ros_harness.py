@@ -39,6 +39,7 @@ class RosClient:
         self.node = rclpy.create_node(name, context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
+        self._clients = {}
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
 
@@ -58,7 +59,13 @@ class RosClient:
         self.node.destroy_node()
 
     def client(self, service_type, name, timeout=20.0):
-        client = self.node.create_client(service_type, name)
+        """A client of ``name``, made once: Fast DDS drops a response when the server has
+        not yet matched the client's response reader (it waits 100 ms), which a loaded
+        machine can take longer than; a client made ahead of a timed call is ready then."""
+        key = (service_type, name)
+        if key not in self._clients:
+            self._clients[key] = self.node.create_client(service_type, name)
+        client = self._clients[key]
         if not client.wait_for_service(timeout_sec=timeout):
             raise TimeoutError(f"service {name} did not appear within {timeout} s")
         return client

@@ -138,10 +138,14 @@ class StateRecorder:
         return t, np.array([r[2] for r in rows]), np.array([r[3] for r in rows])
 
 
+def reset_client(client, sim="/soa_dynamics_sim"):
+    """The sim's ~/reset client (made once per RosClient: make it early, see RosClient.client)."""
+    return client.client(Trigger, f"{sim}/reset")
+
+
 def reset_sim(client, sim="/soa_dynamics_sim"):
     """~/reset: back to the initial pose (time continues); returns the sim time of the reset."""
-    reset = client.client(Trigger, f"{sim}/reset")
-    answer = client.call(reset, Trigger.Request())
+    answer = client.call(reset_client(client, sim), Trigger.Request())
     assert answer.success, answer.message
     return reset_time(answer.message)
 
