@@ -963,12 +963,33 @@ static int invert_compliance_by_cholesky(const double *compliance, int n, double
     return SOA_OK;
 }
 
-/* constrained.task_space_inertia after the compliance: its rank (eigenvalues above
- * SOA_RANK_RCOND times the largest), condition number (largest / smallest eigenvalue,
- * inf below full rank) and Lambda = V diag(1 / (values + damping)) V^T.  out: Lambda
- * (n x n), the compliance (n x n), condition, rank.  Status 3, for the reference to
- * decide (and raise), below full rank without damping or with an eigenvalue within
- * round-off of the rank threshold.  `work` holds 2 n^2 + n. */
+/* constrained.py's rank of a symmetric matrix from its eigenvalues: how many lie above
+ * SOA_RANK_RCOND times the largest (that largest in *strongest); -1, for the reference to
+ * decide, when the largest is not positive and finite or an eigenvalue lies within
+ * round-off of the threshold. */
+static int decided_rank(const double *values, int n, double *strongest)
+{
+    *strongest = 0.0;
+    for (int i = 0; i < n; ++i)
+        *strongest = values[i] > *strongest ? values[i] : *strongest;
+    if (!(*strongest > 0.0) || !isfinite(*strongest))
+        return -1;
+    double threshold = SOA_RANK_RCOND * *strongest;
+    int rank = 0;
+    for (int i = 0; i < n; ++i) {
+        /* both eigen-solvers err by a few ulps of the largest eigenvalue */
+        if (fabs(values[i] - threshold) < 1e-3 * threshold)
+            return -1;
+        rank += values[i] > threshold;
+    }
+    return rank;
+}
+
+/* constrained.task_space_inertia after the compliance: its rank (decided_rank), condition
+ * number (largest / smallest eigenvalue, inf below full rank) and Lambda = V diag(1 /
+ * (values + damping)) V^T.  out: Lambda (n x n), the compliance (n x n), condition, rank.
+ * Status 3, for the reference to decide (and raise), below full rank without damping or
+ * when decided_rank leaves the rank to it.  `work` holds 2 n^2 + n. */
 static int invert_compliance(const double *compliance, int n, double damping, double *work,
                              double *out)
 {
@@ -976,22 +997,11 @@ static int invert_compliance(const double *compliance, int n, double damping, do
     memcpy(a, compliance, (size_t)n * n * sizeof(double));
     memcpy(out + n * n, compliance, (size_t)n * n * sizeof(double));
     symmetric_eigen(a, n, values, vectors);
-    double strongest = 0.0, weakest = values[0];
-    for (int i = 0; i < n; ++i) {
-        strongest = values[i] > strongest ? values[i] : strongest;
+    double strongest, weakest = values[0];
+    for (int i = 0; i < n; ++i)
         weakest = values[i] < weakest ? values[i] : weakest;
-    }
-    if (!(strongest > 0.0) || !isfinite(strongest))
-        return SOA_ILL_CONDITIONED;
-    double threshold = SOA_RANK_RCOND * strongest;
-    int rank = 0;
-    for (int i = 0; i < n; ++i) {
-        /* both eigen-solvers err by a few ulps of the largest eigenvalue */
-        if (fabs(values[i] - threshold) < 1e-3 * threshold)
-            return SOA_ILL_CONDITIONED;
-        rank += values[i] > threshold;
-    }
-    if (rank < n && !(damping > 0.0))
+    int rank = decided_rank(values, n, &strongest);
+    if (rank < 0 || (rank < n && !(damping > 0.0)))
         return SOA_ILL_CONDITIONED;
     for (int i = 0; i < n; ++i)
         for (int j = i; j < n; ++j) {
