@@ -964,23 +964,23 @@ static int invert_compliance_by_cholesky(const double *compliance, int n, double
 }
 
 /* constrained.py's rank of a symmetric matrix from its eigenvalues: how many lie above
- * SOA_RANK_RCOND times the largest (that largest in *strongest); -1, for the reference to
- * decide, when the largest is not positive and finite or an eigenvalue lies within
- * round-off of the threshold. */
-static int decided_rank(const double *values, int n, double *strongest)
+ * *threshold = SOA_RANK_RCOND times the largest; -1, for the reference to decide, when the
+ * largest is not positive and finite or an eigenvalue lies within round-off of the
+ * threshold. */
+static int decided_rank(const double *values, int n, double *threshold)
 {
-    *strongest = 0.0;
+    double strongest = 0.0;
     for (int i = 0; i < n; ++i)
-        *strongest = values[i] > *strongest ? values[i] : *strongest;
-    if (!(*strongest > 0.0) || !isfinite(*strongest))
+        strongest = values[i] > strongest ? values[i] : strongest;
+    if (!(strongest > 0.0) || !isfinite(strongest))
         return -1;
-    double threshold = SOA_RANK_RCOND * *strongest;
+    *threshold = SOA_RANK_RCOND * strongest;
     int rank = 0;
     for (int i = 0; i < n; ++i) {
         /* both eigen-solvers err by a few ulps of the largest eigenvalue */
-        if (fabs(values[i] - threshold) < 1e-3 * threshold)
+        if (fabs(values[i] - *threshold) < 1e-3 * *threshold)
             return -1;
-        rank += values[i] > threshold;
+        rank += values[i] > *threshold;
     }
     return rank;
 }
@@ -997,10 +997,12 @@ static int invert_compliance(const double *compliance, int n, double damping, do
     memcpy(a, compliance, (size_t)n * n * sizeof(double));
     memcpy(out + n * n, compliance, (size_t)n * n * sizeof(double));
     symmetric_eigen(a, n, values, vectors);
-    double strongest, weakest = values[0];
-    for (int i = 0; i < n; ++i)
+    double threshold, strongest = values[0], weakest = values[0];
+    for (int i = 0; i < n; ++i) {
+        strongest = values[i] > strongest ? values[i] : strongest;
         weakest = values[i] < weakest ? values[i] : weakest;
-    int rank = decided_rank(values, n, &strongest);
+    }
+    int rank = decided_rank(values, n, &threshold);
     if (rank < 0 || (rank < n && !(damping > 0.0)))
         return SOA_ILL_CONDITIONED;
     for (int i = 0; i < n; ++i)
@@ -1012,6 +1014,46 @@ static int invert_compliance(const double *compliance, int n, double damping, do
         }
     out[2 * n * n] = rank == n ? strongest / weakest : INFINITY;
     out[2 * n * n + 1] = rank;
+    return SOA_OK;
+}
+
+/* constrained._truncated_solve of the constraint compliance (symmetric n x n, overwritten)
+ * for hybrid dynamics: rhs becomes the least-squares nu through the directions kept, *rank
+ * their count and `dropped` (n x (n - rank), by rows) the eigenvectors not kept.  By
+ * Cholesky when the compliance is clearly of full rank, else (redundant constraints, or
+ * more than the joints can meet) through the eigenvectors whose eigenvalues pass
+ * decided_rank's threshold; status 3 when decided_rank leaves the rank to the reference.
+ * `work` holds n^2 + 2 n. */
+static int solve_constraints(double *compliance, double *rhs, int n, double *work, int *rank,
+                             double *dropped)
+{
+    /* `square` holds the Cholesky factor, then (if that declines) the eigenvectors */
+    double *square = work, *given = work + (size_t)n * n, *values = given + n;
+    memcpy(square, compliance, (size_t)n * n * sizeof(double));
+    memcpy(given, rhs, n * sizeof(double));
+    *rank = n;
+    if (solve_clearly_full_rank(square, rhs, n, values) == SOA_OK)
+        return SOA_OK;
+    symmetric_eigen(compliance, n, values, square);
+    double threshold;
+    if ((*rank = decided_rank(values, n, &threshold)) < 0)
+        return SOA_ILL_CONDITIONED;
+    int width = n - *rank;
+    memset(rhs, 0, n * sizeof(double));
+    for (int k = 0, d = 0; k < n; ++k) {
+        if (values[k] > threshold) {
+            double along = 0.0;
+            for (int i = 0; i < n; ++i)
+                along += square[i * n + k] * given[i];
+            along /= values[k];
+            for (int i = 0; i < n; ++i)
+                rhs[i] += square[i * n + k] * along;
+        } else {
+            for (int i = 0; i < n; ++i)
+                dropped[i * width + d] = square[i * n + k];
+            ++d;
+        }
+    }
     return SOA_OK;
 }
 
@@ -1073,11 +1115,12 @@ static void classical_acceleration(const Model *m, int frame, const double *velo
 }
 
 /* Popov-Vereshchagin on the tree (model/recursive.py hybrid_dynamics) for constraints
- * alpha_k^T a_k = beta_k at frames[k] (alpha: 6 x columns, blocks of widths[k] columns).
- * Status 3 when the compliance is not clearly of full rank: the numpy path then decides
- * the rank (DEFAULT_RCOND) and drops directions.  Output: qdd, constraint torques (rate_dof
- * each), nu (columns), then each constraint frame's classical acceleration (6).
- * `work` holds nb x 6 x columns twice, columns^2 + 7 columns. */
+ * alpha_k^T a_k = beta_k at frames[k] (alpha: 6 x columns, blocks of widths[k] columns),
+ * dependent ones dropped by solve_constraints (status 3 when it leaves the rank to the
+ * numpy path).  Output: qdd, constraint torques (rate_dof each), nu (columns), each
+ * constraint frame's classical acceleration (6), the rank, then the dropped directions
+ * (columns x (columns - rank), by rows).
+ * `work` holds nb x 6 x columns twice, 2 columns^2 + 7 columns. */
 static int hybrid_core(Model *m, const double *qd, const double *tau, const double *frames,
                        const double *widths, int count, const double *alpha, const double *beta,
                        int columns, const double *p, int with_forces, double *work, double *out)
@@ -1112,9 +1155,12 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
             nu[c] = beta[c] - drift;
         }
     }
-    int status_nu = solve_clearly_full_rank(compliance, nu, columns, scratch + columns);
+    double *ranked = out + 2 * n + columns + 6 * count;
+    int rank;
+    int status_nu = solve_constraints(compliance, nu, columns, scratch, &rank, ranked + 1);
     if (status_nu != SOA_OK)
         return status_nu;
+    *ranked = rank;
     /* correction_scatter: accelerations added by the constraint wrenches */
     double *delta_acceleration = m->force, *delta_qdd = m->torque;
     memset(delta_acceleration, 0, 6 * sizeof(double));
@@ -1174,7 +1220,7 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
 
 /* dense.hybrid_dynamics where mimic joints couple hinges: Gauss' least constraint with
  * G^T M G by Cholesky; the output and statuses of hybrid_core.  Local and root placements
- * current; `work` holds (6 count + 2 columns) rate_dof + columns^2 + 7 columns. */
+ * current; `work` holds (6 count + 2 columns) rate_dof + 2 columns^2 + 7 columns. */
 static int dense_hybrid_core(Model *m, const double *qd, const double *tau, const double *frames,
                              const double *widths, int count, const double *alpha,
                              const double *beta, int columns, const double *p, int with_forces,
@@ -1220,9 +1266,12 @@ static int dense_hybrid_core(Model *m, const double *qd, const double *tau, cons
             compliance[a * columns + b] = s;
         }
     symmetrize(compliance, columns);
-    status = solve_clearly_full_rank(compliance, nu, columns, scratch);
+    double *ranked = out + 2 * n + columns + 6 * count;
+    int rank;
+    status = solve_constraints(compliance, nu, columns, scratch, &rank, ranked + 1);
     if (status != SOA_OK)
         return status;
+    *ranked = rank;
     double *constraint_torques = out + n;
     for (int j = 0; j < n; ++j) {
         double moved = 0.0, pushed = 0.0;
@@ -1629,16 +1678,14 @@ static int pack_constraints(Model *m, PyObject *constraints, int columns, double
 }
 
 /* The answer of hybrid_call from the cores' output `out`: (qdd, constraint torques, nu,
- * {frame name: classical acceleration}, [the slice of nu of each constraint], dropped
- * directions), the parts HybridDynamics holds, built here where the constraints are at
- * hand.  The cores answer only constraints of full rank, so no direction is dropped:
- * a new columns x 0 array per answer (one shared array could be reshaped by one caller
- * under the others). */
+ * {frame name: classical acceleration}, rank, dropped directions (columns x (columns -
+ * rank)), [the slice of nu of each constraint]), the parts HybridDynamics holds, built
+ * here where the constraints are at hand. */
 static PyObject *hybrid_answer(PyObject *constraints, int n, int columns, const double *widths,
                                const double *out)
 {
     Py_ssize_t count = PySequence_Fast_GET_SIZE(constraints);
-    PyObject *parts = PyTuple_New(6);
+    PyObject *parts = PyTuple_New(7);
     if (!parts)
         return NULL;
     npy_intp sizes[3] = {n, n, columns};
@@ -1651,17 +1698,23 @@ static PyObject *hybrid_answer(PyObject *constraints, int n, int columns, const 
         out += sizes[k];
         PyTuple_SET_ITEM(parts, k, array);
     }
-    npy_intp none_dropped[2] = {columns, 0};
-    PyObject *accelerations = PyDict_New(), *slices = PyList_New(count),
-             *dropped = PyArray_ZEROS(2, none_dropped, NPY_DOUBLE, 0);
+    const double *ranked = out + 6 * count;
+    int rank = (int)ranked[0];
+    double *dropped_directions;
+    PyObject *accelerations = PyDict_New(), *rank_object = PyLong_FromLong(rank),
+             *dropped = new_array(2, columns, columns - rank, &dropped_directions),
+             *slices = PyList_New(count);
     if (accelerations)
         PyTuple_SET_ITEM(parts, 3, accelerations);
-    if (slices)
-        PyTuple_SET_ITEM(parts, 4, slices);
+    if (rank_object)
+        PyTuple_SET_ITEM(parts, 4, rank_object);
     if (dropped)
         PyTuple_SET_ITEM(parts, 5, dropped);
-    if (!accelerations || !slices || !dropped)
+    if (slices)
+        PyTuple_SET_ITEM(parts, 6, slices);
+    if (!accelerations || !rank_object || !dropped || !slices)
         goto failed;
+    memcpy(dropped_directions, ranked + 1, (size_t)columns * (columns - rank) * sizeof(double));
     for (Py_ssize_t k = 0, start = 0; k < count; start += (Py_ssize_t)widths[k], ++k) {
         double *acceleration;
         PyObject *array = new_array(1, 6, 0, &acceleration);
@@ -1709,11 +1762,12 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
     size_t tree_size = 2 * (size_t)m->nb * 6 * columns;
     size_t dense_size = ((size_t)6 * count + 2 * columns) * m->rate_dof;
     size_t core_size = (dense_size > tree_size ? dense_size : tree_size)
-                       + (size_t)columns * columns + 7 * (size_t)columns;
+                       + 2 * (size_t)columns * columns + 7 * (size_t)columns;
     int n = m->rate_dof;
     /* the cores' workspace, the packed constraints, then the cores' output */
     double *work = scratch(m, core_size + 2 * (size_t)count + 7 * (size_t)columns
-                              + 2 * (size_t)n + columns + 6 * (size_t)count);
+                              + 2 * (size_t)n + columns + 6 * (size_t)count + 1
+                              + (size_t)columns * columns);
     if (!work)
         return PyErr_NoMemory();
     double *frames = work + core_size, *widths = frames + count, *alpha = widths + count;

@@ -108,13 +108,17 @@ class CompiledTree:
                 float(packed[-2]), int(packed[-1]))
 
     def hybrid_dynamics(self, constraints, q, qd, tau, wrenches, params):
-        """``(qdd, constraint torques, nu, {frame name: classical acceleration}, [rows of nu
-        of each constraint (slices)])`` of the constraints ``alpha_k^T a_k = beta_k`` (``constraints``: a list or tuple of
+        """``(qdd, constraint torques, nu, {frame name: classical acceleration}, rank,
+        dropped directions (m x (m - rank)), [rows of nu of each constraint (slices)])`` of
+        the constraints ``alpha_k^T a_k = beta_k`` (``constraints``: a list or tuple of
         ``(frame name, alpha, beta)``, float64 arrays 6 x m_k and m_k; dense Gauss least
-        constraint with ``G^T M G`` where mimic joints couple hinges), or the module's
-        status when it declines: :attr:`BAD_INPUT` for anything else than those arrays or
-        for bad values (unknown names, NaN, wrong lengths), 2 a singular mass matrix, 3 a
-        compliance not clearly of full rank (the numpy path decides the rank)."""
+        constraint with ``G^T M G`` where mimic joints couple hinges), dependent directions
+        dropped as :func:`~soa_dynamics_ros.model.constrained._truncated_solve` drops them
+        at ``DEFAULT_RCOND``; or the module's status when it declines: :attr:`BAD_INPUT`
+        for anything else than those arrays or for bad values (unknown names, NaN, wrong
+        lengths), 2 a singular mass matrix, 3 a rank in doubt (an eigenvalue of the
+        compliance within round-off of the threshold, or no positive one: the numpy path
+        decides the rank)."""
         qd = np.zeros(self.rate_dof) if qd is None else qd
         tau = np.zeros(self.rate_dof) if tau is None else tau
         if wrenches is None or (type(wrenches) is dict and not wrenches):

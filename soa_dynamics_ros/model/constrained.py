@@ -192,8 +192,9 @@ def _truncated_solve(matrix, rhs, rcond):
 def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=None,
                     rcond=DEFAULT_RCOND, kernels=(None, None)):
     """``kernels``: ``(compiled tree, p)`` of the generic module for ``selection``, which
-    answers when the constraints are clearly independent (else the recursions decide
-    the rank), or ``(None, None)``.
+    answers (dropping dependent constraint directions as :func:`_truncated_solve` does)
+    unless the rank is within round-off of its threshold (then the recursions decide
+    it), or ``(None, None)``.
 
     Unlike the other queries here it takes the parameters lock itself, for the
     recursions only: the compiled code reads the one ``p`` it is given (a payload or
@@ -213,8 +214,8 @@ def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=Non
                 answer = compiled.hybrid_dynamics(list(zip(names, blocks, targets)), q, qd,
                                                   tau, wrenches, params)
         if type(answer) is tuple:
-            qdd, constraint_torques, nu, frame_accelerations, slices, dropped = answer
-            return HybridDynamics(qdd, constraint_torques, nu, frame_accelerations, len(nu),
+            qdd, constraint_torques, nu, frame_accelerations, rank, dropped, slices = answer
+            return HybridDynamics(qdd, constraint_torques, nu, frame_accelerations, rank,
                                   dropped, list(selection.names),
                                   COMPILED_DENSE_HYBRID if compiled.couples_hinges
                                   else COMPILED_HYBRID, slices)
