@@ -19,6 +19,7 @@ import pytest
 from support.numerics import assert_close, random_wrenches
 from support.robot_generator import random_tree_urdf
 from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
+from soa_dynamics_ros.algorithms.task_space import DEFAULT_RCOND
 from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError, UnknownNameError
 from soa_dynamics_ros.kernels import build, generic_module
 from soa_dynamics_ros.model import RobotModel
@@ -204,6 +205,15 @@ def _constraints(model, rng):
             for frame in frames]
 
 
+def _kept_condition(view, q, constraints):
+    """Largest / smallest of the compliance eigenvalues the rank rule keeps: how much the
+    solve through them amplifies round-off."""
+    rows = np.vstack([alpha.T @ view.jacobian(q, frame) for frame, alpha, _ in constraints])
+    values = np.linalg.eigvalsh(rows @ np.linalg.solve(view.mass_matrix(q), rows.T))
+    kept = values[values > DEFAULT_RCOND * max(values[-1], 0.0)]
+    return kept[-1] / kept[0] if kept.size else 1.0
+
+
 @pytest.mark.parametrize("source,zoo", SOURCES)
 def test_hybrid_dynamics_matches_the_numpy_recursions(source, zoo, rng):
     fast, slow = _pair(source, zoo)
@@ -215,18 +225,14 @@ def test_hybrid_dynamics_matches_the_numpy_recursions(source, zoo, rng):
         wrenches = random_wrenches(slow, rng)
         for fast_view, slow_view in views:
             qd, tau = rng.uniform(-2, 2, (2, slow_view.dof))
-            rows = np.vstack([alpha.T @ slow_view.jacobian(q, frame)
-                              for frame, alpha, _ in constraints])
-            compliance = rows @ np.linalg.solve(slow_view.mass_matrix(q), rows.T)
-            condition = np.linalg.cond(compliance)
-            # Dependent constraints (infinite condition): both answers come from numpy.
-            tolerance = TOL * max(1.0, condition) if np.isfinite(condition) else TOL
+            tolerance = TOL * _kept_condition(slow_view, q, constraints)
             for load in (None, wrenches):
                 expected = slow_view.hybrid_dynamics(q, qd, constraints, tau, load)
                 answer = fast_view.hybrid_dynamics(q, qd, constraints, tau, load)
-                if expected.rank == len(expected.nu) and np.linalg.cond(compliance) < 1e6:
-                    # Clearly independent constraints: compiled code answers (dense where
-                    # mimic joints couple hinges).
+                if expected.rank:
+                    # Compiled code answers, dependent constraints included (dense where
+                    # mimic joints couple hinges); constraints no joint of the view moves
+                    # leave the rank to numpy.
                     assert answer.method in (constrained.COMPILED_HYBRID,
                                              constrained.COMPILED_DENSE_HYBRID)
                     if not slow.tree.has_mimic:
@@ -241,6 +247,92 @@ def test_hybrid_dynamics_matches_the_numpy_recursions(source, zoo, rng):
                                  f"acceleration of {frame}", tolerance)
                 assert answer.dropped_directions.shape == expected.dropped_directions.shape
 
+
+def _dependent_constraint_sets(frames, rng):
+    """Constraint sets whose compliance is singular (or more rows than the joints can
+    meet): a duplicated constraint, three full 6-row constraints, and a row that is a
+    combination of two others (its beta not the same combination: no exact solution)."""
+    alpha = rng.normal(size=(6, 2))
+    beta = rng.normal(size=2)
+    return {"duplicate": [(frames[0], alpha, beta), (frames[0], alpha.copy(), beta.copy())],
+            "three full": [(frames[k % len(frames)], np.eye(6), rng.normal(size=6))
+                           for k in range(3)],
+            "combination": [(frames[-1], np.column_stack([alpha, alpha @ rng.normal(size=2)]),
+                             rng.normal(size=3))]}
+
+
+@pytest.mark.parametrize("source,zoo", SOURCES)
+def test_dependent_constraints_get_the_compiled_truncated_solve(source, zoo, rng):
+    """Redundant and over-determined constraint sets: the compiled code drops the
+    directions the numpy reference drops and answers the same."""
+    fast, slow = _pair(source, zoo)
+    tail = slow.joint_names[1:]
+    views = [(fast, slow), (fast.subgraph(tail), slow.subgraph(tail))]
+    q = rng.uniform(-2, 2, slow.dof)
+    wrenches = random_wrenches(slow, rng)
+    methods = set()
+    for fast_view, slow_view in views:
+        moved = [name for name in slow.frame_names if np.any(slow_view.jacobian(q, name))]
+        frames = [str(name) for name in rng.choice(moved, size=min(3, len(moved)), replace=False)]
+        qd, tau = rng.uniform(-2, 2, (2, slow_view.dof))
+        for kind, constraints in _dependent_constraint_sets(frames, rng).items():
+            tolerance = TOL * _kept_condition(slow_view, q, constraints)
+            for load in (None, wrenches):
+                expected = slow_view.hybrid_dynamics(q, qd, constraints, tau, load)
+                answer = fast_view.hybrid_dynamics(q, qd, constraints, tau, load)
+                what = f"{kind}, {fast_view.dof} joints"
+                methods.add(answer.method)
+                assert answer.rank == expected.rank, what
+                # Three full constraints may be independent on a tree of 18 joints or more.
+                assert expected.rank < len(expected.nu) or kind == "three full", what
+                assert_close(answer.qdd, expected.qdd, f"qdd ({what})", tolerance)
+                assert_close(answer.nu, expected.nu, f"nu ({what})", tolerance)
+                assert_close(answer.constraint_torques, expected.constraint_torques,
+                             f"constraint torques ({what})", tolerance)
+                assert answer.frame_accelerations.keys() == expected.frame_accelerations.keys()
+                for frame, acceleration in expected.frame_accelerations.items():
+                    assert_close(answer.frame_accelerations[frame], acceleration,
+                                 f"acceleration of {frame} ({what})", tolerance)
+                # More than one dropped direction: any basis of their span (and either
+                # sign of each) is as right, so compare the projectors onto it.
+                dropped, reference = answer.dropped_directions, expected.dropped_directions
+                assert dropped.shape == reference.shape, what
+                assert_close(dropped @ dropped.T, reference @ reference.T,
+                             f"dropped span ({what})", tolerance)
+                assert answer.constraint_slices == expected.constraint_slices
+    # Every answer compiled: the tree sweeps, or the dense solve where mimic joints
+    # couple hinges.
+    assert methods <= {constrained.COMPILED_HYBRID, constrained.COMPILED_DENSE_HYBRID}
+    assert constrained.COMPILED_DENSE_HYBRID in methods if slow.tree.has_mimic \
+        else methods == {constrained.COMPILED_HYBRID}
+
+
+@pytest.mark.parametrize("source,zoo", SOURCES)
+def test_dependent_constraints_hold_along_the_directions_kept(source, zoo, rng):
+    """No library involved: the kept constraint directions hold (all rows of a consistent
+    set), and the constraint torques produce the answer's accelerations."""
+    model = _load(source, zoo, "generic")
+    q, qd, tau = rng.uniform(-2, 2, (3, model.dof))
+    # The frame the most joints move: two random rows there are independent.
+    frame = max(model.frame_names, key=lambda name: np.linalg.matrix_rank(model.jacobian(q, name)))
+    alpha, beta, weights = rng.normal(size=(6, 2)), rng.normal(size=2), rng.normal(size=2)
+    consistent = [(frame, alpha, beta), (frame, alpha, beta),
+                  (frame, (alpha @ weights)[:, None], [beta @ weights])]
+    over_determined = _dependent_constraint_sets([frame], rng)["three full"]
+    for constraints in (consistent, over_determined):
+        result = model.hybrid_dynamics(q, qd, constraints, tau)
+        assert result.method in (constrained.COMPILED_HYBRID, constrained.COMPILED_DENSE_HYBRID)
+        residual = np.concatenate([
+            block.T @ result.frame_accelerations[name] - np.asarray(target, dtype=float)
+            for name, block, target in constraints])
+        dropped = result.dropped_directions
+        scale = max(1.0, np.abs(result.frame_accelerations[frame]).max())
+        assert_close(residual - dropped @ (dropped.T @ residual), 0.0, "kept rows", 1e-9 * scale)
+        if constraints is consistent:
+            assert result.rank == 2
+            assert_close(residual, 0.0, "every row of a consistent set", 1e-9 * scale)
+        assert_close(model.forward_dynamics(q, qd, tau + result.constraint_torques), result.qdd,
+                     "FD(tau + constraint torques)", 1e-9 * scale)
 
 def test_inputs_the_compiled_code_declines_get_the_numpy_answer_or_error(rng):
     fast = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="generic")
