@@ -36,10 +36,11 @@ The environment variable ``SOA_DYNAMICS_KERNELS`` (one of those modes)
 replaces what ``"auto"`` means for a whole process.
 Arguments are validated the same way on every path (what compiled code
 declines, the numpy path answers or names the problem).  Task-space inertia
-decides the rank and inverts the compiled compliance with numpy (one frame's
-full Lambda without options: the per-robot kernel when ready); hybrid
-dynamics whose constraints are not clearly independent, and mimic robots'
-mixed, hybrid and task-space queries use the numpy path.
+(one frame's full Lambda without options: the per-robot kernel when ready)
+and hybrid dynamics decide the rank of the compliance in the generic module
+by the numpy path's rule, dense where mimic joints couple hinges; the numpy
+path decides it where an eigenvalue lies within round-off of the threshold,
+and raises for a singular task-space inertia without damping.
 """
 import logging
 import os
