@@ -27,6 +27,7 @@ from . import conversions, diagnostics
 from .parameters import PARAMETERS, PAYLOAD_FIELDS, startup_payload, validate_all
 from .process import make_executor, run_node, spin_until_stopped
 from .services import ModelNotReady, ModelServices
+from .throttled_log import ThrottledLog
 from ..embedded.live_model import TransportAge
 from ..embedded.model_host import ModelHost, description_from
 from ..errors import SoaDynamicsError, StaleStateError
@@ -46,6 +47,7 @@ class EmbeddedModelNode(Node):
         self.stats = diagnostics.Statistics()
         self._messages = None           # conversions.FeedforwardMessages of live.command_joints
         self._transport_age = TransportAge()
+        self._log = ThrottledLog(self.get_logger())     # for what can repeat every message
         self.feedforward_publisher = self.create_publisher(Float64MultiArray, "~/feedforward", 1)
         self.feedforward_state_publisher = self.create_publisher(JointState, "~/feedforward_state", 1)
         self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -103,8 +105,8 @@ class EmbeddedModelNode(Node):
             try:
                 callback()
             except Exception as error:  # noqa: BLE001 - the node must outlive any one callback
-                self.get_logger().error(f"{what} failed: {type(error).__name__}: {error}\n"
-                                        f"{traceback.format_exc()}", throttle_duration_sec=10.0)
+                self._log.error(what, 10.0, f"{what} failed: {type(error).__name__}: {error}\n"
+                                            f"{traceback.format_exc()}")
         return guarded
 
     def _declared(self, name, spec):
@@ -147,8 +149,8 @@ class EmbeddedModelNode(Node):
         except Exception as error:  # noqa: BLE001 - the control loop's callback must never die
             self.stats.rejected += 1
             self.stats.last_rejection = f"internal error: {error}"
-            self.get_logger().error(f"joint_states handling failed: {error}\n"
-                                    f"{traceback.format_exc()}", throttle_duration_sec=5.0)
+            self._log.error("joint_states failed", 5.0, f"joint_states handling failed: {error}\n"
+                                                        f"{traceback.format_exc()}")
 
     def _handle_joint_states(self, message, info, taken):
         """Merge a joint state and answer it, unless it waited in the queue past state_timeout.
@@ -184,19 +186,19 @@ class EmbeddedModelNode(Node):
         update = live.update_state(names, positions, velocities, arrival,
                                    conversions.joint_state_efforts(message))
         if update.unknown:
-            self.get_logger().warning(f"joint_states names unknown to the model are ignored: "
-                                      f"{update.unknown}", throttle_duration_sec=10.0)
+            self._log.warning("unknown joints", 10.0, "joint_states names unknown to the model "
+                                                      f"are ignored: {update.unknown}")
         if not update.accepted:
             self.stats.rejected += 1
             self.stats.last_rejection = update.error
-            self.get_logger().warning(f"joint_states message rejected: {update.error}",
-                                      throttle_duration_sec=2.0)
+            self._log.warning("joint_states rejected", 2.0,
+                              f"joint_states message rejected: {update.error}")
             return
         if update.effort_error:
             self.stats.rejected_efforts += 1
             self.stats.last_effort_rejection = update.effort_error
-            self.get_logger().warning(f"joint_states efforts not used: {update.effort_error}",
-                                      throttle_duration_sec=2.0)
+            self._log.warning("efforts rejected", 2.0,
+                              f"joint_states efforts not used: {update.effort_error}")
         if update.updated:   # a message about other joints only measured nothing of ours
             self._publish_feedforward(live, taken, message.header.stamp)
         if update.updated and update.efforts_taken:
@@ -222,8 +224,8 @@ class EmbeddedModelNode(Node):
         if result.clamped:
             self.stats.clamped += 1
             self.stats.clamped_joints = result.clamped
-            self.get_logger().warning(f"feedforward clamped to the effort limits of {result.clamped}",
-                                      throttle_duration_sec=2.0)
+            self._log.warning("clamped", 2.0,
+                              f"feedforward clamped to the effort limits of {result.clamped}")
         if self._messages is None or self._messages.joint_names is not live.command_joints:
             self._messages = conversions.FeedforwardMessages(live.command_joints)
         effort_array, effort_state = self._messages.fill(
@@ -279,7 +281,7 @@ class EmbeddedModelNode(Node):
         except SoaDynamicsError as error:
             self.stats.rejected_commands += 1
             self.stats.last_command_rejection = f"{topic} rejected: {error}"
-            self.get_logger().warning(self.stats.last_command_rejection, throttle_duration_sec=2.0)
+            self._log.warning(topic, 2.0, self.stats.last_command_rejection)
 
     # ------------------------------------------------------------------ trajectory efforts
     def _on_trajectory(self, message):
@@ -302,7 +304,7 @@ class EmbeddedModelNode(Node):
             return
         except Exception as error:  # noqa: BLE001 - a bad message must not end the node
             self._refuse_trajectory(f"internal error: {type(error).__name__}: {error}")
-            self.get_logger().error(traceback.format_exc(), throttle_duration_sec=10.0)
+            self._log.error("trajectory failed", 10.0, traceback.format_exc())
             return
         self.trajectory_publisher.publish(conversions.with_efforts(message, efforts))
         self.stats.trajectories += 1
@@ -328,7 +330,7 @@ class EmbeddedModelNode(Node):
         except StaleStateError:     # no marker of where the arm was
             return
         except SoaDynamicsError as error:
-            self.get_logger().warning(f"inertia marker: {error}", throttle_duration_sec=10.0)
+            self._log.warning("inertia marker", 10.0, f"inertia marker: {error}")
             return
         self.marker_publisher.publish(conversions.inertia_marker(
             ellipsoid, live.model.tree.root_link, self.get_clock().now().to_msg()))

@@ -61,6 +61,7 @@ from .trajectory_controller import GAIN_NAMES, JointTrajectoryControllerEmulatio
 from ..errors import SoaDynamicsError
 from ..ros import conversions
 from ..ros.process import run_node
+from ..ros.throttled_log import ThrottledLog
 from ..validation import as_vector, payload_problems
 
 NODE_NAME = "soa_dynamics_sim"
@@ -90,6 +91,7 @@ def _descriptor(text, read_only=False, number=False):
 class SimNode(Node):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
+        self._log = ThrottledLog(self.get_logger())     # for what can repeat every step
         declare = self.declare_parameter
         declare("robot_description", "", _descriptor("URDF or xacro XML of the robot", True))
         declare("urdf_file", "", _descriptor("path of a URDF/xacro file (if robot_description is empty)", True))
@@ -289,9 +291,9 @@ class SimNode(Node):
         # Called from inside mj_step: MuJoCo repeats a warning every step of a
         # bad simulation, so the log gets one line per period and a count.
         self.stats["mujoco_warnings"] += 1
-        self.get_logger().warning(f"MuJoCo: {text.strip()} ({self.stats['mujoco_warnings']} "
-                                  "MuJoCo warnings so far)",
-                                  throttle_duration_sec=MUJOCO_WARNING_PERIOD)
+        self._log.warning("mujoco", MUJOCO_WARNING_PERIOD,
+                          f"MuJoCo: {text.strip()} ({self.stats['mujoco_warnings']} MuJoCo "
+                          "warnings so far)")
 
     # ------------------------------------------------------------------ inputs
     def _on_command(self, message, info):
@@ -300,9 +302,10 @@ class SimNode(Node):
             self.stats["rejected"] += 1
             problem = (f"{data.size} values for {self.n} joints" if data.shape != (self.n,)
                        else "non-finite values")
-            self.get_logger().warning(
-                f"{COMMAND_TOPIC} rejected ({problem}; order: {self.plant.joint_names}); keeping the "
-                "last valid command until command_timeout", throttle_duration_sec=2.0)
+            self._log.warning(COMMAND_TOPIC, 2.0,
+                              f"{COMMAND_TOPIC} rejected ({problem}; order: "
+                              f"{self.plant.joint_names}); keeping the last valid command until "
+                              "command_timeout")
             return
         now = time.monotonic()
         if now < self.hold_until:
@@ -345,8 +348,8 @@ class SimNode(Node):
                 for point in message.points])
         except SoaDynamicsError as error:
             self.stats["rejected"] += 1
-            self.get_logger().warning(f"{TRAJECTORY_TOPIC} rejected: {error}; the active trajectory "
-                                      "goes on", throttle_duration_sec=2.0)
+            self._log.warning(TRAJECTORY_TOPIC, 2.0, f"{TRAJECTORY_TOPIC} rejected: {error}; the "
+                                                     "active trajectory goes on")
             return
         stamp = message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
         start = None                # zero stamp: start now (at the next step)
@@ -420,9 +423,9 @@ class SimNode(Node):
         if problem is not None:
             # Never published: the arm goes back to its initial pose and waits for commands.
             self.stats["divergences"] += 1
-            self.get_logger().error(f"simulation diverged at t={before:.3f} s ({problem}): reset to "
-                                    "the initial pose, time stopped until the next command",
-                                    throttle_duration_sec=MUJOCO_WARNING_PERIOD)
+            self._log.error("diverged", MUJOCO_WARNING_PERIOD,
+                            f"simulation diverged at t={before:.3f} s ({problem}): reset to "
+                            "the initial pose, time stopped until the next command")
             self._restart(before)
 
     def publish_diagnostics(self):
