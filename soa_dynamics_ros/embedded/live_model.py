@@ -471,5 +471,7 @@ def _desired(label, values, count):
 
 
 def _physical(values):
-    """Finite and within the library's range (False for NaN, as comparisons are)."""
-    return bool(np.all(np.abs(values) <= MAX_MAGNITUDE))
+    """Finite and within the library's range (False for NaN, which max passes on and
+    comparisons refuse).  Three of these run per joint state: the array's own max is
+    half the cost of np.all."""
+    return bool(np.abs(values).max(initial=0.0) <= MAX_MAGNITUDE)
