@@ -43,7 +43,7 @@ from latency_probe import ProbeError, build_probe, run_probe  # noqa: E402
 from results_file import run_header, write_results  # noqa: E402
 from support.ros_harness import RosClient, RosProcess  # noqa: E402
 from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels  # noqa: E402
-from soa_dynamics_ros.ros.parameters import DEFAULT_JOINT_STATES_DEPTH  # noqa: E402
+from soa_dynamics_ros.ros.parameters import DEFAULT_EXECUTOR, DEFAULT_JOINT_STATES_DEPTH  # noqa: E402
 from soa_dynamics_ros.ros.processes import ChildProcess  # noqa: E402
 from soa_dynamics_ros import RobotModel  # noqa: E402
 from soa_dynamics_ros.srv import GravityTorques  # noqa: E402
@@ -57,11 +57,13 @@ def _loop_result(executor, robot, seconds, rate, probe, node_published, service_
             "latency_ms": probe["latency_ms"], "service_round_trip_ms": service_round_trips}
 
 
-def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=()):
+def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=(), foreign=0):
+    """``foreign``: that many more names in every joint state, joints the model lacks (as
+    a Panda driver's finger joints beside an arm-only URDF)."""
     model = RobotModel.from_urdf(str(REPO / "urdf" / f"{robot}.urdf"))
     node = RosProcess("soa_dynamics_node", "--params-file", f"config/{robot}.yaml",
                       "-p", f"executor:={executor}", "-p", "marker_rate:=0.0", *node_args,
-                      log_dir=log_dir, name=f"node_{executor}")
+                      log_dir=log_dir, name=f"node_{executor}_{foreign}")
     client = RosClient(f"latency_bench_{executor}")
     try:
         try:
@@ -73,7 +75,8 @@ def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=()
         count.counting = True
         try:
             # The probe's warm-up waits for the node's first answer, then forgets it.
-            probe = run_probe(model.joint_names, rate, seconds)
+            probe = run_probe(model.joint_names + [f"not_in_model_{k}" for k in range(foreign)],
+                              rate, seconds)
         except ProbeError as error:
             raise RuntimeError(f"{error}\nthe node's log:\n{node.log()}") from None
         time.sleep(1.2)   # one more diagnostics period covers the end of the run
@@ -85,7 +88,8 @@ def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=()
             client.call(gravity, request)
             round_trips.append(time.perf_counter() - started)
         trips = np.array(round_trips) * 1e3
-        return _loop_result(executor, robot, seconds, rate, probe, count.published,
+        label = f"{executor}, {foreign} joints not in the model" if foreign else executor
+        return _loop_result(label, robot, seconds, rate, probe, count.published,
                             {"median": float(np.median(trips)),
                              "p99": float(np.percentile(trips, 99))})
     finally:
@@ -125,6 +129,9 @@ def main():
     parser.add_argument("--depth", type=int, default=None,
                         help="joint_states queue depth of the node and the echo node "
                              "(default: the node's own default)")
+    parser.add_argument("--foreign-joints", type=int, default=2,
+                        help="a row more (default executor) with joint states naming that many "
+                             "joints the model lacks; 0: none")
     parser.add_argument("--output", default=str(REPO / "bench" / "results"),
                         help="directory for the table (.md) and the figures (.json)")
     args = parser.parse_args()
@@ -144,6 +151,11 @@ def main():
                 print(f"[bench] {executor}: the same with an echo node (no model)", flush=True)
                 results.append(measure_echo(executor, args.robot, args.seconds, args.rate, log_dir,
                                             node_args))
+        if args.foreign_joints:
+            print(f"[bench] {DEFAULT_EXECUTOR}: joint states also naming {args.foreign_joints} "
+                  "joints the model lacks", flush=True)
+            results.append(measure(DEFAULT_EXECUTOR, args.robot, args.seconds, args.rate,
+                                   args.service_calls, log_dir, node_args, args.foreign_joints))
     header = run_header(f"node latency, {args.robot}")
     lines = [f"# {header}", "",
              "| executor | joint_states depth | published | rate [Hz] | missed | latency median [ms] "
