@@ -625,7 +625,8 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
     Returns ``(source, stats)``; ``stats`` counts the operations of the kernel.
     """
     dof = tree.dof
-    title = f"robot {name!r}" + ("" if frame is None else f", frame {frame!r}")
+    title = f"robot {name!r}" + ("" if frame is None else f", frame {frame!r}"
+                                  if type(frame) is str else f", links {', '.join(frame)}")
     module = _Module(module_name, title, kernel_key(tree, kernel, frame), dof)
     if kernel in _INVERSE_DYNAMICS:
         with_qd, with_qdd, doc = _INVERSE_DYNAMICS[kernel]
