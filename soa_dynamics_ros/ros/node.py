@@ -16,7 +16,6 @@ import traceback
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.subscription import Subscription
 from sensor_msgs.msg import JointState
 from geometry_msgs.msg import WrenchStamped
 from std_msgs.msg import Bool, Float64MultiArray, String
@@ -25,7 +24,7 @@ from visualization_msgs.msg import Marker
 
 from . import conversions, diagnostics
 from .parameters import PARAMETERS, PAYLOAD_FIELDS, startup_payload, validate_all
-from .process import make_executor, run_node, spin_until_stopped
+from .process import make_executor, run_node, spin_until_stopped, subscribe_with_info
 from .services import ModelNotReady, ModelServices
 from .throttled_log import ThrottledLog
 from ..embedded.live_model import TransportAge
@@ -75,16 +74,12 @@ class EmbeddedModelNode(Node):
                                      lambda message: self.host.request(message.data,
                                                                        "/robot_description"), qos)
         best_effort = config["joint_states_reliability"] == "best_effort"
-        joint_states = self.create_subscription(
-            JointState, "joint_states", self._on_joint_states,
+        # Freshness needs each state's arrival time (MessageInfo).
+        subscribe_with_info(
+            self, JointState, "joint_states", self._on_joint_states,
             QoSProfile(depth=config["joint_states_depth"], history=HistoryPolicy.KEEP_LAST,
                        reliability=(ReliabilityPolicy.BEST_EFFORT if best_effort
                                     else ReliabilityPolicy.RELIABLE)))
-        # Freshness needs each state's arrival time (MessageInfo).  rclpy 9.1.2's
-        # EventsExecutor passes (message, info) as one tuple where the other
-        # executors pass two arguments, and fails on a two-argument callback:
-        # the callback takes both forms, and is declared as wanting the info.
-        joint_states._callback_type = Subscription.CallbackType.WithMessageInfo
         self.create_subscription(Float64MultiArray, "~/desired_acceleration",
                                  self._on_desired_acceleration, 10)
         self.create_subscription(JointTrajectoryPoint, "~/desired_state", self._on_desired_state, 10)
@@ -140,10 +135,8 @@ class EmbeddedModelNode(Node):
         return conversions.parameters_result()
 
     # ------------------------------------------------------------------ feedforward
-    def _on_joint_states(self, message, info=None):
+    def _on_joint_states(self, message, info):
         taken = time.monotonic()
-        if info is None:            # the EventsExecutor's form: one (message, info) tuple
-            message, info = message
         try:
             self._handle_joint_states(message, info, taken)
         except Exception as error:  # noqa: BLE001 - the control loop's callback must never die

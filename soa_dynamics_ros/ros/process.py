@@ -24,6 +24,7 @@ import threading
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
+from rclpy.subscription import Subscription
 
 from ..errors import SoaDynamicsError
 from .parameters import EXECUTORS
@@ -75,11 +76,32 @@ class _Lifetime:
 def make_executor(kind):
     """An executor of one of :data:`~soa_dynamics_ros.ros.parameters.EXECUTORS`."""
     if kind == "events":
-        from rclpy.experimental import EventsExecutor
+        try:
+            from rclpy.experimental import EventsExecutor
+        except ImportError:         # rclpy before 7.1.4 (Jazzy's first releases) has none
+            print("rclpy has no EventsExecutor (rclpy.experimental); the single_threaded "
+                  "executor runs instead", file=sys.stderr, flush=True)
+            return SingleThreadedExecutor()
         return EventsExecutor()
     if kind == "single_threaded":
         return SingleThreadedExecutor()
     raise SoaDynamicsError(f"executor must be one of {EXECUTORS}, not {kind!r}")
+
+
+def subscribe_with_info(node, message_type, topic, callback, qos):
+    """A subscription calling ``callback(message, MessageInfo)`` under every executor.
+
+    rclpy 9.1.2's EventsExecutor passes (message, info) as one tuple where the
+    other executors pass two arguments, and fails on a two-argument callback:
+    the callback it gets takes both forms, and is declared as wanting the info.
+    """
+    def receive(message, info=None):
+        if info is None:
+            message, info = message
+        callback(message, info)
+    subscription = node.create_subscription(message_type, topic, receive, qos)
+    subscription._callback_type = Subscription.CallbackType.WithMessageInfo
+    return subscription
 
 
 def spin_until_stopped(node, executor, running):

@@ -47,7 +47,6 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -60,7 +59,7 @@ from .mujoco_plant import MujocoPlant, route_warnings
 from .trajectory_controller import GAIN_NAMES, JointTrajectoryControllerEmulation, trajectory_points
 from ..errors import SoaDynamicsError
 from ..ros import conversions
-from ..ros.process import run_node
+from ..ros.process import make_executor, run_node, subscribe_with_info
 from ..ros.throttled_log import ThrottledLog
 from ..validation import as_vector, payload_problems
 
@@ -173,7 +172,7 @@ class SimNode(Node):
         self.clock_publisher = self.create_publisher(Clock, "/clock", 10) if self.publish_clock else None
         self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         if self.trajectory_controller is None:
-            self.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
+            subscribe_with_info(self, Float64MultiArray, COMMAND_TOPIC, self._on_command, 10)
         else:
             self.create_subscription(JointTrajectory, TRAJECTORY_TOPIC, self._on_trajectory, 10)
         self.create_service(Trigger, "~/reset", self._on_reset)
@@ -516,7 +515,13 @@ class SimNode(Node):
 
 
 def main(args=None):
-    return run_node(NODE_NAME, SimNode, lambda node: SingleThreadedExecutor(),
+    # The events executor takes callbacks in arrival order.  The single-threaded one
+    # builds a new wait set for each spin_once whose timeout differs from the last (this
+    # loop's always do) and runs only its first ready entity, timers and subscriptions
+    # before services: while commands kept arriving faster than the loop took them (a
+    # loaded machine, a flooding client), ~/reset and the parameter services went
+    # unanswered for seconds.
+    return run_node(NODE_NAME, SimNode, lambda node: make_executor("events"),
                     lambda node, executor, running: node.run(executor, running), args)
 
 

@@ -17,10 +17,10 @@ ROS_PACKAGES = {"rclpy", "rosidl_runtime_py", "builtin_interfaces", "std_msgs", 
 GENERATED = {"msg", "srv"}           # the package's own interfaces, built by rosidl
 # The standard library's immediate exit; xacro's package lookup, which xacro offers no
 # public hook for (description/xacro.py says why); rclpy 9.1.2's EventsExecutor
-# workaround (ros/node.py says why); an object of the same class (a traced value's
+# workaround (ros/process.py says why); an object of the same class (a traced value's
 # negation, a tree view being made).
 PRIVATE_NAMES_ALLOWED = {"os._exit", "xacro.substitution_args._eval_find",
-                         "joint_states._callback_type", "other._neg_of", "view._singular_below"}
+                         "subscription._callback_type", "other._neg_of", "view._singular_below"}
 
 
 def library_modules():
