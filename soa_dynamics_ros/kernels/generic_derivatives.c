@@ -44,8 +44,12 @@ static double *derivative_workspace(size_t doubles)
     return derivative_space;
 }
 
-/* Per body in root axes: S, v, a, F, Ic S, B^T S, E^T S (3), w, u, the subtree terms of
- * dq and dqd (6 each); then what is summed over the subtree: the spatial inertia
+/* Per body in root axes: S, v, a, F; what the pair loop of derivative_answers reads, in
+ * runs of 12 that it multiplies as three 4-lane vectors: of body i as the descendant
+ * (or itself) Ic S, B^T S (only its angular half: the linear half is 0) and E^T S (3),
+ * then the subtree terms of dq and dqd (6 each); of hinge j as the ancestor u, w x and
+ * S (angular halves), then -2 w, S (angular half) and 0 (3), then S twice; then what is
+ * summed over the subtree: the spatial inertia
  * [[m 1, -[h]x], [[h]x, J]] as its mass m, first moment h and rotational inertia J about
  * the root origin (1 + 3 + 9); B, which for one body with velocity (u, omega) and
  * momentum I v = (p, l) is [[0, -2 [p]x], [0, B22]] with
@@ -53,9 +57,10 @@ static double *derivative_workspace(size_t doubles)
  * (the other blocks cancel), as p and B22 (3 + 9); E (18, with wrenches only).
  * Summing 25 numbers per body instead of two dense 6x6 matrices is most of the saving
  * over the dense form. */
-#define BODY_DOUBLES 106
-enum { S_ = 0, V_ = 6, A_ = 12, F_ = 18, IS_ = 24, BS_ = 30, ES_ = 36, W_ = 39, U_ = 45, GQ_ = 51,
-       GR_ = 57, MASS_ = 63, MOMENT_ = 64, ROTATIONAL_ = 67, MOMENTUM_ = 76, B22_ = 79, E_ = 88 };
+#define BODY_DOUBLES 127
+enum { S_ = 0, V_ = 6, A_ = 12, F_ = 18, IS_ = 24, BS_ = 30, ES_ = 33, GQ_ = 36, GR_ = 42,
+       U_ = 48, WQ_ = 54, SQ_ = 57, WR_ = 60, SR_ = 66, ZR_ = 69, SS_ = 72,
+       MASS_ = 84, MOMENT_ = 85, ROTATIONAL_ = 88, MOMENTUM_ = 97, B22_ = 100, E_ = 109 };
 /* The summed terms: from MASS_ to E_ without wrenches, to BODY_DOUBLES with them. */
 #define SUMMED_PLAIN (E_ - MASS_)
 #define SUMMED_WRENCHED (BODY_DOUBLES - MASS_)
@@ -144,16 +149,14 @@ static void b_apply(const double *t, const double *x, double *out)
         out[k] = -2.0 * turned[k];
 }
 
-/* B^T x of the B in t: [0; 2 p x x_l + B22^T x_a] */
+/* The angular half of B^T x of the B in t, 2 p x x_l + B22^T x_a (the linear half is 0) */
 static void b_transpose_apply(const double *t, const double *x, double *out)
 {
     double turned[3], spun[3];
     cross(t + MOMENTUM_, x, turned);
     mat3t_vec(t + B22_, x + 3, spun);
-    for (int k = 0; k < 3; ++k) {
-        out[k] = 0.0;
-        out[3 + k] = 2.0 * turned[k] + spun[k];
-    }
+    for (int k = 0; k < 3; ++k)
+        out[k] = 2.0 * turned[k] + spun[k];
 }
 
 /* The root-axes quantities of one body (see BODY_DOUBLES): S; v, a and its own F by
@@ -281,28 +284,44 @@ static void derivative_terms(Model *m, const double *p, const double *qd, const 
     }
 }
 
-/* The second half: the subtree terms, then dtau_dq, dtau_dqd (nb x nb) from one product
- * per (ancestor, descendant) pair; only those entries are set (what fold_hinges reads),
- * and the others zeroed where the fold copies rows (rates_are_bodies). */
-static void derivative_matrices(Model *m, int wrenched, double *terms, double *dtau_dq,
-                                double *dtau_dqd)
+/* Four doubles, one AVX register: the pair loop multiplies runs of 12 of the terms as
+ * three of them, a third of the scalar instructions, and its sums are four short chains
+ * instead of one long one (the loop is bound by their latency). */
+typedef double lanes4 __attribute__((vector_size(4 * sizeof(double))));
+
+__attribute__((always_inline)) static inline lanes4 load_lanes(const double *x)
 {
-    int nb = m->nb, at_rest = 1;
+    lanes4 lanes;
+    memcpy(&lanes, x, sizeof lanes);    /* the terms are only 8-byte aligned */
+    return lanes;
+}
+
+__attribute__((always_inline)) static inline double lane_sum(lanes4 x)
+{
+    return (x[0] + x[1]) + (x[2] + x[3]);
+}
+
+/* The second half: the subtree terms, then [dtau/dq, dtau/dqd] (2 x n x n) into out from
+ * one product per (ancestor, descendant) pair.  Where rate k moves body k + 1 the pairs
+ * go straight into out; else into the nb x nb hinge matrices at the head of space, which
+ * fold_hinges reads only at those pairs. */
+static void derivative_answers(Model *m, int wrenched, double *terms, double *space,
+                               double *out)
+{
+    int nb = m->nb, n = m->rate_dof, at_rest = 1;
     for (int body = 1; body < nb && at_rest; ++body)
         at_rest = is_zero6(terms + BODY_DOUBLES * body + V_);
     for (int body = 1; body < nb; ++body) {
         double *t = terms + BODY_DOUBLES * body;
         const double *up = terms + BODY_DOUBLES * m->parent[body], *s = t + S_;
-        double crossed[6], spun[6], pushed[6], bent[6] = {0.0};
+        double w[6] = {0.0}, crossed[6], spun[6], pushed[6], bent[6] = {0.0};
         motion_cross(s, up + A_, t + U_);
-        if (at_rest)    /* w = 0 and B = 0 (qd = 0) */
-            memset(t + W_, 0, 6 * sizeof(double));
-        else {
-            motion_cross(s, up + V_, t + W_);
-            motion_cross(t + W_, up + V_, spun);
+        if (!at_rest) {     /* at rest w = 0 and B = 0 (qd = 0) */
+            motion_cross(s, up + V_, w);
+            motion_cross(w, up + V_, spun);
             for (int k = 0; k < 6; ++k)
                 t[U_ + k] -= spun[k];
-            b_apply(t, t + W_, bent);
+            b_apply(t, w, bent);
         }
         /* the subtree terms: S x* F - Ic u - B w - E omega, and B S - 2 Ic w */
         force_cross(s, t + F_, spun);
@@ -321,39 +340,64 @@ static void derivative_matrices(Model *m, int wrenched, double *terms, double *d
         else
             t[ES_] = t[ES_ + 1] = t[ES_ + 2] = 0.0;
         if (at_rest) {
-            memset(t + BS_, 0, 6 * sizeof(double));
+            memset(t + BS_, 0, 3 * sizeof(double));
             memset(t + GR_, 0, 6 * sizeof(double));
-            continue;
+        } else {
+            b_transpose_apply(t, s, t + BS_);
+            b_apply(t, s, crossed);
+            inertia_apply(t, w, pushed);
+            for (int k = 0; k < 6; ++k)
+                t[GR_ + k] = crossed[k] - 2.0 * pushed[k];
         }
-        b_transpose_apply(t, s, t + BS_);
-        b_apply(t, s, crossed);
-        inertia_apply(t, t + W_, pushed);
-        for (int k = 0; k < 6; ++k)
-            t[GR_ + k] = crossed[k] - 2.0 * pushed[k];
+        for (int k = 0; k < 3; ++k) {
+            t[WQ_ + k] = w[3 + k];
+            t[SQ_ + k] = t[SR_ + k] = s[3 + k];
+            t[ZR_ + k] = 0.0;
+        }
+        for (int k = 0; k < 6; ++k) {
+            t[WR_ + k] = -2.0 * w[k];
+            t[SS_ + k] = t[SS_ + 6 + k] = s[k];
+        }
     }
-    if (m->rates_are_bodies) {
-        memset(dtau_dq, 0, (size_t)nb * nb * sizeof(double));
-        memset(dtau_dqd, 0, (size_t)nb * nb * sizeof(double));
-    }
+    /* direct: body and hinge k + 1 at row and column k */
+    int direct = m->rates_are_bodies, stride = direct ? n : nb, shift = direct;
+    double *dtau_dq = direct ? out : space, *dtau_dqd = dtau_dq + (size_t)stride * stride;
+    if (direct)     /* the entries of bodies on different branches */
+        memset(out, 0, 2 * (size_t)n * n * sizeof(double));
     for (int body = 1; body < nb; ++body) {
         const double *ti = terms + BODY_DOUBLES * body;
+        lanes4 own0 = load_lanes(ti + IS_), own1 = load_lanes(ti + IS_ + 4),
+               own2 = load_lanes(ti + IS_ + 8), subtree0 = load_lanes(ti + GQ_),
+               subtree1 = load_lanes(ti + GQ_ + 4), subtree2 = load_lanes(ti + GQ_ + 8);
+        double *dq_row = dtau_dq + (size_t)(body - shift) * stride,
+               *dqd_row = dtau_dqd + (size_t)(body - shift) * stride;
         for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
             const double *tj = terms + BODY_DOUBLES * hinge;
-            /* hinge an ancestor of body (or body itself) */
-            dtau_dq[body * nb + hinge] = -(dot6(ti + IS_, tj + U_) + dot6(ti + BS_, tj + W_)
-                                           + ti[ES_] * tj[S_ + 3] + ti[ES_ + 1] * tj[S_ + 4]
-                                           + ti[ES_ + 2] * tj[S_ + 5]);
-            dtau_dqd[body * nb + hinge] = dot6(ti + BS_, tj + S_) - 2.0 * dot6(ti + IS_, tj + W_);
+            /* hinge an ancestor of body (or body itself): -(Ic_i S_i).u_j - (B_i^T S_i).w_j
+             * - (E_i^T S_i).omega_j and (B_i^T S_i).S_j - 2 (Ic_i S_i).w_j */
+            dq_row[hinge - shift] = -lane_sum(own0 * load_lanes(tj + U_) + own1 * load_lanes(tj + U_ + 4)
+                                      + own2 * load_lanes(tj + U_ + 8));
+            dqd_row[hinge - shift] = lane_sum(own0 * load_lanes(tj + WR_) + own1 * load_lanes(tj + WR_ + 4)
+                                      + own2 * load_lanes(tj + WR_ + 8));
             if (hinge != body) {
-                /* body in the subtree of hinge: row hinge, column body */
-                dtau_dq[hinge * nb + body] = dot6(tj + S_, ti + GQ_);
-                dtau_dqd[hinge * nb + body] = dot6(tj + S_, ti + GR_);
+                /* body in the subtree of hinge: row hinge, column body, S_j times the
+                 * subtree terms of dq (lanes 0-5) and dqd (6-11) */
+                lanes4 first = subtree0 * load_lanes(tj + SS_),
+                       middle = subtree1 * load_lanes(tj + SS_ + 4),
+                       last = subtree2 * load_lanes(tj + SS_ + 8);
+                size_t at = (size_t)(hinge - shift) * stride + body - shift;
+                dtau_dq[at] = lane_sum(first) + (middle[0] + middle[1]);
+                dtau_dqd[at] = (middle[2] + middle[3]) + lane_sum(last);
             }
         }
     }
+    if (!direct) {
+        fold_hinges(m, dtau_dq, out);
+        fold_hinges(m, dtau_dqd, out + (size_t)n * n);
+    }
 }
 
-/* dg/dq as an nb x nb hinge matrix: derivative_matrices at rest, where a = -g on every
+/* dg/dq as an nb x nb hinge matrix: derivative_answers at rest, where a = -g on every
  * body leaves of each subtree only its mass M_i and first moment h_i (root axes, about
  * the root origin).  Then u_j = (g x omega_j, 0), and both the ancestor and the
  * descendant formula reduce to
@@ -420,14 +464,11 @@ static void fold_hinge_matrix(const Model *m, const double *hinge_matrix, double
 static void inverse_derivatives_core(Model *m, const double *qdd, const double *p,
                                      const Wrenches *w, double *space, double *out)
 {
-    int nb = m->nb, n = m->rate_dof;
-    double *dtau_dq = space, *dtau_dqd = space + (size_t)nb * nb;
+    int nb = m->nb;
     hinge_rates(m, qdd, m->qdd_hinge);
     double *terms = space + 2 * (size_t)nb * nb;
     derivative_terms(m, p, m->qd_hinge, m->qdd_hinge, w, terms);
-    derivative_matrices(m, w->frames != NULL, terms, dtau_dq, dtau_dqd);
-    fold_hinge_matrix(m, dtau_dq, out);
-    fold_hinge_matrix(m, dtau_dqd, out + (size_t)n * n);
+    derivative_answers(m, w->frames != NULL, terms, space, out);
 }
 
 /* Featherstone's LTL factorization (RBDA 6.5) of the joint-space mass matrix in place:
@@ -590,16 +631,13 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
     int n = m->rate_dof, nb = m->nb;
     size_t nn = (size_t)n * n;
     if (m->tree_sparse || m->couples) {
-        double *dtau_dq = space, *dtau_dqd = space + (size_t)nb * nb;
         double *terms = space + 2 * (size_t)nb * nb;
         hinge_rates(m, qd, m->qd_hinge);
         memset(m->qdd_hinge, 0, nb * sizeof(double));
         derivative_terms(m, p, m->qd_hinge, m->qdd_hinge, w, terms);
         if (accelerate_terms(m, tau, p, terms, qdd) != SOA_OK)
             return SOA_SINGULAR;
-        derivative_matrices(m, w->frames != NULL, terms, dtau_dq, dtau_dqd);
-        fold_hinge_matrix(m, dtau_dq, out);
-        fold_hinge_matrix(m, dtau_dqd, out + nn);
+        derivative_answers(m, w->frames != NULL, terms, space, out);
     } else {
         int status = forward_core(m, qd, tau, p, w->frames != NULL, qdd);
         if (status != SOA_OK)
