@@ -100,19 +100,17 @@ static void skew3(const double *v, double *out)
     memcpy(out, values, sizeof values);
 }
 
-/* A spatial inertia (body axes, about the body origin; 6x6) in root axes about the root
- * origin, as t's mass, first moment h = R h_b + m p and rotational inertia
+/* A body's inertia parameters (mass, first moment h_b and rotational inertia J_b in body
+ * axes about the body origin: a body's PARAMS_PER_BODY of p, read where they are rather
+ * than unpacked into 6x6 matrices) in root axes about the root origin, as t's mass,
+ * first moment h = R h_b + m p and rotational inertia
  *   R J_b R^T - m [p]x[p]x - [p]x[c]x - [c]x[p]x,  c = R h_b
  * (X^T I X without the 6x6 products; [a]x[b]x = b a^T - (a.b) 1). */
-static void inertia_to_root(const double *inertia, const double *r, const double *p,
-                            double *t)
+static void inertia_to_root(const double *own, const double *r, const double *p, double *t)
 {
-    double mass = inertia[0], own[3] = {inertia[31], inertia[20], inertia[24]}, c[3];
-    double j[9], rj[9], *out = t + ROTATIONAL_;
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b)
-            j[3 * a + b] = inertia[6 * (a + 3) + b + 3];
-    mat3_vec(r, own, c);
+    double mass = own[0], c[3], rj[9], *out = t + ROTATIONAL_;
+    double j[9] = {own[4], own[5], own[6], own[5], own[7], own[8], own[6], own[8], own[9]};
+    mat3_vec(r, own + 1, c);
     mat3_mul(r, j, rj);
     double pp = p[0] * p[0] + p[1] * p[1] + p[2] * p[2], pc = p[0] * c[0] + p[1] * c[1] + p[2] * c[2];
     for (int a = 0; a < 3; ++a) {
@@ -162,15 +160,15 @@ static void b_transpose_apply(const double *t, const double *x, double *out)
 /* The root-axes quantities of one body (see BODY_DOUBLES): S; v, a and its own F by
  * Newton-Euler in root axes, where velocities and accelerations add along the tree
  * (`up`: the parent's terms) and forces gather without transforms; its own inertia
- * and B.  rate, rate_change: the hinge's qd and qdd. */
+ * and B.  rate, rate_change: the hinge's qd and qdd; own: its inertia parameters. */
 static void body_terms(const Model *m, int body, double rate, double rate_change,
-                       const double *up, int with_forces, double *t)
+                       const double *own, const double *up, int with_forces, double *t)
 {
     const double *r = m->rotations + 9 * body, *p = m->translations + 3 * body;
     double *v = t + V_, *a = t + A_, joint_velocity[6], product[6], momentum[6], gyroscopic[6];
     motion_to_root(r, p, m->hinge_map + 6 * body, t + S_);
     memset(t + MASS_, 0, SUMMED_WRENCHED * sizeof(double));
-    inertia_to_root(m->inertia + 36 * body, r, p, t);
+    inertia_to_root(own, r, p, t);
     int moving = rate != 0.0 || !is_zero6(up + V_);
     for (int k = 0; k < 6; ++k) {
         joint_velocity[k] = t[S_ + k] * rate;
@@ -271,8 +269,9 @@ static void derivative_terms(Model *m, const double *p, const double *qd, const 
     for (int k = 0; k < 3; ++k)
         terms[A_ + k] = -p[k];
     for (int body = 1; body < nb; ++body)
-        body_terms(m, body, qd[body], qdd[body], terms + BODY_DOUBLES * m->parent[body],
-                   w->frames != NULL, terms + BODY_DOUBLES * body);
+        body_terms(m, body, qd[body], qdd[body], p + HEADER + PARAMS_PER_BODY * (body - 1),
+                   terms + BODY_DOUBLES * m->parent[body], w->frames != NULL,
+                   terms + BODY_DOUBLES * body);
     if (w->frames)
         wrench_turning(m, w->frames, w->wrenches, w->count, terms);
     int summed = w->frames ? SUMMED_WRENCHED : SUMMED_PLAIN;
@@ -639,6 +638,7 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
             return SOA_SINGULAR;
         derivative_answers(m, w->frames != NULL, terms, space, out);
     } else {
+        unpack_inertias(m, p);      /* (the derivative pass reads p itself) */
         int status = forward_core(m, qd, tau, p, w->frames != NULL, qdd);
         if (status != SOA_OK)
             return status;
@@ -717,8 +717,6 @@ static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, int k
     if (!space)
         return PyErr_NoMemory();
     double *out = space + doubles - 3 * nn;
-    if (kind != 2)      /* (gravity reads its masses and first moments from p) */
-        unpack_inertias(m, p);
     Wrenches w = {frames, wrenches, count};
     int status = derivatives_sample(m, kind, data[0], data[1], data[2], p, &w, space, out);
     if (status != SOA_OK)
@@ -800,8 +798,6 @@ static PyObject *derivatives_batch(PyObject *const *args, Py_ssize_t nargs, int 
     if (!result)
         return NULL;
     batch.out = (double *)PyArray_DATA((PyArrayObject *)result);
-    if (kind != 2)
-        unpack_inertias(m, batch.p);
     int status = run_samples(m, derivative_batch_sample, &batch, space, doubles, count, &failed);
     return answer(result, status == SOA_OK ? SOA_OK : (int)(4 * failed + status));
 }
