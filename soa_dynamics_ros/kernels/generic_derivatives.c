@@ -73,7 +73,8 @@ static size_t derivative_doubles(const Model *m)
 }
 
 /* A motion vector (body axes, body origin) in root axes about the root origin */
-static void motion_to_root(const double *r, const double *p, const double *m, double *out)
+__attribute__((always_inline))
+static inline void motion_to_root(const double *r, const double *p, const double *m, double *out)
 {
     double moved[3];
     mat3_vec(r, m + 3, out + 3);
@@ -84,7 +85,8 @@ static void motion_to_root(const double *r, const double *p, const double *m, do
 }
 
 /* A force (body axes, about the body origin) in root axes about the root origin */
-static void force_to_root(const double *r, const double *p, const double *f, double *out)
+__attribute__((always_inline))
+static inline void force_to_root(const double *r, const double *p, const double *f, double *out)
 {
     double moved[3];
     mat3_vec(r, f, out);
@@ -106,7 +108,8 @@ static void skew3(const double *v, double *out)
  * first moment h = R h_b + m p and rotational inertia
  *   R J_b R^T - m [p]x[p]x - [p]x[c]x - [c]x[p]x,  c = R h_b
  * (X^T I X without the 6x6 products; [a]x[b]x = b a^T - (a.b) 1). */
-static void inertia_to_root(const double *own, const double *r, const double *p, double *t)
+__attribute__((always_inline))
+static inline void inertia_to_root(const double *own, const double *r, const double *p, double *t)
 {
     double mass = own[0], c[3], rj[9], *out = t + ROTATIONAL_;
     double j[9] = {own[4], own[5], own[6], own[5], own[7], own[8], own[6], own[8], own[9]};
@@ -125,7 +128,8 @@ static void inertia_to_root(const double *own, const double *r, const double *p,
 }
 
 /* Ic x of the inertia in t: [m x_l - h x x_a; h x x_l + J x_a] */
-static void inertia_apply(const double *t, const double *x, double *out)
+__attribute__((always_inline))
+static inline void inertia_apply(const double *t, const double *x, double *out)
 {
     double turned[3], pushed[3], spun[3];
     cross(t + MOMENT_, x + 3, turned);
@@ -138,7 +142,8 @@ static void inertia_apply(const double *t, const double *x, double *out)
 }
 
 /* B x of the B in t: [-2 p x x_a; B22 x_a] */
-static void b_apply(const double *t, const double *x, double *out)
+__attribute__((always_inline))
+static inline void b_apply(const double *t, const double *x, double *out)
 {
     double turned[3];
     cross(t + MOMENTUM_, x + 3, turned);
@@ -148,7 +153,8 @@ static void b_apply(const double *t, const double *x, double *out)
 }
 
 /* The angular half of B^T x of the B in t, 2 p x x_l + B22^T x_a (the linear half is 0) */
-static void b_transpose_apply(const double *t, const double *x, double *out)
+__attribute__((always_inline))
+static inline void b_transpose_apply(const double *t, const double *x, double *out)
 {
     double turned[3], spun[3];
     cross(t + MOMENTUM_, x, turned);
@@ -288,14 +294,16 @@ static void derivative_terms(Model *m, const double *p, const double *qd, const 
  * instead of one long one (the loop is bound by their latency). */
 typedef double lanes4 __attribute__((vector_size(4 * sizeof(double))));
 
-__attribute__((always_inline)) static inline lanes4 load_lanes(const double *x)
+__attribute__((always_inline))
+static inline lanes4 load_lanes(const double *x)
 {
     lanes4 lanes;
     memcpy(&lanes, x, sizeof lanes);    /* the terms are only 8-byte aligned */
     return lanes;
 }
 
-__attribute__((always_inline)) static inline double lane_sum(lanes4 x)
+__attribute__((always_inline))
+static inline double lane_sum(lanes4 x)
 {
     return (x[0] + x[1]) + (x[2] + x[3]);
 }
