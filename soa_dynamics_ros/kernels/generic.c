@@ -71,6 +71,7 @@ typedef struct {
     int *rate_bodies, rate_count;               /* the bodies whose hinge a rate moves */
     int *rate_parent, tree_sparse;  /* each rate's nearest ancestor rate (-1: none); whether
                                      * M has a tree's sparsity along it (tree_factor) */
+    int *rate_subtree_end;      /* tree_sparse: 1 + the last rate below each rate (or it) */
     int rates_are_bodies;       /* tree_sparse, and rate k moves body k + 1 (no locked or
                                  * merged hinges): hinge matrices fold by rows */
     int *chain;                 /* a body and its ancestors, leaf first (chain_placements) */
@@ -2106,7 +2107,7 @@ static size_t model_block_bytes(const Model *m)
     size_t nb = (size_t)m->nb, nf = (size_t)m->nf, n = m->rate_dof > 0 ? (size_t)m->rate_dof : 1;
     size_t doubles = nb * (24 + 6 + 9 + 3 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + nb) + nf * (12 + 7)
                      + n * n;
-    size_t ints = nb * 7 + nf;
+    size_t ints = nb * 8 + nf;
     return doubles * sizeof(double) + ints * sizeof(int) + 2 * nb;
 }
 
@@ -2133,7 +2134,7 @@ static void lay_out(Model *m)
 #define TAKE_INT(field, count) (m->field = i, i += (count))
     TAKE_INT(parent, nb); TAKE_INT(type, nb); TAKE_INT(master, nb); TAKE_INT(rate_master, nb);
     TAKE_INT(frame_body, nf); TAKE_INT(rate_bodies, nb); TAKE_INT(rate_parent, nb);
-    TAKE_INT(chain, nb);
+    TAKE_INT(chain, nb); TAKE_INT(rate_subtree_end, nb);
 #undef TAKE_INT
     m->free = (unsigned char *)i;
     m->call_free = m->free + nb;
@@ -2235,6 +2236,13 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
             if (k != r && chain != k)
                 m->tree_sparse = 0;
         }
+    }
+    for (int r = 0; r < m->rate_dof; ++r)
+        m->rate_subtree_end[r] = r + 1;
+    for (int r = m->rate_dof - 1; r >= 0 && m->tree_sparse; --r) {
+        int above = m->rate_parent[r];
+        if (above >= 0 && m->rate_subtree_end[r] > m->rate_subtree_end[above])
+            m->rate_subtree_end[above] = m->rate_subtree_end[r];
     }
     m->rates_are_bodies = m->tree_sparse && m->rate_count == nb - 1 && m->rate_dof == nb - 1;
     for (int b = 1; b < nb; ++b)

@@ -519,19 +519,23 @@ static int tree_factor(Model *m, double singular_below)
     return SOA_OK;
 }
 
-/* M X = B for an n x width B (row-major, in place) with tree_factor's L: L^T Y = B, L X = Y */
-static void tree_solve(const Model *m, double *x, int width)
+/* M X = B for an n x width B (row-major, in place) with tree_factor's L: L^T Y = B, L X = Y.
+ * inverting: B is the identity (set by the caller, width n), whose rows L^T Y = B leaves
+ * zero outside the columns of their rate's subtree, all within [i, rate_subtree_end[i]):
+ * the first half skips the others. */
+static void tree_solve(const Model *m, double *x, int width, int inverting)
 {
     int n = m->rate_dof;
     const int *up = m->rate_parent;
     const double *l = m->joint_mass;
     for (int i = n - 1; i >= 0; --i) {
+        int first = inverting ? i : 0, end = inverting ? m->rate_subtree_end[i] : width;
         double *row = x + (size_t)i * width, d = l[i * n + i];
-        for (int c = 0; c < width; ++c)
+        for (int c = first; c < end; ++c)
             row[c] /= d;
         for (int j = up[i]; j >= 0; j = up[j]) {
             double factor = l[i * n + j], *to = x + (size_t)j * width;
-            for (int c = 0; c < width; ++c)
+            for (int c = first; c < end; ++c)
                 to[c] -= factor * row[c];
         }
     }
@@ -585,7 +589,7 @@ static int accelerate_terms(Model *m, const double *tau, const double *p, double
     if (m->tree_sparse) {
         if (tree_factor(m, m->couples ? 0.0 : p[3]) != SOA_OK)
             return SOA_SINGULAR;
-        tree_solve(m, qdd, 1);
+        tree_solve(m, qdd, 1, 0);
     } else if (soa_cholesky_solve(m->joint_mass, qdd, n, 1) != SOA_OK)
         return SOA_SINGULAR;
     hinge_rates(m, qdd, m->qdd_hinge);
@@ -678,7 +682,7 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
             out[2 * nn + (size_t)i * n + j] = i == j ? 1.0 : 0.0;
     if (m->tree_sparse)
         for (int matrix = 0; matrix < 3; ++matrix)
-            tree_solve(m, out + matrix * nn, n);
+            tree_solve(m, out + matrix * nn, n, matrix == 2);
     else
         dense_solve(m, out);
     for (size_t k = 0; k < 2 * nn; ++k)
