@@ -323,12 +323,13 @@ static inline double lane_sum(lanes4 x)
     return halves[0] + halves[1];
 }
 
-/* The second half: the subtree terms, then [dtau/dq, dtau/dqd] (2 x n x n) into out from
- * one product per (ancestor, descendant) pair.  Where rate k moves body k + 1 the pairs
- * go straight into out; else into the nb x nb hinge matrices at the head of space, which
- * fold_hinges reads only at those pairs. */
-static void derivative_answers(Model *m, int wrenched, double *terms, double *space,
-                               double *out)
+/* The second half: the subtree terms, then sign [dtau/dq, dtau/dqd] (2 x n x n) into out
+ * from one product per (ancestor, descendant) pair; sign -1 for forward dynamics, whose
+ * derivatives are -M^-1 of these (negated here for free, not in a pass over the answer).
+ * Where rate k moves body k + 1 the pairs go straight into out; else into the nb x nb
+ * hinge matrices at the head of space, which fold_hinges reads only at those pairs. */
+static void derivative_answers(Model *m, int wrenched, double *terms, double sign,
+                               double *space, double *out)
 {
     int nb = m->nb, n = m->rate_dof, at_rest = 1;
     for (int body = 1; body < nb && at_rest; ++body)
@@ -388,9 +389,10 @@ static void derivative_answers(Model *m, int wrenched, double *terms, double *sp
         memset(out, 0, 2 * (size_t)n * n * sizeof(double));
     for (int body = 1; body < nb; ++body) {
         const double *ti = terms + BODY_DOUBLES * body;
-        lanes4 own0 = load_lanes(ti + IS_), own1 = load_lanes(ti + IS_ + 4),
-               own2 = load_lanes(ti + IS_ + 8), subtree0 = load_lanes(ti + GQ_),
-               subtree1 = load_lanes(ti + GQ_ + 4), subtree2 = load_lanes(ti + GQ_ + 8);
+        lanes4 own0 = sign * load_lanes(ti + IS_), own1 = sign * load_lanes(ti + IS_ + 4),
+               own2 = sign * load_lanes(ti + IS_ + 8), subtree0 = sign * load_lanes(ti + GQ_),
+               subtree1 = sign * load_lanes(ti + GQ_ + 4),
+               subtree2 = sign * load_lanes(ti + GQ_ + 8);
         double *dq_row = dtau_dq + (size_t)(body - shift) * stride,
                *dqd_row = dtau_dqd + (size_t)(body - shift) * stride;
         for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
@@ -482,17 +484,18 @@ static void fold_hinge_matrix(const Model *m, const double *hinge_matrix, double
     fold_hinges(m, hinge_matrix, out);
 }
 
-/* out = [dtau/dq, dtau/dqd] (2 x n x n) at the joint accelerations qdd; q_hinge, qd_hinge
- * and body placements current (and body forces with wrenches); space: the derivative
- * workspace. */
+/* out = sign [dtau/dq, dtau/dqd] (2 x n x n) at the joint accelerations qdd (sign as
+ * derivative_answers); q_hinge, qd_hinge and body placements current (and body forces
+ * with wrenches); space: the derivative workspace. */
 static void inverse_derivatives_core(Model *m, const double *qdd, const double *p,
-                                     const Wrenches *w, double *space, double *out)
+                                     const Wrenches *w, double sign, double *space,
+                                     double *out)
 {
     int nb = m->nb;
     hinge_rates(m, qdd, m->qdd_hinge);
     double *terms = space + 2 * (size_t)nb * nb;
     derivative_terms(m, p, m->qd_hinge, m->qdd_hinge, w, terms);
-    derivative_answers(m, w->frames != NULL, terms, space, out);
+    derivative_answers(m, w->frames != NULL, terms, sign, space, out);
 }
 
 /* Featherstone's LTL factorization (RBDA 6.5) of the joint-space mass matrix in place:
@@ -665,13 +668,13 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
         derivative_terms(m, p, m->qd_hinge, m->qdd_hinge, w, terms);
         if (accelerate_terms(m, tau, p, terms, qdd) != SOA_OK)
             return SOA_SINGULAR;
-        derivative_answers(m, w->frames != NULL, terms, space, out);
+        derivative_answers(m, w->frames != NULL, terms, -1.0, space, out);
     } else {
         unpack_inertias(m, p);      /* (the derivative pass reads p itself) */
         int status = forward_core(m, qd, tau, p, w->frames != NULL, qdd);
         if (status != SOA_OK)
             return status;
-        inverse_derivatives_core(m, qdd, p, w, space, out);
+        inverse_derivatives_core(m, qdd, p, w, -1.0, space, out);
         composite_body(m);
         joint_mass_matrix(m);
         if (soa_cholesky_solve(m->joint_mass, qdd, n, 1) != SOA_OK)
@@ -685,8 +688,6 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
             tree_solve(m, out + matrix * nn, n, matrix == 2);
     else
         dense_solve(m, out);
-    for (size_t k = 0; k < 2 * nn; ++k)
-        out[k] = -out[k];
     return SOA_OK;
 }
 
@@ -709,7 +710,7 @@ static int derivatives_sample(Model *m, int kind, const double *q, const double 
         return SOA_OK;
     }
     hinge_rates(m, qd, m->qd_hinge);
-    inverse_derivatives_core(m, second, p, w, space, out);
+    inverse_derivatives_core(m, second, p, w, 1.0, space, out);
     return SOA_OK;
 }
 
