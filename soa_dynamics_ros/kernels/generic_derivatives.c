@@ -173,8 +173,9 @@ static void body_terms(const Model *m, int body, double rate, double rate_change
     const double *r = m->rotations + 9 * body, *p = m->translations + 3 * body;
     double *v = t + V_, *a = t + A_, joint_velocity[6], product[6], momentum[6], gyroscopic[6];
     motion_to_root(r, p, m->hinge_map + 6 * body, t + S_);
-    memset(t + MASS_, 0, SUMMED_WRENCHED * sizeof(double));
     inertia_to_root(own, r, p, t);
+    if (with_forces)    /* (wrench_turning adds to it) */
+        memset(t + E_, 0, (BODY_DOUBLES - E_) * sizeof(double));
     int moving = rate != 0.0 || !is_zero6(up + V_);
     for (int k = 0; k < 6; ++k) {
         joint_velocity[k] = t[S_ + k] * rate;
@@ -199,8 +200,10 @@ static void body_terms(const Model *m, int body, double rate, double rate_change
         for (int k = 0; k < 6; ++k)
             t[F_ + k] -= pushed[k];
     }
-    if (!moving)
-        return;         /* B = 0 at rest */
+    if (!moving) {      /* B = 0 at rest */
+        memset(t + MOMENTUM_, 0, (E_ - MOMENTUM_) * sizeof(double));
+        return;
+    }
     const double *u = t + V_, *omega = t + V_ + 3, *h = t + MOMENT_, *j = t + ROTATIONAL_;
     double oj[9], hu = h[0] * u[0] + h[1] * u[1] + h[2] * u[2];
     memcpy(t + MOMENTUM_, momentum, 3 * sizeof(double));
