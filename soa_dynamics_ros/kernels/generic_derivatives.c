@@ -65,11 +65,12 @@ enum { S_ = 0, V_ = 6, A_ = 12, F_ = 18, IS_ = 24, BS_ = 30, ES_ = 33, GQ_ = 36,
 #define SUMMED_PLAIN (E_ - MASS_)
 #define SUMMED_WRENCHED (BODY_DOUBLES - MASS_)
 
-/* Two nb x nb hinge matrices, the per-body terms, one joint vector, three n x n answers. */
+/* Two nb x nb hinge matrices, the per-body terms, one joint vector (the answers are
+ * written where the caller returns them). */
 static size_t derivative_doubles(const Model *m)
 {
     size_t nb = (size_t)m->nb, n = (size_t)m->rate_dof;
-    return 2 * nb * nb + BODY_DOUBLES * nb + n + 1 + 3 * n * n;
+    return 2 * nb * nb + BODY_DOUBLES * nb + n + 1;
 }
 
 /* A motion vector (body axes, body origin) in root axes about the root origin */
@@ -326,13 +327,13 @@ static inline double lane_sum(lanes4 x)
     return halves[0] + halves[1];
 }
 
-/* The second half: the subtree terms, then sign [dtau/dq, dtau/dqd] (2 x n x n) into out
- * from one product per (ancestor, descendant) pair; sign -1 for forward dynamics, whose
+/* The second half: the subtree terms, then sign dtau/dq and sign dtau/dqd (n x n) into
+ * out[0] and out[1] from one product per (ancestor, descendant) pair; sign -1 for forward dynamics, whose
  * derivatives are -M^-1 of these (negated here for free, not in a pass over the answer).
  * Where rate k moves body k + 1 the pairs go straight into out; else into the nb x nb
  * hinge matrices at the head of space, which fold_hinges reads only at those pairs. */
 static void derivative_answers(Model *m, int wrenched, double *terms, double sign,
-                               double *space, double *out)
+                               double *space, double *const *out)
 {
     int nb = m->nb, n = m->rate_dof, at_rest = 1;
     for (int body = 1; body < nb && at_rest; ++body)
@@ -387,9 +388,10 @@ static void derivative_answers(Model *m, int wrenched, double *terms, double sig
     }
     /* direct: body and hinge k + 1 at row and column k */
     int direct = m->rates_are_bodies, stride = direct ? n : nb, shift = direct;
-    double *dtau_dq = direct ? out : space, *dtau_dqd = dtau_dq + (size_t)stride * stride;
+    double *dtau_dq = direct ? out[0] : space, *dtau_dqd = direct ? out[1] : space + nb * nb;
     if (direct)     /* the entries of bodies on different branches */
-        memset(out, 0, 2 * (size_t)n * n * sizeof(double));
+        for (int matrix = 0; matrix < 2; ++matrix)
+            memset(out[matrix], 0, (size_t)n * n * sizeof(double));
     for (int body = 1; body < nb; ++body) {
         const double *ti = terms + BODY_DOUBLES * body;
         lanes4 own0 = sign * load_lanes(ti + IS_), own1 = sign * load_lanes(ti + IS_ + 4),
@@ -421,8 +423,8 @@ static void derivative_answers(Model *m, int wrenched, double *terms, double sig
         }
     }
     if (!direct) {
-        fold_hinges(m, dtau_dq, out);
-        fold_hinges(m, dtau_dqd, out + (size_t)n * n);
+        fold_hinges(m, dtau_dq, out[0]);
+        fold_hinges(m, dtau_dqd, out[1]);
     }
 }
 
@@ -487,12 +489,12 @@ static void fold_hinge_matrix(const Model *m, const double *hinge_matrix, double
     fold_hinges(m, hinge_matrix, out);
 }
 
-/* out = sign [dtau/dq, dtau/dqd] (2 x n x n) at the joint accelerations qdd (sign as
- * derivative_answers); q_hinge, qd_hinge and body placements current (and body forces
+/* out[0], out[1] = sign dtau/dq, sign dtau/dqd (n x n) at the joint accelerations qdd
+ * (sign as derivative_answers); q_hinge, qd_hinge and body placements current (and body forces
  * with wrenches); space: the derivative workspace. */
 static void inverse_derivatives_core(Model *m, const double *qdd, const double *p,
                                      const Wrenches *w, double sign, double *space,
-                                     double *out)
+                                     double *const *out)
 {
     int nb = m->nb;
     hinge_rates(m, qdd, m->qdd_hinge);
@@ -619,20 +621,19 @@ static int accelerate_terms(Model *m, const double *tau, const double *p, double
     return SOA_OK;
 }
 
-/* M X = B for the 3 n x n blocks of `out` where M is not tree-sparse (mimic joints across
- * branches, rates out of tree order), with
+/* M X = B for the 3 n x n matrices out[0..2] where M is not tree-sparse (mimic joints
+ * across branches, rates out of tree order), with
  * M = L L^T already factored in m->joint_mass (soa_cholesky_solve): both substitutions
- * on the 3 n columns at once, rows of the contiguous blocks. */
-static void dense_solve(const Model *m, double *out)
+ * on the 3 n columns at once. */
+static void dense_solve(const Model *m, double *const *out)
 {
     int n = m->rate_dof;
-    size_t nn = (size_t)n * n;
     const double *l = m->joint_mass;
     for (int i = 0; i < n; ++i)
         for (int matrix = 0; matrix < 3; ++matrix) {
-            double *row = out + matrix * nn + (size_t)i * n;
+            double *row = out[matrix] + (size_t)i * n;
             for (int k = 0; k < i; ++k) {
-                const double *done = out + matrix * nn + (size_t)k * n, factor = l[i * n + k];
+                const double *done = out[matrix] + (size_t)k * n, factor = l[i * n + k];
                 for (int j = 0; j < n; ++j)
                     row[j] -= factor * done[j];
             }
@@ -641,9 +642,9 @@ static void dense_solve(const Model *m, double *out)
         }
     for (int i = n - 1; i >= 0; --i)
         for (int matrix = 0; matrix < 3; ++matrix) {
-            double *row = out + matrix * nn + (size_t)i * n;
+            double *row = out[matrix] + (size_t)i * n;
             for (int k = i + 1; k < n; ++k) {
-                const double *done = out + matrix * nn + (size_t)k * n, factor = l[k * n + i];
+                const double *done = out[matrix] + (size_t)k * n, factor = l[k * n + i];
                 for (int j = 0; j < n; ++j)
                     row[j] -= factor * done[j];
             }
@@ -652,7 +653,7 @@ static void dense_solve(const Model *m, double *out)
         }
 }
 
-/* out = [dqdd/dq, dqdd/dqd, dqdd/dtau] (3 x n x n); as inverse_derivatives_core, with
+/* out[0..2] = dqdd/dq, dqdd/dqd, dqdd/dtau (n x n); as inverse_derivatives_core, with
  * qdd = FD(q, qd, tau) (n + 1 doubles of scratch).  Trees and mimic joints take one
  * derivative pass (accelerate_terms), and the solves along the tree where M keeps its
  * sparsity; a map that neither couples hinges nor keeps the tree's sparsity (rates out
@@ -660,10 +661,9 @@ static void dense_solve(const Model *m, double *out)
  * Status 2 when M or a hinge is singular. */
 static int forward_derivatives_core(Model *m, const double *qd, const double *tau,
                                     const double *p, const Wrenches *w, double *space,
-                                    double *qdd, double *out)
+                                    double *qdd, double *const *out)
 {
     int n = m->rate_dof, nb = m->nb;
-    size_t nn = (size_t)n * n;
     if (m->tree_sparse || m->couples) {
         double *terms = space + 2 * (size_t)nb * nb;
         hinge_rates(m, qd, m->qd_hinge);
@@ -685,19 +685,20 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
     }
     for (int i = 0; i < n; ++i)
         for (int j = 0; j < n; ++j)
-            out[2 * nn + (size_t)i * n + j] = i == j ? 1.0 : 0.0;
+            out[2][(size_t)i * n + j] = i == j ? 1.0 : 0.0;
     if (m->tree_sparse)
         for (int matrix = 0; matrix < 3; ++matrix)
-            tree_solve(m, out + matrix * nn, n, matrix == 2);
+            tree_solve(m, out[matrix], n, matrix == 2);
     else
         dense_solve(m, out);
     return SOA_OK;
 }
 
-/* One sample into out: kind 0 inverse (qdd in `second`), 1 forward (tau), 2 gravity. */
+/* One sample into the n x n matrices out[0..]: kind 0 inverse (qdd in `second`), 1
+ * forward (tau), 2 gravity. */
 static int derivatives_sample(Model *m, int kind, const double *q, const double *qd,
                               const double *second, const double *p, const Wrenches *w,
-                              double *space, double *out)
+                              double *space, double *const *out)
 {
     int nb = m->nb;
     double *qdd = space + 2 * (size_t)nb * nb + BODY_DOUBLES * (size_t)nb;
@@ -709,7 +710,7 @@ static int derivatives_sample(Model *m, int kind, const double *q, const double 
         return forward_derivatives_core(m, qd, second, p, w, space, qdd, out);
     if (kind == 2) {
         gravity_derivative_matrix(m, p, space + 2 * (size_t)nb * nb, space);
-        fold_hinge_matrix(m, space, out);
+        fold_hinge_matrix(m, space, out[0]);
         return SOA_OK;
     }
     hinge_rates(m, qd, m->qd_hinge);
@@ -722,7 +723,8 @@ static const int derivative_outputs[3] = {2, 3, 1};
 
 /* f(model, q, [qd, qdd | tau,] [{link: wrench},] p) -> a tuple of 2 (inverse) or 3
  * (forward) n x n arrays, or one (gravity): separate arrays, as the user gets them, cost
- * less than views of one stacked array made in Python. */
+ * less than views of one stacked array made in Python; made first, they are computed in
+ * place rather than copied from the workspace. */
 static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, int kind,
                                   int wrenched)
 {
@@ -745,26 +747,25 @@ static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, int k
         frames = m->wrench_frames;
         wrenches = m->wrench_values;
     }
-    size_t doubles = derivative_doubles(m), nn = (size_t)m->rate_dof * m->rate_dof;
-    double *space = derivative_workspace(doubles);
+    double *space = derivative_workspace(derivative_doubles(m));
     if (!space)
         return PyErr_NoMemory();
-    double *out = space + doubles - 3 * nn;
-    Wrenches w = {frames, wrenches, count};
-    int status = derivatives_sample(m, kind, data[0], data[1], data[2], p, &w, space, out);
-    if (status != SOA_OK)
-        return PyLong_FromLong(status);
     npy_intp n = m->rate_dof;
     int outputs = derivative_outputs[kind];
     PyObject *arrays[3] = {NULL, NULL, NULL};
-    for (int k = 0; k < outputs; ++k) {
-        double *copy;
-        if (!(arrays[k] = new_array(2, n, n, &copy))) {
+    double *out[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < outputs; ++k)
+        if (!(arrays[k] = new_array(2, n, n, out + k))) {
             for (int j = 0; j < k; ++j)
                 Py_DECREF(arrays[j]);
             return NULL;
         }
-        memcpy(copy, out + k * nn, nn * sizeof(double));
+    Wrenches w = {frames, wrenches, count};
+    int status = derivatives_sample(m, kind, data[0], data[1], data[2], p, &w, space, out);
+    if (status != SOA_OK) {
+        for (int k = 0; k < outputs; ++k)
+            Py_DECREF(arrays[k]);
+        return PyLong_FromLong(status);
     }
     if (outputs == 1)
         return arrays[0];
@@ -795,10 +796,12 @@ static int derivative_batch_sample(Model *m, const void *batch, double *space, n
         if (soa_check(sample[k], (int)b->widths[k], SOA_MAX_MAGNITUDE))
             return SOA_BAD_INPUT;
     }
-    size_t n = (size_t)m->rate_dof;
+    size_t nn = (size_t)m->rate_dof * m->rate_dof;
+    double *first = b->out + (size_t)s * derivative_outputs[b->kind] * nn;
+    double *out[3] = {first, first + nn, first + 2 * nn};
     Wrenches none = {NULL, NULL, 0};
     return derivatives_sample(m, b->kind, sample[0], sample[1], sample[2], b->p, &none, space,
-                              b->out + (size_t)s * derivative_outputs[b->kind] * n * n);
+                              out);
 }
 
 /* f(model, Q, [QD, QDD | TAU,] p) -> (N, outputs, n, n); a failing sample s answers
