@@ -110,7 +110,8 @@ static void skew3(const double *v, double *out)
  *   R J_b R^T - m [p]x[p]x - [p]x[c]x - [c]x[p]x,  c = R h_b
  * (X^T I X without the 6x6 products; [a]x[b]x = b a^T - (a.b) 1). */
 __attribute__((always_inline))
-static inline void inertia_to_root(const double *own, const double *r, const double *p, double *t)
+static inline void inertia_to_root(const double *own, const double *r, const double *p,
+                                   double *t)
 {
     double mass = own[0], c[3], rj[9], *out = t + ROTATIONAL_;
     double j[9] = {own[4], own[5], own[6], own[5], own[7], own[8], own[6], own[8], own[9]};
@@ -328,8 +329,9 @@ static inline double lane_sum(lanes4 x)
 }
 
 /* The second half: the subtree terms, then sign dtau/dq and sign dtau/dqd (n x n) into
- * out[0] and out[1] from one product per (ancestor, descendant) pair; sign -1 for forward dynamics, whose
- * derivatives are -M^-1 of these (negated here for free, not in a pass over the answer).
+ * out[0] and out[1] from one product per (ancestor, descendant) pair; sign -1 for forward
+ * dynamics, whose derivatives are -M^-1 of these (negated here for free, not in a pass
+ * over the answer).
  * Where rate k moves body k + 1 the pairs go straight into out; else into the nb x nb
  * hinge matrices at the head of space, which fold_hinges reads only at those pairs. */
 static void derivative_answers(Model *m, int wrenched, double *terms, double sign,
@@ -404,10 +406,12 @@ static void derivative_answers(Model *m, int wrenched, double *terms, double sig
             const double *tj = terms + BODY_DOUBLES * hinge;
             /* hinge an ancestor of body (or body itself): -(Ic_i S_i).u_j - (B_i^T S_i).w_j
              * - (E_i^T S_i).omega_j and (B_i^T S_i).S_j - 2 (Ic_i S_i).w_j */
-            dq_row[hinge - shift] = -lane_sum(own0 * load_lanes(tj + U_) + own1 * load_lanes(tj + U_ + 4)
-                                      + own2 * load_lanes(tj + U_ + 8));
-            dqd_row[hinge - shift] = lane_sum(own0 * load_lanes(tj + WR_) + own1 * load_lanes(tj + WR_ + 4)
-                                      + own2 * load_lanes(tj + WR_ + 8));
+            dq_row[hinge - shift] = -lane_sum(own0 * load_lanes(tj + U_)
+                                              + own1 * load_lanes(tj + U_ + 4)
+                                              + own2 * load_lanes(tj + U_ + 8));
+            dqd_row[hinge - shift] = lane_sum(own0 * load_lanes(tj + WR_)
+                                              + own1 * load_lanes(tj + WR_ + 4)
+                                              + own2 * load_lanes(tj + WR_ + 8));
             if (hinge != body) {
                 /* body in the subtree of hinge: row hinge, column body, S_j times the
                  * subtree terms of dq (lanes 0-5) and dqd (6-11) */
@@ -490,8 +494,8 @@ static void fold_hinge_matrix(const Model *m, const double *hinge_matrix, double
 }
 
 /* out[0], out[1] = sign dtau/dq, sign dtau/dqd (n x n) at the joint accelerations qdd
- * (sign as derivative_answers); q_hinge, qd_hinge and body placements current (and body forces
- * with wrenches); space: the derivative workspace. */
+ * (sign as derivative_answers); q_hinge, qd_hinge and body placements current (and body
+ * forces with wrenches); space: the derivative workspace. */
 static void inverse_derivatives_core(Model *m, const double *qdd, const double *p,
                                      const Wrenches *w, double sign, double *space,
                                      double *const *out)
