@@ -191,3 +191,29 @@ def test_auto_mode_compiles_a_link_set_asked_for_often(rng, monkeypatch):
     wait_for(lambda: key in fast._ready, timeout=120.0, what="the wrenched kernel compiled")
     assert_close(fast.forward_dynamics(q, qd, tau, wrenches), expected, "FD", TOL)
     assert fast._wrenched_forward[link] is fast._ready[key]
+
+
+def test_a_link_over_the_size_cap_is_answered_by_the_generic_module_from_then_on(rng):
+    """A 32-joint tree's wrenched derivative kernel is over the size cap: after the first
+    call the generic function answers that link directly, and any set of links starting
+    with it, while bad input still gets its error."""
+    source = random_tree_urdf(3030, moving_joints=32)
+    fast, slow = _load(source, None, "c"), _load(source, None, "off")
+    name = "inverse_dynamics_derivatives_wrenches"
+    links = _links(slow)
+    if generator.exists(fast.tree, name):
+        pytest.fail("the 32-joint tree's wrenched derivative kernel fits the cap now: "
+                    "choose a larger tree for this test")
+    q, qd, qdd = rng.uniform(-1, 1, (3, fast.dof))
+    for chosen in (links[:1], links[:1], links, links[:1] + links[2:]):
+        wrenches = {link: rng.normal(size=6) for link in chosen}
+        for k, (answer, expected) in enumerate(zip(
+                fast.inverse_dynamics_derivatives(q, qd, qdd, wrenches),
+                slow.inverse_dynamics_derivatives(q, qd, qdd, wrenches))):
+            assert_close(answer, expected, f"ID derivatives [{k}] with wrenches on {chosen}", TOL)
+        assert fast._wrenched_derivatives[links[0]] is getattr(fast._fast, name)
+    with pytest.raises(InvalidInputError, match="NaN or inf"):
+        fast.inverse_dynamics_derivatives(q, qd, qdd, {links[0]: np.r_[np.ones(5), np.nan]})
+    with pytest.raises(UnknownNameError, match="no_such_link"):
+        fast.inverse_dynamics_derivatives(q, qd, qdd, {links[0]: np.ones(6),
+                                                       "no_such_link": np.ones(6)})
