@@ -531,36 +531,119 @@ static int tree_factor(Model *m, double singular_below)
     return SOA_OK;
 }
 
-/* M X = B for an n x width B (row-major, in place) with tree_factor's L: L^T Y = B, L X = Y.
- * inverting: B is the identity (set by the caller, width n), whose rows L^T Y = B leaves
- * zero outside the columns of their rate's subtree, all within [i, rate_subtree_end[i]):
- * the first half skips the others. */
-static void tree_solve(const Model *m, double *x, int width, int inverting)
+__attribute__((always_inline))
+static inline void store_lanes(double *x, lanes4 lanes)
+{
+    memcpy(x, &lanes, sizeof lanes);
+}
+
+/* Columns [first, end) of row: row *= scale, then to[k] -= factor[k] row for each k.  16
+ * columns at a time stay in registers while the rows below are updated. */
+__attribute__((always_inline))
+static inline void scatter_row(double *row, double *const *to, const double *factor,
+                               int count, double scale, int first, int end)
+{
+    int c = first;
+    for (; c + 16 <= end; c += 16) {
+        lanes4 y0 = scale * load_lanes(row + c), y1 = scale * load_lanes(row + c + 4),
+               y2 = scale * load_lanes(row + c + 8), y3 = scale * load_lanes(row + c + 12);
+        store_lanes(row + c, y0);
+        store_lanes(row + c + 4, y1);
+        store_lanes(row + c + 8, y2);
+        store_lanes(row + c + 12, y3);
+        for (int k = 0; k < count; ++k) {
+            double *out = to[k] + c;
+            store_lanes(out, load_lanes(out) - factor[k] * y0);
+            store_lanes(out + 4, load_lanes(out + 4) - factor[k] * y1);
+            store_lanes(out + 8, load_lanes(out + 8) - factor[k] * y2);
+            store_lanes(out + 12, load_lanes(out + 12) - factor[k] * y3);
+        }
+    }
+    for (; c + 4 <= end; c += 4) {
+        lanes4 y = scale * load_lanes(row + c);
+        store_lanes(row + c, y);
+        for (int k = 0; k < count; ++k)
+            store_lanes(to[k] + c, load_lanes(to[k] + c) - factor[k] * y);
+    }
+    for (; c < end; ++c) {
+        double y = row[c] *= scale;
+        for (int k = 0; k < count; ++k)
+            to[k][c] -= factor[k] * y;
+    }
+}
+
+/* Columns [0, width) of row: row = scale (row - sum over k of factor[k] from[k]), 16
+ * columns at a time summed in registers: one load per row above and column, where
+ * updating row in memory took a load and a store more. */
+__attribute__((always_inline))
+static inline void gather_row(double *row, double *const *from, const double *factor,
+                              int count, double scale, int width)
+{
+    int c = 0;
+    for (; c + 16 <= width; c += 16) {
+        lanes4 x0 = load_lanes(row + c), x1 = load_lanes(row + c + 4),
+               x2 = load_lanes(row + c + 8), x3 = load_lanes(row + c + 12);
+        for (int k = 0; k < count; ++k) {
+            const double *in = from[k] + c;
+            x0 -= factor[k] * load_lanes(in);
+            x1 -= factor[k] * load_lanes(in + 4);
+            x2 -= factor[k] * load_lanes(in + 8);
+            x3 -= factor[k] * load_lanes(in + 12);
+        }
+        store_lanes(row + c, scale * x0);
+        store_lanes(row + c + 4, scale * x1);
+        store_lanes(row + c + 8, scale * x2);
+        store_lanes(row + c + 12, scale * x3);
+    }
+    for (; c + 4 <= width; c += 4) {
+        lanes4 x = load_lanes(row + c);
+        for (int k = 0; k < count; ++k)
+            x -= factor[k] * load_lanes(from[k] + c);
+        store_lanes(row + c, scale * x);
+    }
+    for (; c < width; ++c) {
+        double x = row[c];
+        for (int k = 0; k < count; ++k)
+            x -= factor[k] * from[k][c];
+        row[c] = scale * x;
+    }
+}
+
+/* M X = B for `count` n x width matrices x[0..count-1] (row-major, in place) with
+ * tree_factor's L: L^T Y = B, L X = Y, each row with the rows of its ancestor rates,
+ * whose factors (and the pivot's reciprocal) are read once for all matrices.
+ * inverting: the last B is the identity (set by the caller, width n), whose rows
+ * L^T Y = B leaves zero outside the columns of their rate's subtree, all within
+ * [i, rate_subtree_end[i]): the first half skips the others. */
+static void tree_solve(const Model *m, double *const *x, int count, int width, int inverting)
 {
     int n = m->rate_dof;
     const int *up = m->rate_parent;
     const double *l = m->joint_mass;
+    double factor[n + 1], *rows[n + 1];     /* (n + 1: no empty array) */
     for (int i = n - 1; i >= 0; --i) {
-        int first = inverting ? i : 0, end = inverting ? m->rate_subtree_end[i] : width;
-        double *row = x + (size_t)i * width, d = l[i * n + i];
-        for (int c = first; c < end; ++c)
-            row[c] /= d;
-        for (int j = up[i]; j >= 0; j = up[j]) {
-            double factor = l[i * n + j], *to = x + (size_t)j * width;
-            for (int c = first; c < end; ++c)
-                to[c] -= factor * row[c];
+        int depth = 0;
+        for (int j = up[i]; j >= 0; j = up[j])
+            factor[depth++] = l[i * n + j];
+        for (int matrix = 0; matrix < count; ++matrix) {
+            int identity = inverting && matrix == count - 1, at = 0;
+            for (int j = up[i]; j >= 0; j = up[j])
+                rows[at++] = x[matrix] + (size_t)j * width;
+            scatter_row(x[matrix] + (size_t)i * width, rows, factor, depth, 1.0 / l[i * n + i],
+                        identity ? i : 0, identity ? m->rate_subtree_end[i] : width);
         }
     }
     for (int i = 0; i < n; ++i) {
-        double *row = x + (size_t)i * width, d = l[i * n + i];
-        for (int j = up[i]; j >= 0; j = up[j]) {
-            double factor = l[i * n + j];
-            const double *from = x + (size_t)j * width;
-            for (int c = 0; c < width; ++c)
-                row[c] -= factor * from[c];
+        int depth = 0;
+        for (int j = up[i]; j >= 0; j = up[j])
+            factor[depth++] = l[i * n + j];
+        for (int matrix = 0; matrix < count; ++matrix) {
+            int at = 0;
+            for (int j = up[i]; j >= 0; j = up[j])
+                rows[at++] = x[matrix] + (size_t)j * width;
+            gather_row(x[matrix] + (size_t)i * width, rows, factor, depth, 1.0 / l[i * n + i],
+                       width);
         }
-        for (int c = 0; c < width; ++c)
-            row[c] /= d;
     }
 }
 
@@ -601,7 +684,7 @@ static int accelerate_terms(Model *m, const double *tau, const double *p, double
     if (m->tree_sparse) {
         if (tree_factor(m, m->couples ? 0.0 : p[3]) != SOA_OK)
             return SOA_SINGULAR;
-        tree_solve(m, qdd, 1, 0);
+        tree_solve(m, &qdd, 1, 1, 0);
     } else if (soa_cholesky_solve(m->joint_mass, qdd, n, 1) != SOA_OK)
         return SOA_SINGULAR;
     hinge_rates(m, qdd, m->qdd_hinge);
@@ -691,8 +774,7 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
         for (int j = 0; j < n; ++j)
             out[2][(size_t)i * n + j] = i == j ? 1.0 : 0.0;
     if (m->tree_sparse)
-        for (int matrix = 0; matrix < 3; ++matrix)
-            tree_solve(m, out[matrix], n, matrix == 2);
+        tree_solve(m, out, 3, n, 1);
     else
         dense_solve(m, out);
     return SOA_OK;
