@@ -211,16 +211,16 @@ class Kernels:
         seconds beside its 1 kHz feedforward, and the generic module answers meanwhile).
 
         Modules are built in parallel, one compiler per core.  Returns every
-        kernel ready now: ``{(kernel, frame or None): callable}``.
+        kernel asked for and its batch: ``{(kernel, frame or None): callable or None}``,
+        None where none is generated (over the size cap, or no such batch), so that
+        the caller stops asking for it from the first call on.
         """
         wanted = self._wanted(frames, derivatives, wrenches)
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             for future in [pool.submit(self._module, kernel, frame) for kernel, frame in wanted]:
                 future.result()
-        for kernel, frame in wanted:
-            for name in (kernel, kernel + "_batch"):
-                self.get(name, frame)
-        return dict(self._ready)
+        return {(name, frame): self.get(name, frame) for kernel, frame in wanted
+                for name in (kernel, kernel + "_batch")}
 
     def cached(self, frames=(), derivatives=True, wrenches=True):
         """Whether :meth:`prepare` would only load (every module is compiled in the cache)."""

@@ -105,6 +105,30 @@ def test_a_large_tree_takes_the_generic_derivatives(rng):
     assert fast._kernel_set.get("forward_dynamics_wrenches", (link,)) is None
 
 
+def test_prepared_kernels_that_are_not_generated_go_to_the_generic_module_at_once(rng):
+    """prepare_kernels decides every kernel: one that is not generated (forward
+    derivatives with mimic coupling; wrenched ones of a link whose set is over the cap)
+    is answered by the generic function from the first call, with no auto-mode request
+    counting towards a compile that cannot happen."""
+    (source,) = [source for kind, source in SOURCES if kind == "random12"]   # mimic joints
+    fast, slow = RobotModel.from_urdf(source, kernels="auto"), RobotModel.from_urdf(
+        source, kernels="off")
+    if fast.kernels[1] is None:
+        pytest.fail("auto mode found no compiler: scripts/setup.sh installs one")
+    link = _leaf_frames(fast, 1)[0]
+    fast.prepare_kernels(frames=[link])
+    name = "forward_dynamics_derivatives"
+    assert not generator.exists(fast.tree, name)
+    assert fast._ready[name] is None and fast._ready[name + "_batch"] is None
+    assert fast._fast.forward_dynamics_derivatives is fast._generic[name]
+    q, qd, tau = rng.uniform(-1, 1, (3, fast.dof))
+    for answer, expected in zip(fast.forward_dynamics_derivatives(q, qd, tau),
+                                slow.forward_dynamics_derivatives(q, qd, tau)):
+        assert_close(answer, expected, "forward dynamics derivatives",
+                     TOL * np.linalg.cond(slow.mass_matrix(q)))
+    assert not fast._requests, fast._requests
+
+
 @pytest.mark.parametrize("kind,source", SOURCES, ids=IDS)
 def test_generated_code_matches_reference(kind, source, rng):
     fast, slow = _pair(source)
