@@ -65,12 +65,29 @@ enum { S_ = 0, V_ = 6, A_ = 12, F_ = 18, IS_ = 24, BS_ = 30, ES_ = 33, GQ_ = 36,
 #define SUMMED_PLAIN (E_ - MASS_)
 #define SUMMED_WRENCHED (BODY_DOUBLES - MASS_)
 
-/* Two nb x nb hinge matrices, the per-body terms, one joint vector (the answers are
- * written where the caller returns them). */
+/* L of tree_factor as lists, for the substitutions (list_factor): per rate i, entries
+ * [above_start[i], above_start[i + 1]) of above and above_factor are its ancestor rates j
+ * and L_ij; [below_start[i], below_start[i + 1]) of below and below_factor the rates k
+ * below it and L_ki; reciprocal[i] = 1 / L_ii. */
+typedef struct {
+    int *above_start, *above, *below_start, *below;
+    double *above_factor, *below_factor, *reciprocal;
+} FactorLists;
+
+/* Room for FactorLists of n rates: at most n (n - 1) / 2 pairs, 2 factors and 2 indices
+ * each, n reciprocals and 2 (n + 1) starts (two ints to a double). */
+static size_t factor_list_doubles(size_t n)
+{
+    size_t pairs = n * (n > 0 ? n - 1 : 0) / 2;
+    return 2 * pairs + n + (2 * pairs + 2 * (n + 1) + 1) / 2;
+}
+
+/* Two nb x nb hinge matrices, the per-body terms, one joint vector, FactorLists (the
+ * answers are written where the caller returns them). */
 static size_t derivative_doubles(const Model *m)
 {
     size_t nb = (size_t)m->nb, n = (size_t)m->rate_dof;
-    return 2 * nb * nb + BODY_DOUBLES * nb + n + 1;
+    return 2 * nb * nb + BODY_DOUBLES * nb + n + 1 + factor_list_doubles(n);
 }
 
 /* A motion vector (body axes, body origin) in root axes about the root origin */
@@ -520,10 +537,10 @@ static int tree_factor(Model *m, double singular_below)
     for (int k = n - 1; k >= 0; --k) {
         if (!(h[k * n + k] > singular_below))
             return SOA_SINGULAR;
-        double d = sqrt(h[k * n + k]);
+        double d = sqrt(h[k * n + k]), reciprocal = 1.0 / d;
         h[k * n + k] = d;
         for (int i = up[k]; i >= 0; i = up[i])
-            h[k * n + i] /= d;
+            h[k * n + i] *= reciprocal;
         for (int i = up[k]; i >= 0; i = up[i])
             for (int j = i; j >= 0; j = up[j])
                 h[i * n + j] -= h[k * n + i] * h[k * n + j];
@@ -537,54 +554,61 @@ static inline void store_lanes(double *x, lanes4 lanes)
     memcpy(x, &lanes, sizeof lanes);
 }
 
-/* Columns [first, end) of row: row *= scale, then to[k] -= factor[k] row for each k.  16
- * columns at a time stay in registers while the rows below are updated. */
+/* f for tree_factor's L in `space` (factor_list_doubles(n)): the ancestor chains
+ * walked once per call, where each row of each matrix and half walked them again. */
+static void list_factor(const Model *m, double *space, FactorLists *f)
+{
+    int n = m->rate_dof, pairs = 0;
+    const int *up = m->rate_parent;
+    const double *l = m->joint_mass;
+    for (int i = 0; i < n; ++i)
+        for (int j = up[i]; j >= 0; j = up[j])
+            ++pairs;
+    f->above_factor = space;
+    f->below_factor = space + pairs;
+    f->reciprocal = space + 2 * pairs;
+    f->above_start = (int *)(space + 2 * pairs + n);
+    f->above = f->above_start + n + 1;
+    f->below_start = f->above + pairs;
+    f->below = f->below_start + n + 1;
+    memset(f->below_start, 0, (n + 1) * sizeof(int));
+    for (int i = 0, at = 0; i < n; ++i) {
+        f->above_start[i] = at;
+        f->reciprocal[i] = 1.0 / l[i * n + i];
+        for (int j = up[i]; j >= 0; j = up[j]) {
+            f->above[at] = j;
+            f->above_factor[at++] = l[i * n + j];
+            ++f->below_start[j + 1];
+        }
+    }
+    f->above_start[n] = pairs;
+    for (int j = 0; j < n; ++j)         /* counts -> starts */
+        f->below_start[j + 1] += f->below_start[j];
+    for (int i = 0; i < n; ++i)         /* each start moves to the next rate's */
+        for (int a = f->above_start[i]; a < f->above_start[i + 1]; ++a) {
+            int at = f->below_start[f->above[a]]++;
+            f->below[at] = i;
+            f->below_factor[at] = f->above_factor[a];
+        }
+    for (int j = n; j > 0; --j)
+        f->below_start[j] = f->below_start[j - 1];
+    f->below_start[0] = 0;
+}
+
+/* Columns [first, end) of row = scale (row - sum over k of factor[k] times row rows[k]
+ * of x, rows `stride` apart), 16 columns at a time summed in registers: one load per
+ * other row and column, where a row updated in memory took a store too. */
 __attribute__((always_inline))
-static inline void scatter_row(double *row, double *const *to, const double *factor,
-                               int count, double scale, int first, int end)
+static inline void gather_row(double *row, const double *x, size_t stride, const int *rows,
+                              const double *factor, int count, double scale, int first,
+                              int end)
 {
     int c = first;
     for (; c + 16 <= end; c += 16) {
-        lanes4 y0 = scale * load_lanes(row + c), y1 = scale * load_lanes(row + c + 4),
-               y2 = scale * load_lanes(row + c + 8), y3 = scale * load_lanes(row + c + 12);
-        store_lanes(row + c, y0);
-        store_lanes(row + c + 4, y1);
-        store_lanes(row + c + 8, y2);
-        store_lanes(row + c + 12, y3);
-        for (int k = 0; k < count; ++k) {
-            double *out = to[k] + c;
-            store_lanes(out, load_lanes(out) - factor[k] * y0);
-            store_lanes(out + 4, load_lanes(out + 4) - factor[k] * y1);
-            store_lanes(out + 8, load_lanes(out + 8) - factor[k] * y2);
-            store_lanes(out + 12, load_lanes(out + 12) - factor[k] * y3);
-        }
-    }
-    for (; c + 4 <= end; c += 4) {
-        lanes4 y = scale * load_lanes(row + c);
-        store_lanes(row + c, y);
-        for (int k = 0; k < count; ++k)
-            store_lanes(to[k] + c, load_lanes(to[k] + c) - factor[k] * y);
-    }
-    for (; c < end; ++c) {
-        double y = row[c] *= scale;
-        for (int k = 0; k < count; ++k)
-            to[k][c] -= factor[k] * y;
-    }
-}
-
-/* Columns [0, width) of row: row = scale (row - sum over k of factor[k] from[k]), 16
- * columns at a time summed in registers: one load per row above and column, where
- * updating row in memory took a load and a store more. */
-__attribute__((always_inline))
-static inline void gather_row(double *row, double *const *from, const double *factor,
-                              int count, double scale, int width)
-{
-    int c = 0;
-    for (; c + 16 <= width; c += 16) {
         lanes4 x0 = load_lanes(row + c), x1 = load_lanes(row + c + 4),
                x2 = load_lanes(row + c + 8), x3 = load_lanes(row + c + 12);
         for (int k = 0; k < count; ++k) {
-            const double *in = from[k] + c;
+            const double *in = x + rows[k] * stride + c;
             x0 -= factor[k] * load_lanes(in);
             x1 -= factor[k] * load_lanes(in + 4);
             x2 -= factor[k] * load_lanes(in + 8);
@@ -595,55 +619,44 @@ static inline void gather_row(double *row, double *const *from, const double *fa
         store_lanes(row + c + 8, scale * x2);
         store_lanes(row + c + 12, scale * x3);
     }
-    for (; c + 4 <= width; c += 4) {
-        lanes4 x = load_lanes(row + c);
+    for (; c + 4 <= end; c += 4) {
+        lanes4 sum = load_lanes(row + c);
         for (int k = 0; k < count; ++k)
-            x -= factor[k] * load_lanes(from[k] + c);
-        store_lanes(row + c, scale * x);
+            sum -= factor[k] * load_lanes(x + rows[k] * stride + c);
+        store_lanes(row + c, scale * sum);
     }
-    for (; c < width; ++c) {
-        double x = row[c];
+    for (; c < end; ++c) {
+        double sum = row[c];
         for (int k = 0; k < count; ++k)
-            x -= factor[k] * from[k][c];
-        row[c] = scale * x;
+            sum -= factor[k] * x[rows[k] * stride + c];
+        row[c] = scale * sum;
     }
 }
 
 /* M X = B for `count` n x width matrices x[0..count-1] (row-major, in place) with
- * tree_factor's L: L^T Y = B, L X = Y, each row with the rows of its ancestor rates,
- * whose factors (and the pivot's reciprocal) are read once for all matrices.
+ * tree_factor's L as lists f: L^T Y = B from the leaves up, each row gathering the rows
+ * below it, then L X = Y from the root down, gathering its ancestors'.
  * inverting: the last B is the identity (set by the caller, width n), whose rows
  * L^T Y = B leaves zero outside the columns of their rate's subtree, all within
  * [i, rate_subtree_end[i]): the first half skips the others. */
-static void tree_solve(const Model *m, double *const *x, int count, int width, int inverting)
+static void tree_solve(const Model *m, const FactorLists *f, double *const *x, int count,
+                       int width, int inverting)
 {
     int n = m->rate_dof;
-    const int *up = m->rate_parent;
-    const double *l = m->joint_mass;
-    double factor[n + 1], *rows[n + 1];     /* (n + 1: no empty array) */
     for (int i = n - 1; i >= 0; --i) {
-        int depth = 0;
-        for (int j = up[i]; j >= 0; j = up[j])
-            factor[depth++] = l[i * n + j];
+        int first = f->below_start[i], below = f->below_start[i + 1] - first;
         for (int matrix = 0; matrix < count; ++matrix) {
-            int identity = inverting && matrix == count - 1, at = 0;
-            for (int j = up[i]; j >= 0; j = up[j])
-                rows[at++] = x[matrix] + (size_t)j * width;
-            scatter_row(x[matrix] + (size_t)i * width, rows, factor, depth, 1.0 / l[i * n + i],
-                        identity ? i : 0, identity ? m->rate_subtree_end[i] : width);
+            int identity = inverting && matrix == count - 1;
+            gather_row(x[matrix] + (size_t)i * width, x[matrix], width, f->below + first,
+                       f->below_factor + first, below, f->reciprocal[i], identity ? i : 0,
+                       identity ? m->rate_subtree_end[i] : width);
         }
     }
     for (int i = 0; i < n; ++i) {
-        int depth = 0;
-        for (int j = up[i]; j >= 0; j = up[j])
-            factor[depth++] = l[i * n + j];
-        for (int matrix = 0; matrix < count; ++matrix) {
-            int at = 0;
-            for (int j = up[i]; j >= 0; j = up[j])
-                rows[at++] = x[matrix] + (size_t)j * width;
-            gather_row(x[matrix] + (size_t)i * width, rows, factor, depth, 1.0 / l[i * n + i],
-                       width);
-        }
+        int first = f->above_start[i], above = f->above_start[i + 1] - first;
+        for (int matrix = 0; matrix < count; ++matrix)
+            gather_row(x[matrix] + (size_t)i * width, x[matrix], width, f->above + first,
+                       f->above_factor + first, above, f->reciprocal[i], 0, width);
     }
 }
 
@@ -654,11 +667,11 @@ static void tree_solve(const Model *m, double *const *x, int count, int width, i
  * qdd adds along the tree) and
  *   F_i += Ic_i a'_i + sum over the subtree of i but i of Ic_j S_j qdd_j,
  * which replaces an articulated-body pass and a CRBA.  m->joint_mass is left factored:
- * by tree_factor where M keeps a tree's sparsity (status 2 where the ABA's would be
+ * by tree_factor, listed in `lists` (after qdd), where M keeps a tree's sparsity (status 2 where the ABA's would be
  * without mimic joints; with them where M is not positive definite, as forward_core's
  * Cholesky), else by Cholesky (status 2 as forward_core). */
 static int accelerate_terms(Model *m, const double *tau, const double *p, double *terms,
-                            double *qdd)
+                            double *qdd, FactorLists *lists)
 {
     int nb = m->nb, n = m->rate_dof;
     /* without mimic joints on a tree G only selects: M written in place, unfolded */
@@ -684,7 +697,8 @@ static int accelerate_terms(Model *m, const double *tau, const double *p, double
     if (m->tree_sparse) {
         if (tree_factor(m, m->couples ? 0.0 : p[3]) != SOA_OK)
             return SOA_SINGULAR;
-        tree_solve(m, &qdd, 1, 1, 0);
+        list_factor(m, qdd + n + 1, lists);
+        tree_solve(m, lists, &qdd, 1, 1, 0);
     } else if (soa_cholesky_solve(m->joint_mass, qdd, n, 1) != SOA_OK)
         return SOA_SINGULAR;
     hinge_rates(m, qdd, m->qdd_hinge);
@@ -741,7 +755,7 @@ static void dense_solve(const Model *m, double *const *out)
 }
 
 /* out[0..2] = dqdd/dq, dqdd/dqd, dqdd/dtau (n x n); as inverse_derivatives_core, with
- * qdd = FD(q, qd, tau) (n + 1 doubles of scratch).  Trees and mimic joints take one
+ * qdd = FD(q, qd, tau) (n + 1 doubles, then factor_list_doubles(n) of scratch).  Trees and mimic joints take one
  * derivative pass (accelerate_terms), and the solves along the tree where M keeps its
  * sparsity; a map that neither couples hinges nor keeps the tree's sparsity (rates out
  * of tree order, scaled rates) the ABA, for its singular threshold, and a second pass.
@@ -751,12 +765,13 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
                                     double *qdd, double *const *out)
 {
     int n = m->rate_dof, nb = m->nb;
+    FactorLists lists;
     if (m->tree_sparse || m->couples) {
         double *terms = space + 2 * (size_t)nb * nb;
         hinge_rates(m, qd, m->qd_hinge);
         memset(m->qdd_hinge, 0, nb * sizeof(double));
         derivative_terms(m, p, m->qd_hinge, m->qdd_hinge, w, terms);
-        if (accelerate_terms(m, tau, p, terms, qdd) != SOA_OK)
+        if (accelerate_terms(m, tau, p, terms, qdd, &lists) != SOA_OK)
             return SOA_SINGULAR;
         derivative_answers(m, w->frames != NULL, terms, -1.0, space, out);
     } else {
@@ -774,7 +789,7 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
         for (int j = 0; j < n; ++j)
             out[2][(size_t)i * n + j] = i == j ? 1.0 : 0.0;
     if (m->tree_sparse)
-        tree_solve(m, out, 3, n, 1);
+        tree_solve(m, &lists, out, 3, n, 1);
     else
         dense_solve(m, out);
     return SOA_OK;
