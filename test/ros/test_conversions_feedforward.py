@@ -1,0 +1,40 @@
+"""conversions.FeedforwardMessages: serialized in place, they must read back as the messages."""
+import numpy as np
+import pytest
+from builtin_interfaces.msg import Time
+from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from soa_dynamics_ros.ros.conversions import FeedforwardMessages
+
+
+# Name lengths that move the numbers across every alignment of the serialization.
+@pytest.mark.parametrize("names", [["j"], ["a", "bb", "ccc"], [f"panda_joint{i}" for i in range(1, 8)],
+                                   [f"{'x' * i}_{i}" for i in range(30)]])
+def test_each_fill_reads_back_as_the_feedforward_messages(names):
+    messages = FeedforwardMessages(names)
+    rng = np.random.default_rng(len(names))
+    for sec, nanosec in [(1795665238, 999_999_999), (0, 0), (-5, 7)]:
+        effort, position, velocity = rng.normal(size=(3, len(names)))
+        array_bytes, state_bytes = messages.fill(effort, position, velocity,
+                                                 Time(sec=sec, nanosec=nanosec))
+        array = deserialize_message(array_bytes, Float64MultiArray)
+        state = deserialize_message(state_bytes, JointState)
+        assert list(array.data) == effort.tolist()
+        assert [(d.label, d.size, d.stride) for d in array.layout.dim] == \
+            [("joints", len(names), len(names))]
+        assert array.layout.data_offset == 0
+        assert (state.header.stamp.sec, state.header.stamp.nanosec) == (sec, nanosec)
+        assert state.header.frame_id == ""
+        assert list(state.name) == names
+        assert list(state.position) == position.tolist()
+        assert list(state.velocity) == velocity.tolist()
+        assert list(state.effort) == effort.tolist()
+
+
+def test_a_fill_does_not_change_the_serializations_given_before():
+    messages = FeedforwardMessages(["a", "b"])
+    first = messages.fill(np.ones(2), np.ones(2), np.ones(2), Time(sec=1))
+    messages.fill(np.zeros(2), np.zeros(2), np.zeros(2), Time(sec=2))
+    assert list(deserialize_message(first[1], JointState).effort) == [1.0, 1.0]
