@@ -221,6 +221,10 @@ class EmbeddedModelNode(Node):
                               f"feedforward clamped to the effort limits of {result.clamped}")
         if self._messages is None or self._messages.joint_names is not live.command_joints:
             self._messages = conversions.FeedforwardMessages(live.command_joints)
+            if self._messages.serialized_error:
+                self.get_logger().warning(
+                    f"feedforward published as message objects (slower): "
+                    f"{self._messages.serialized_error}")
         effort_array, effort_state = self._messages.fill(
             result.effort, live.position[live.command_index], live.velocity[live.command_index],
             stamp)

@@ -6,6 +6,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from soa_dynamics_ros.ros import conversions
 from soa_dynamics_ros.ros.conversions import FeedforwardMessages
 
 
@@ -38,3 +39,23 @@ def test_a_fill_does_not_change_the_serializations_given_before():
     first = messages.fill(np.ones(2), np.ones(2), np.ones(2), Time(sec=1))
     messages.fill(np.zeros(2), np.zeros(2), np.zeros(2), Time(sec=2))
     assert list(deserialize_message(first[1], JointState).effort) == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("names", [[], ["a", "b"]])
+def test_a_serialization_that_cannot_be_filled_in_place_gives_message_objects(names,
+                                                                               monkeypatch):
+    """No joints (no marker to find), or a middleware laying the numbers out otherwise:
+    the messages are published as objects, with the reason."""
+    if names:
+        monkeypatch.setattr(conversions, "serialize_message",
+                            lambda message: b"\0" * 64)     # no marker in it
+    messages = FeedforwardMessages(names)
+    assert "marker" in messages.serialized_error
+    effort, position, velocity = np.arange(3 * len(names), dtype=float).reshape(3, -1)
+    array, state = messages.fill(effort, position, velocity, Time(sec=7, nanosec=8))
+    assert isinstance(array, Float64MultiArray) and isinstance(state, JointState)
+    assert list(array.data) == effort.tolist()
+    assert [(d.label, d.size) for d in array.layout.dim] == [("joints", len(names))]
+    assert list(state.name) == names and state.header.stamp == Time(sec=7, nanosec=8)
+    assert (list(state.position), list(state.velocity), list(state.effort)) == (
+        position.tolist(), velocity.tolist(), effort.tolist())
