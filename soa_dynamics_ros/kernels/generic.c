@@ -75,6 +75,8 @@ typedef struct {
     int rates_are_bodies;       /* tree_sparse, and rate k moves body k + 1 (no locked or
                                  * merged hinges): hinge matrices fold by rows */
     int *chain;                 /* a body and its ancestors, leaf first (chain_placements) */
+    int *fold_from, *fold_to, fold_count;   /* fold_hinges' terms: D[from] scaled into */
+    double *fold_scale;                     /* out[to], in the order they add up */
 } Model;
 
 /* ------------------------------------------------------------------ small algebra */
@@ -509,25 +511,40 @@ static void composite_body(Model *m)
 
 /* G^T D G of a hinge matrix D (nb x nb) on the rate map into out (rate_dof x rate_dof).
  * D couples a hinge only with its ancestors and descendants (a mass matrix, the
- * derivatives of the torques): only those entries are read, the others need not be set. */
+ * derivatives of the torques): only those entries are read, the others need not be set.
+ * The terms are listed once per model (fold_terms): walking the tree per call spent
+ * more on the walk than on the sums. */
 static void fold_hinges(const Model *m, const double *hinge_matrix, double *out)
 {
-    int nb = m->nb, n = m->rate_dof;
+    int n = m->rate_dof;
     memset(out, 0, (size_t)n * n * sizeof(double));
+    for (int k = 0; k < m->fold_count; ++k)
+        out[m->fold_to[k]] += m->fold_scale[k] * hinge_matrix[m->fold_from[k]];
+}
+
+/* fold_hinges' terms: per rate-moved hinge i and each rate-moved ancestor j (or i), D_ij
+ * into M_(rate i)(rate j) and D_ji into M_(rate j)(rate i), scaled by both multipliers */
+static void fold_terms(Model *m)
+{
+    int nb = m->nb, n = m->rate_dof, count = 0;
     for (int a = 0; a < m->rate_count; ++a) {
         int i = m->rate_bodies[a], ri = m->rate_master[i];
-        double scale = m->rate_multiplier[i];
         for (int j = i; j > 0; j = m->parent[j]) {
             if (!m->free[j])
                 continue;
             int rj = m->rate_master[j];
-            out[(size_t)ri * n + rj] += scale * hinge_matrix[(size_t)i * nb + j]
-                                        * m->rate_multiplier[j];
-            if (j != i)
-                out[(size_t)rj * n + ri] += m->rate_multiplier[j]
-                                            * hinge_matrix[(size_t)j * nb + i] * scale;
+            double scale = m->rate_multiplier[i] * m->rate_multiplier[j];
+            m->fold_from[count] = i * nb + j;
+            m->fold_to[count] = ri * n + rj;
+            m->fold_scale[count++] = scale;
+            if (j != i) {
+                m->fold_from[count] = j * nb + i;
+                m->fold_to[count] = rj * n + ri;
+                m->fold_scale[count++] = scale;
+            }
         }
     }
+    m->fold_count = count;
 }
 
 /* G^T M G of the rate map into joint_mass */
@@ -2105,9 +2122,9 @@ static PyObject *forward_dynamics_batch(PyObject *self, PyObject *const *args, P
 static size_t model_block_bytes(const Model *m)
 {
     size_t nb = (size_t)m->nb, nf = (size_t)m->nf, n = m->rate_dof > 0 ? (size_t)m->rate_dof : 1;
-    size_t doubles = nb * (24 + 6 + 9 + 3 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + nb) + nf * (12 + 7)
+    size_t doubles = nb * (24 + 6 + 9 + 3 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + 2 * nb) + nf * (12 + 7)
                      + n * n;
-    size_t ints = nb * 8 + nf;
+    size_t ints = nb * (8 + 2 * nb) + nf;
     return doubles * sizeof(double) + ints * sizeof(int) + 2 * nb;
 }
 
@@ -2128,13 +2145,14 @@ static void lay_out(Model *m)
     TAKE(acceleration, 6 * nb); TAKE(force, 6 * nb); TAKE(body_forces, 6 * nb);
     TAKE(bias_acceleration, 6 * nb); TAKE(bias_force, 6 * nb); TAKE(gain, 6 * nb);
     TAKE(inverse_d, nb); TAKE(residual_torque, nb); TAKE(hinge_mass, nb * nb);
-    TAKE(joint_mass, n * n);
+    TAKE(joint_mass, n * n); TAKE(fold_scale, nb * nb);
 #undef TAKE
     int *i = (int *)d;
 #define TAKE_INT(field, count) (m->field = i, i += (count))
     TAKE_INT(parent, nb); TAKE_INT(type, nb); TAKE_INT(master, nb); TAKE_INT(rate_master, nb);
     TAKE_INT(frame_body, nf); TAKE_INT(rate_bodies, nb); TAKE_INT(rate_parent, nb);
-    TAKE_INT(chain, nb); TAKE_INT(rate_subtree_end, nb);
+    TAKE_INT(chain, nb); TAKE_INT(rate_subtree_end, nb); TAKE_INT(fold_from, nb * nb);
+    TAKE_INT(fold_to, nb * nb);
 #undef TAKE_INT
     m->free = (unsigned char *)i;
     m->call_free = m->free + nb;
@@ -2248,6 +2266,7 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     for (int b = 1; b < nb; ++b)
         if (m->rate_master[b] != b - 1)
             m->rates_are_bodies = 0;
+    fold_terms(m);
     memcpy(m->axis, data[2], 3 * nb * sizeof(double));
     memcpy(m->joint_rotation, data[3], 9 * nb * sizeof(double));
     memcpy(m->joint_translation, data[4], 3 * nb * sizeof(double));
