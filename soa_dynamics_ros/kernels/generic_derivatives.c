@@ -785,9 +785,9 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
         if (soa_cholesky_solve(m->joint_mass, qdd, n, 1) != SOA_OK)
             return SOA_SINGULAR;
     }
+    memset(out[2], 0, (size_t)n * n * sizeof(double));
     for (int i = 0; i < n; ++i)
-        for (int j = 0; j < n; ++j)
-            out[2][(size_t)i * n + j] = i == j ? 1.0 : 0.0;
+        out[2][(size_t)i * n + i] = 1.0;
     if (m->tree_sparse)
         tree_solve(m, &lists, out, 3, n, 1);
     else
