@@ -674,26 +674,35 @@ static int accelerate_terms(Model *m, const double *tau, const double *p, double
                             double *qdd, FactorLists *lists)
 {
     int nb = m->nb, n = m->rate_dof;
-    /* without mimic joints on a tree G only selects: M written in place, unfolded */
-    int selects = m->tree_sparse && !m->couples, width = selects ? n : nb;
-    double *mass = selects ? m->joint_mass : m->hinge_mass, *bias = m->torque;
+    /* without mimic joints on a tree G only selects: each entry of M written once; with
+     * them G^T M_hinge G summed as the hinge pairs come (as fold_hinges would add them up),
+     * M_hinge itself not needed */
+    int selects = m->tree_sparse && !m->couples;
+    double *mass = m->joint_mass, *bias = m->torque;
     double *added = m->acceleration, *gathered = m->force;
+    if (!selects)
+        memset(mass, 0, (size_t)n * n * sizeof(double));
     for (int a = 0; a < m->rate_count; ++a) {
-        int body = m->rate_bodies[a], i = selects ? m->rate_master[body] : body;
+        int body = m->rate_bodies[a], i = m->rate_master[body];
         const double *ti = terms + BODY_DOUBLES * body;
         bias[body] = dot6(ti + S_, ti + F_);
         for (int hinge = body; hinge > 0; hinge = m->parent[hinge])
             if (m->free[hinge]) {
-                int j = selects ? m->rate_master[hinge] : hinge;
-                mass[i * width + j] = mass[j * width + i]
-                    = dot6(terms + BODY_DOUBLES * hinge + S_, ti + IS_);
+                int j = m->rate_master[hinge];
+                double value = dot6(terms + BODY_DOUBLES * hinge + S_, ti + IS_);
+                if (selects) {
+                    mass[i * n + j] = mass[j * n + i] = value;
+                    continue;
+                }
+                value *= m->rate_multiplier[body] * m->rate_multiplier[hinge];
+                mass[i * n + j] += value;
+                if (hinge != body)
+                    mass[j * n + i] += value;
             }
     }
     joint_forces(m, bias, qdd);
     for (int k = 0; k < n; ++k)
         qdd[k] = tau[k] - qdd[k];
-    if (!selects)
-        joint_mass_matrix(m);
     if (m->tree_sparse) {
         if (tree_factor(m, m->couples ? 0.0 : p[3]) != SOA_OK)
             return SOA_SINGULAR;
