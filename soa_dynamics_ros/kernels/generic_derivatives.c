@@ -731,36 +731,66 @@ static int accelerate_terms(Model *m, const double *tau, const double *p, double
     return SOA_OK;
 }
 
+/* Row i of the n x n x (row-major) less the rows [first, end) weighted by l[k * stride],
+ * times scale, on columns [0, columns): eight, then four columns at a time summed in
+ * registers over all the rows (stored once, not once per row; one weight loaded for two
+ * vectors).  lower: x's rows are zero right of their diagonal, so a column block starting
+ * at c takes only the rows from c. */
+__attribute__((always_inline))
+static inline void eliminate_row(double *x, int n, int i, int first, int end, const double *l,
+                                 int stride, double scale, int columns, int lower)
+{
+    double *row = x + (size_t)i * n;
+    int c = 0;
+    for (; c + 8 <= columns; c += 8) {
+        lanes4 low = load_lanes(row + c), high = load_lanes(row + c + 4);
+        for (int k = lower && c > first ? c : first; k < end; ++k) {
+            const double *done = x + (size_t)k * n + c;
+            double weight = l[k * stride];
+            low -= weight * load_lanes(done);
+            high -= weight * load_lanes(done + 4);
+        }
+        low *= scale;
+        high *= scale;
+        memcpy(row + c, &low, sizeof low);
+        memcpy(row + c + 4, &high, sizeof high);
+    }
+    for (; c + 4 <= columns; c += 4) {
+        lanes4 sum = load_lanes(row + c);
+        for (int k = lower && c > first ? c : first; k < end; ++k)
+            sum -= l[k * stride] * load_lanes(x + (size_t)k * n + c);
+        sum *= scale;
+        memcpy(row + c, &sum, sizeof sum);
+    }
+    for (; c < columns; ++c) {
+        double sum = row[c];
+        for (int k = lower && c > first ? c : first; k < end; ++k)
+            sum -= l[k * stride] * x[(size_t)k * n + c];
+        row[c] = sum * scale;
+    }
+}
+
 /* M X = B for the 3 n x n matrices out[0..2] where M is not tree-sparse (mimic joints
  * across branches, rates out of tree order), with
- * M = L L^T already factored in m->joint_mass (soa_cholesky_solve): both substitutions
- * on the 3 n columns at once. */
+ * M = L L^T already factored in m->joint_mass (soa_cholesky_solve): L Y = B, then
+ * L^T X = Y, row by row.  out[2] is the identity, whose Y = L^-1 is lower triangular:
+ * its first half skips the zeros. */
 static void dense_solve(const Model *m, double *const *out)
 {
     int n = m->rate_dof;
     const double *l = m->joint_mass;
-    for (int i = 0; i < n; ++i)
-        for (int matrix = 0; matrix < 3; ++matrix) {
-            double *row = out[matrix] + (size_t)i * n;
-            for (int k = 0; k < i; ++k) {
-                const double *done = out[matrix] + (size_t)k * n, factor = l[i * n + k];
-                for (int j = 0; j < n; ++j)
-                    row[j] -= factor * done[j];
-            }
-            for (int j = 0; j < n; ++j)
-                row[j] /= l[i * n + i];
-        }
-    for (int i = n - 1; i >= 0; --i)
-        for (int matrix = 0; matrix < 3; ++matrix) {
-            double *row = out[matrix] + (size_t)i * n;
-            for (int k = i + 1; k < n; ++k) {
-                const double *done = out[matrix] + (size_t)k * n, factor = l[k * n + i];
-                for (int j = 0; j < n; ++j)
-                    row[j] -= factor * done[j];
-            }
-            for (int j = 0; j < n; ++j)
-                row[j] /= l[i * n + i];
-        }
+    for (int i = 0; i < n; ++i) {
+        const double *factors = l + (size_t)i * n;
+        double scale = 1.0 / factors[i];
+        for (int matrix = 0; matrix < 3; ++matrix)
+            eliminate_row(out[matrix], n, i, 0, i, factors, 1, scale,
+                          matrix == 2 ? i + 1 : n, matrix == 2);
+    }
+    for (int i = n - 1; i >= 0; --i) {
+        double scale = 1.0 / l[(size_t)i * n + i];
+        for (int matrix = 0; matrix < 3; ++matrix)
+            eliminate_row(out[matrix], n, i, i + 1, n, l + i, n, scale, n, 0);
+    }
 }
 
 /* out[0..2] = dqdd/dq, dqdd/dqd, dqdd/dtau (n x n); as inverse_derivatives_core, with
