@@ -619,11 +619,23 @@ static inline void gather_row(double *row, const double *x, size_t stride, const
         store_lanes(row + c + 8, scale * x2);
         store_lanes(row + c + 12, scale * x3);
     }
-    for (; c + 4 <= end; c += 4) {
+    if (c + 8 <= end) {     /* (an arm's 7-10 columns: one pass over the other rows) */
+        lanes4 x0 = load_lanes(row + c), x1 = load_lanes(row + c + 4);
+        for (int k = 0; k < count; ++k) {
+            const double *in = x + rows[k] * stride + c;
+            x0 -= factor[k] * load_lanes(in);
+            x1 -= factor[k] * load_lanes(in + 4);
+        }
+        store_lanes(row + c, scale * x0);
+        store_lanes(row + c + 4, scale * x1);
+        c += 8;
+    }
+    if (c + 4 <= end) {
         lanes4 sum = load_lanes(row + c);
         for (int k = 0; k < count; ++k)
             sum -= factor[k] * load_lanes(x + rows[k] * stride + c);
         store_lanes(row + c, scale * sum);
+        c += 4;
     }
     for (; c < end; ++c) {
         double sum = row[c];
