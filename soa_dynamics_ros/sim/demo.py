@@ -37,6 +37,7 @@ import numpy as np
 from soa_dynamics_ros.ros.processes import ChildProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]     # the repository (editable install)
+COMMAND_HOLD = 0.5      # [s] the sim's command_timeout in the gravity demo
 
 
 def config_dir():
@@ -310,9 +311,14 @@ def gravity_demo(args, env, output):
             print("[demo] starting the model node ...")
             wait_for_compiled_kernels(node, args.warm_up)
             print("[demo] starting the MuJoCo arm ...")
+            # The arm holds the last command 0.5 s (a ForwardCommandController holds it
+            # for good), then falls: a 2-core machine running three 1 kHz Python
+            # processes stalled one of them for 0.29 s in a CI run, and the sim's
+            # default 0.1 s then dropped the held arm (the demo measured the scheduler).
             sim = start_process("soa_dynamics_sim", "soa_dynamics_ros.sim.arm",
                                 ["--params-file", str(config / "panda_sim.yaml"),
-                                 "-p", "publish_clock:=true"], output.parent, env)
+                                 "-p", "publish_clock:=true",
+                                 "-p", f"command_timeout:={COMMAND_HOLD}"], output.parent, env)
             recorder.wait_until(0.0, 90)
             # Recording from the first command on: this process may discover the sim
             # later than the node does (it missed the first second once), so the
@@ -349,7 +355,8 @@ def gravity_demo(args, env, output):
             print(f"drift WITH gravity feedforward   : {drift_on:.2e} rad over {args.phase:g} s "
                   f"(max |q - q0|, 7 joints)")
             print(f"drift WITHOUT feedforward        : {drift_off:.3f} rad over {args.phase:g} s"
-                  + (f" (past 1e-3 rad after {t[fell][over[0]] - t1:.3f} s)" if over.size else ""))
+                  + (f" (past 1e-3 rad after {t[fell][over[0]] - t1:.3f} s; the sim holds "
+                     f"the last command {COMMAND_HOLD:g} s)" if over.size else ""))
             if latency.size:
                 print(f"feedforward latency              : median {np.median(latency):.2f} ms, "
                       f"p99 {np.percentile(latency, 99):.2f} ms (joint state seen -> its feedforward seen)")
