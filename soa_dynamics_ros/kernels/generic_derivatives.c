@@ -679,9 +679,10 @@ static void tree_solve(const Model *m, const FactorLists *f, double *const *x, i
  * qdd adds along the tree) and
  *   F_i += Ic_i a'_i + sum over the subtree of i but i of Ic_j S_j qdd_j,
  * which replaces an articulated-body pass and a CRBA.  m->joint_mass is left factored:
- * by tree_factor, listed in `lists` (after qdd), where M keeps a tree's sparsity (status 2 where the ABA's would be
- * without mimic joints; with them where M is not positive definite, as forward_core's
- * Cholesky), else by Cholesky (status 2 as forward_core). */
+ * by tree_factor, listed in `lists` (after qdd), where M keeps a tree's sparsity
+ * (status 2 where the ABA's would be without mimic joints; with them where M is not
+ * positive definite, as forward_core's Cholesky), else by Cholesky (status 2 as
+ * forward_core). */
 static int accelerate_terms(Model *m, const double *tau, const double *p, double *terms,
                             double *qdd, FactorLists *lists)
 {
@@ -762,17 +763,14 @@ static inline void eliminate_row(double *x, int n, int i, int first, int end, co
             low -= weight * load_lanes(done);
             high -= weight * load_lanes(done + 4);
         }
-        low *= scale;
-        high *= scale;
-        memcpy(row + c, &low, sizeof low);
-        memcpy(row + c + 4, &high, sizeof high);
+        store_lanes(row + c, scale * low);
+        store_lanes(row + c + 4, scale * high);
     }
     for (; c + 4 <= columns; c += 4) {
         lanes4 sum = load_lanes(row + c);
         for (int k = lower && c > first ? c : first; k < end; ++k)
             sum -= l[k * stride] * load_lanes(x + (size_t)k * n + c);
-        sum *= scale;
-        memcpy(row + c, &sum, sizeof sum);
+        store_lanes(row + c, scale * sum);
     }
     for (; c < columns; ++c) {
         double sum = row[c];
@@ -806,9 +804,9 @@ static void dense_solve(const Model *m, double *const *out)
 }
 
 /* out[0..2] = dqdd/dq, dqdd/dqd, dqdd/dtau (n x n); as inverse_derivatives_core, with
- * qdd = FD(q, qd, tau) (n + 1 doubles, then factor_list_doubles(n) of scratch).  Trees and mimic joints take one
- * derivative pass (accelerate_terms), and the solves along the tree where M keeps its
- * sparsity; a map that neither couples hinges nor keeps the tree's sparsity (rates out
+ * qdd = FD(q, qd, tau) (n + 1 doubles, then factor_list_doubles(n) of scratch).  Trees
+ * and mimic joints take one derivative pass (accelerate_terms), and the solves along the
+ * tree where M keeps its sparsity; a map that neither couples hinges nor keeps the tree's sparsity (rates out
  * of tree order, scaled rates) the ABA, for its singular threshold, and a second pass.
  * Status 2 when M or a hinge is singular. */
 static int forward_derivatives_core(Model *m, const double *qd, const double *tau,

@@ -270,7 +270,8 @@ def _offset(serialized, pattern):
     """Where ``pattern`` starts in ``serialized``; it must occur exactly once."""
     start = serialized.find(pattern)
     if start < 0 or serialized.find(pattern, start + 1) >= 0:
-        raise RuntimeError("a marker of the feedforward messages is not once in their serialization")
+        raise RuntimeError("a marker of the feedforward messages is not once in their "
+                           "serialization")
     return start
 
 

@@ -11,7 +11,8 @@ from soa_dynamics_ros.ros.conversions import FeedforwardMessages
 
 
 # Name lengths that move the numbers across every alignment of the serialization.
-@pytest.mark.parametrize("names", [["j"], ["a", "bb", "ccc"], [f"panda_joint{i}" for i in range(1, 8)],
+@pytest.mark.parametrize("names", [["j"], ["a", "bb", "ccc"],
+                                   [f"panda_joint{i}" for i in range(1, 8)],
                                    [f"{'x' * i}_{i}" for i in range(30)]])
 def test_each_fill_reads_back_as_the_feedforward_messages(names):
     messages = FeedforwardMessages(names)
