@@ -311,35 +311,26 @@ static void derivative_terms(Model *m, const double *p, const double *qd, const 
     }
 }
 
-/* Four doubles, one AVX register: the pair loop multiplies runs of 12 of the terms as
- * three of them, a third of the scalar instructions, and its sums are four short chains
- * instead of one long one (the loop is bound by their latency). */
-typedef double lanes4 __attribute__((vector_size(4 * sizeof(double))));
+/* The pair loop multiplies runs of 12 of the terms as three soa_lanes4, a third of the
+ * scalar instructions, and its sums are four short chains instead of one long one (the
+ * loop is bound by their latency). */
 typedef double lanes2 __attribute__((vector_size(2 * sizeof(double))));
-
-__attribute__((always_inline))
-static inline lanes4 load_lanes(const double *x)
-{
-    lanes4 lanes;
-    memcpy(&lanes, x, sizeof lanes);    /* the terms are only 8-byte aligned */
-    return lanes;
-}
 
 /* Sums add the halves of a vector first: one 2-lane add instead of two scalar ones. */
 __attribute__((always_inline))
-static inline lanes2 low_half(lanes4 x)
+static inline lanes2 low_half(soa_lanes4 x)
 {
     return (lanes2){x[0], x[1]};
 }
 
 __attribute__((always_inline))
-static inline lanes2 high_half(lanes4 x)
+static inline lanes2 high_half(soa_lanes4 x)
 {
     return (lanes2){x[2], x[3]};
 }
 
 __attribute__((always_inline))
-static inline double lane_sum(lanes4 x)
+static inline double lane_sum(soa_lanes4 x)
 {
     lanes2 halves = low_half(x) + high_half(x);
     return halves[0] + halves[1];
@@ -413,28 +404,28 @@ static void derivative_answers(Model *m, int wrenched, double *terms, double sig
             memset(out[matrix], 0, (size_t)n * n * sizeof(double));
     for (int body = 1; body < nb; ++body) {
         const double *ti = terms + BODY_DOUBLES * body;
-        lanes4 own0 = sign * load_lanes(ti + IS_), own1 = sign * load_lanes(ti + IS_ + 4),
-               own2 = sign * load_lanes(ti + IS_ + 8), subtree0 = sign * load_lanes(ti + GQ_),
-               subtree1 = sign * load_lanes(ti + GQ_ + 4),
-               subtree2 = sign * load_lanes(ti + GQ_ + 8);
+        soa_lanes4 own0 = sign * soa_load_lanes(ti + IS_), own1 = sign * soa_load_lanes(ti + IS_ + 4),
+               own2 = sign * soa_load_lanes(ti + IS_ + 8), subtree0 = sign * soa_load_lanes(ti + GQ_),
+               subtree1 = sign * soa_load_lanes(ti + GQ_ + 4),
+               subtree2 = sign * soa_load_lanes(ti + GQ_ + 8);
         double *dq_row = dtau_dq + (size_t)(body - shift) * stride,
                *dqd_row = dtau_dqd + (size_t)(body - shift) * stride;
         for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
             const double *tj = terms + BODY_DOUBLES * hinge;
             /* hinge an ancestor of body (or body itself): -(Ic_i S_i).u_j - (B_i^T S_i).w_j
              * - (E_i^T S_i).omega_j and (B_i^T S_i).S_j - 2 (Ic_i S_i).w_j */
-            dq_row[hinge - shift] = -lane_sum(own0 * load_lanes(tj + U_)
-                                              + own1 * load_lanes(tj + U_ + 4)
-                                              + own2 * load_lanes(tj + U_ + 8));
-            dqd_row[hinge - shift] = lane_sum(own0 * load_lanes(tj + WR_)
-                                              + own1 * load_lanes(tj + WR_ + 4)
-                                              + own2 * load_lanes(tj + WR_ + 8));
+            dq_row[hinge - shift] = -lane_sum(own0 * soa_load_lanes(tj + U_)
+                                              + own1 * soa_load_lanes(tj + U_ + 4)
+                                              + own2 * soa_load_lanes(tj + U_ + 8));
+            dqd_row[hinge - shift] = lane_sum(own0 * soa_load_lanes(tj + WR_)
+                                              + own1 * soa_load_lanes(tj + WR_ + 4)
+                                              + own2 * soa_load_lanes(tj + WR_ + 8));
             if (hinge != body) {
                 /* body in the subtree of hinge: row hinge, column body, S_j times the
                  * subtree terms of dq (lanes 0-5) and dqd (6-11) */
-                lanes4 first = subtree0 * load_lanes(tj + SS_),
-                       middle = subtree1 * load_lanes(tj + SS_ + 4),
-                       last = subtree2 * load_lanes(tj + SS_ + 8);
+                soa_lanes4 first = subtree0 * soa_load_lanes(tj + SS_),
+                       middle = subtree1 * soa_load_lanes(tj + SS_ + 4),
+                       last = subtree2 * soa_load_lanes(tj + SS_ + 8);
                 size_t at = (size_t)(hinge - shift) * stride + body - shift;
                 lanes2 dq = low_half(first) + high_half(first) + low_half(middle),
                        dqd = high_half(middle) + low_half(last) + high_half(last);
@@ -548,12 +539,6 @@ static int tree_factor(Model *m, double singular_below)
     return SOA_OK;
 }
 
-__attribute__((always_inline))
-static inline void store_lanes(double *x, lanes4 lanes)
-{
-    memcpy(x, &lanes, sizeof lanes);
-}
-
 /* f for tree_factor's L in `space` (factor_list_doubles(n)): the ancestor chains
  * walked once per call, where each row of each matrix and half walked them again. */
 static void list_factor(const Model *m, double *space, FactorLists *f)
@@ -605,36 +590,36 @@ static inline void gather_row(double *row, const double *x, size_t stride, const
 {
     int c = first;
     for (; c + 16 <= end; c += 16) {
-        lanes4 x0 = load_lanes(row + c), x1 = load_lanes(row + c + 4),
-               x2 = load_lanes(row + c + 8), x3 = load_lanes(row + c + 12);
+        soa_lanes4 x0 = soa_load_lanes(row + c), x1 = soa_load_lanes(row + c + 4),
+               x2 = soa_load_lanes(row + c + 8), x3 = soa_load_lanes(row + c + 12);
         for (int k = 0; k < count; ++k) {
             const double *in = x + rows[k] * stride + c;
-            x0 -= factor[k] * load_lanes(in);
-            x1 -= factor[k] * load_lanes(in + 4);
-            x2 -= factor[k] * load_lanes(in + 8);
-            x3 -= factor[k] * load_lanes(in + 12);
+            x0 -= factor[k] * soa_load_lanes(in);
+            x1 -= factor[k] * soa_load_lanes(in + 4);
+            x2 -= factor[k] * soa_load_lanes(in + 8);
+            x3 -= factor[k] * soa_load_lanes(in + 12);
         }
-        store_lanes(row + c, scale * x0);
-        store_lanes(row + c + 4, scale * x1);
-        store_lanes(row + c + 8, scale * x2);
-        store_lanes(row + c + 12, scale * x3);
+        soa_store_lanes(row + c, scale * x0);
+        soa_store_lanes(row + c + 4, scale * x1);
+        soa_store_lanes(row + c + 8, scale * x2);
+        soa_store_lanes(row + c + 12, scale * x3);
     }
     if (c + 8 <= end) {     /* (an arm's 7-10 columns: one pass over the other rows) */
-        lanes4 x0 = load_lanes(row + c), x1 = load_lanes(row + c + 4);
+        soa_lanes4 x0 = soa_load_lanes(row + c), x1 = soa_load_lanes(row + c + 4);
         for (int k = 0; k < count; ++k) {
             const double *in = x + rows[k] * stride + c;
-            x0 -= factor[k] * load_lanes(in);
-            x1 -= factor[k] * load_lanes(in + 4);
+            x0 -= factor[k] * soa_load_lanes(in);
+            x1 -= factor[k] * soa_load_lanes(in + 4);
         }
-        store_lanes(row + c, scale * x0);
-        store_lanes(row + c + 4, scale * x1);
+        soa_store_lanes(row + c, scale * x0);
+        soa_store_lanes(row + c + 4, scale * x1);
         c += 8;
     }
     if (c + 4 <= end) {
-        lanes4 sum = load_lanes(row + c);
+        soa_lanes4 sum = soa_load_lanes(row + c);
         for (int k = 0; k < count; ++k)
-            sum -= factor[k] * load_lanes(x + rows[k] * stride + c);
-        store_lanes(row + c, scale * sum);
+            sum -= factor[k] * soa_load_lanes(x + rows[k] * stride + c);
+        soa_store_lanes(row + c, scale * sum);
         c += 4;
     }
     for (; c < end; ++c) {
@@ -744,42 +729,6 @@ static int accelerate_terms(Model *m, const double *tau, const double *p, double
     return SOA_OK;
 }
 
-/* Row i of the n x n x (row-major) less the rows [first, end) weighted by l[k * stride],
- * times scale, on columns [0, columns): eight, then four columns at a time summed in
- * registers over all the rows (stored once, not once per row; one weight loaded for two
- * vectors).  lower: x's rows are zero right of their diagonal, so a column block starting
- * at c takes only the rows from c. */
-__attribute__((always_inline))
-static inline void eliminate_row(double *x, int n, int i, int first, int end, const double *l,
-                                 int stride, double scale, int columns, int lower)
-{
-    double *row = x + (size_t)i * n;
-    int c = 0;
-    for (; c + 8 <= columns; c += 8) {
-        lanes4 low = load_lanes(row + c), high = load_lanes(row + c + 4);
-        for (int k = lower && c > first ? c : first; k < end; ++k) {
-            const double *done = x + (size_t)k * n + c;
-            double weight = l[k * stride];
-            low -= weight * load_lanes(done);
-            high -= weight * load_lanes(done + 4);
-        }
-        store_lanes(row + c, scale * low);
-        store_lanes(row + c + 4, scale * high);
-    }
-    for (; c + 4 <= columns; c += 4) {
-        lanes4 sum = load_lanes(row + c);
-        for (int k = lower && c > first ? c : first; k < end; ++k)
-            sum -= l[k * stride] * load_lanes(x + (size_t)k * n + c);
-        store_lanes(row + c, scale * sum);
-    }
-    for (; c < columns; ++c) {
-        double sum = row[c];
-        for (int k = lower && c > first ? c : first; k < end; ++k)
-            sum -= l[k * stride] * x[(size_t)k * n + c];
-        row[c] = sum * scale;
-    }
-}
-
 /* M X = B for the 3 n x n matrices out[0..2] where M is not tree-sparse (mimic joints
  * across branches, rates out of tree order), with
  * M = L L^T already factored in m->joint_mass (soa_cholesky_solve): L Y = B, then
@@ -793,21 +742,22 @@ static void dense_solve(const Model *m, double *const *out)
         const double *factors = l + (size_t)i * n;
         double scale = 1.0 / factors[i];
         for (int matrix = 0; matrix < 3; ++matrix)
-            eliminate_row(out[matrix], n, i, 0, i, factors, 1, scale,
+            soa_eliminate_row(out[matrix], n, i, 0, i, factors, 1, scale,
                           matrix == 2 ? i + 1 : n, matrix == 2);
     }
     for (int i = n - 1; i >= 0; --i) {
         double scale = 1.0 / l[(size_t)i * n + i];
         for (int matrix = 0; matrix < 3; ++matrix)
-            eliminate_row(out[matrix], n, i, i + 1, n, l + i, n, scale, n, 0);
+            soa_eliminate_row(out[matrix], n, i, i + 1, n, l + i, n, scale, n, 0);
     }
 }
 
 /* out[0..2] = dqdd/dq, dqdd/dqd, dqdd/dtau (n x n); as inverse_derivatives_core, with
  * qdd = FD(q, qd, tau) (n + 1 doubles, then factor_list_doubles(n) of scratch).  Trees
  * and mimic joints take one derivative pass (accelerate_terms), and the solves along the
- * tree where M keeps its sparsity; a map that neither couples hinges nor keeps the tree's sparsity (rates out
- * of tree order, scaled rates) the ABA, for its singular threshold, and a second pass.
+ * tree where M keeps its sparsity; a map that neither couples hinges nor keeps the tree's
+ * sparsity (rates out of tree order, scaled rates) the ABA, for its singular threshold,
+ * and a second pass.
  * Status 2 when M or a hinge is singular. */
 static int forward_derivatives_core(Model *m, const double *qd, const double *tau,
                                     const double *p, const Wrenches *w, double *space,
