@@ -242,8 +242,8 @@ class FeedforwardMessages:
         values = [np.arange(count) * -0.25 + 0.125 * field for field in range(3)]
         stamp = Time(sec=3, nanosec=4)
         array_bytes, state_bytes = self.fill(values[0], values[1], values[2], stamp)
-        if (deserialize_message(array_bytes, Float64MultiArray)
-                != self._fill_messages(values[0], values[1], values[2], stamp)[0]
+        array, state = self._fill_messages(values[0], values[1], values[2], stamp)
+        if (deserialize_message(array_bytes, Float64MultiArray) != array
                 or deserialize_message(state_bytes, JointState) != state):
             raise RuntimeError("the serialized feedforward messages do not read back as written")
 
