@@ -11,9 +11,15 @@ next ``publish`` or ``take_message`` then fails ("[FATAL] Exception in
 object").  Here a signal only asks the loop to end; the loop finishes the
 callback it is in, returns, and the node is torn down in order (executor,
 node, context).  A teardown that does not finish within
-:data:`TEARDOWN_DEADLINE` seconds of the request ends the process anyway,
-with a log line: a process never stays alive ignoring signals.
+:data:`TEARDOWN_DEADLINE` seconds of the request ends the process anyway
+(status 0), with a log line and the threads' stacks: a process never stays
+alive ignoring signals.  Fast DDS can hang deleting a participant while it
+holds the GIL (rclpy's ``destroy_node``; eProsima/Fast-DDS#235 is that class
+of hang): no Python thread runs then, so a POSIX timer whose own C thread
+calls ``_exit(0)`` ends the process at :data:`LAST_RESORT_DEADLINE`, after
+faulthandler's C thread has written the stacks.
 """
+import ctypes
 import faulthandler
 import gc
 import os
@@ -31,9 +37,52 @@ from .parameters import EXECUTORS
 
 TEARDOWN_DEADLINE = 3.0     # [s] from the stop request to a forced exit
 # If the hang holds the GIL, the Python watchdog cannot run: faulthandler's C
-# thread then dumps the stacks (the diagnosis) and exits, a little later.
+# thread dumps the stacks at STACKS_DEADLINE, and the C timer exits a little later.
+STACKS_DEADLINE = TEARDOWN_DEADLINE + 0.8
 LAST_RESORT_DEADLINE = TEARDOWN_DEADLINE + 1.0
 WATCHDOG_MESSAGE = "teardown did not finish within {:g} s of the stop request: exiting without it"
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+class _Itimerspec(ctypes.Structure):
+    _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
+
+
+class _SigeventThread(ctypes.Structure):
+    """glibc's ``struct sigevent`` (64 bytes) with ``SIGEV_THREAD``'s function and attributes."""
+    _fields_ = [("sigev_value", ctypes.c_void_p), ("sigev_signo", ctypes.c_int),
+                ("sigev_notify", ctypes.c_int), ("function", ctypes.c_void_p),
+                ("attributes", ctypes.c_void_p), ("padding", ctypes.c_int * 8)]
+
+
+_SIGEV_THREAD = 2
+_CLOCK_MONOTONIC = 1
+
+
+def exit_later_without_python(seconds):
+    """Arm a timer whose C thread calls ``_exit(0)`` in ``seconds``, GIL or not; False if
+    this C library offers none (then faulthandler ends the process instead, status 1).
+
+    The timer is never disarmed: once a stop was asked for, a process that then hangs
+    anywhere (teardown, interpreter finalization) must still end.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        exit_function = ctypes.cast(libc._exit, ctypes.c_void_p).value
+        # sigev_value 0 is _exit's argument: the exit status.
+        event = _SigeventThread(sigev_value=None, sigev_notify=_SIGEV_THREAD,
+                                function=exit_function)
+        timer = ctypes.c_void_p()
+        if libc.timer_create(_CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
+            return False
+        whole = int(seconds)
+        when = _Itimerspec(it_value=_Timespec(whole, int((seconds - whole) * 1e9)))
+        return libc.timer_settime(timer, 0, ctypes.byref(when), None) == 0
+    except (AttributeError, OSError):
+        return False
 
 
 class _Lifetime:
@@ -60,12 +109,16 @@ class _Lifetime:
         self._watchdog = threading.Thread(target=self._expire, name="shutdown-watchdog",
                                           daemon=True)
         self._watchdog.start()
-        faulthandler.dump_traceback_later(LAST_RESORT_DEADLINE, exit=True)
+        if exit_later_without_python(LAST_RESORT_DEADLINE):
+            faulthandler.dump_traceback_later(STACKS_DEADLINE, exit=False)
+        else:
+            faulthandler.dump_traceback_later(LAST_RESORT_DEADLINE, exit=True)
 
     def _expire(self):
         if not self._finished.wait(TEARDOWN_DEADLINE):
             print(f"[{self.name}] " + WATCHDOG_MESSAGE.format(TEARDOWN_DEADLINE),
                   file=sys.stderr, flush=True)
+            faulthandler.dump_traceback(all_threads=True)    # where the teardown hangs
             os._exit(0)
 
     def finished(self):

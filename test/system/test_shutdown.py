@@ -5,6 +5,11 @@ Before the fix rclpy's own handler shut the context down under a running
 callback: "[FATAL] Exception in 'subscriptions' callback" at the feedforward
 publish, the sim's `take_message` RuntimeError at teardown, and once a node
 hung in destroy_node ignoring further signals.
+
+Fast DDS itself can hang deleting a participant (in rclpy's destroy_node, holding
+the GIL: once in ~100 CI runs here); the process then ends at its last-resort
+deadline, status 0, with the stacks in its log.  That forced exit is accepted only
+where the stacks show the hang inside rclpy's teardown, never in this package.
 """
 import signal
 import threading
@@ -20,6 +25,21 @@ from support.sim_harness import start_node, start_sim
 from soa_dynamics_ros.ros.process import WATCHDOG_MESSAGE
 
 EXIT_DEADLINE = 5.0     # [s] the issue's limit from the signal to the exit
+# The Python watchdog's line, and faulthandler's header of a dump on a timeout.
+FORCED_EXIT_MARKS = (WATCHDOG_MESSAGE.split("{")[0], "Timeout (")
+
+
+def innermost_frame_of_run_node(log):
+    """The innermost frame (faulthandler writes it first) of the dumped stack of the
+    thread running ``run_node``; "" when the log holds no such dump."""
+    stacks = [stack for stack in log.split("(most recent call first):\n")[1:]
+              if " in run_node" in stack]
+    return stacks[0].splitlines()[0] if stacks else ""
+
+
+def hang_inside_rclpy_teardown(log):
+    innermost = innermost_frame_of_run_node(log)
+    return "/rclpy/" in innermost and innermost.endswith(" in destroy_node")
 
 
 @pytest.fixture
@@ -84,15 +104,18 @@ def test_both_processes_exit_cleanly_on_a_signal_while_streaming(arrivals, tmp_p
         assert code == 0 and seconds < EXIT_DEADLINE, (
             f"{name}: exit status {code} after {seconds:.2f} s\n{logs[name][-3000:]}")
     for name, log in logs.items():
-        for bad in ("FATAL", "Traceback", "terminate called", WATCHDOG_MESSAGE.split("{")[0]):
+        for bad in ("FATAL", "Traceback", "terminate called"):
             assert bad not in log, f"{name}: {bad!r} in the log\n{log[-3000:]}"
+        if FORCED_EXIT_MARKS[0] in log or FORCED_EXIT_MARKS[1] in log:
+            assert hang_inside_rclpy_teardown(log), f"{name}: forced exit\n{log[-3000:]}"
+            print(f"{name}: Fast DDS hung in rclpy's teardown; the last resort ended it")
     assert codes == (0, 0)
     print(f"{order}, {signal.Signals(sig).name}: " + ", ".join(
         f"{name} exit {code} in {seconds:.2f} s" for name, (code, seconds) in results.items()))
 
 
 HANGING_NODE = """
-import sys, time
+import ctypes, sys, time
 from rclpy.node import Node
 from rclpy.executors import SingleThreadedExecutor
 from soa_dynamics_ros.ros.process import run_node
@@ -103,7 +126,7 @@ class Hanging(Node):
 
     def destroy_node(self):
         print("tearing down", flush=True)
-        time.sleep(60)          # a teardown that never finishes
+        HANG(60)                # a teardown that never finishes (HANG: one of HANGS)
 
 def loop(node, executor, running):
     print("running", flush=True)
@@ -114,13 +137,20 @@ sys.exit(run_node("hanging", Hanging, lambda node: SingleThreadedExecutor(), loo
 """
 
 
+# A sleep releases the GIL (the Python watchdog ends the process); a C call through
+# PyDLL keeps it, as Fast DDS's participant deletion did (only C threads run then).
+HANGS = {"releasing the GIL": "time.sleep", "holding the GIL": "ctypes.PyDLL(None).sleep"}
+
+
+@pytest.mark.parametrize("hang", HANGS)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_hanging_teardown_cannot_keep_the_process_alive(tmp_path, sig):
+def test_a_hanging_teardown_cannot_keep_the_process_alive(tmp_path, sig, hang):
     import subprocess
     import sys
     from soa_dynamics_ros.ros.processes import ChildProcess
     from soa_dynamics_ros.ros.process import TEARDOWN_DEADLINE
-    process = ChildProcess([sys.executable, "-c", HANGING_NODE], tmp_path / "hanging.log")
+    process = ChildProcess([sys.executable, "-c", HANGING_NODE.replace("HANG(", HANGS[hang] + "(")],
+                           tmp_path / "hanging.log")
     try:
         wait_for(lambda: "running" in process.log(), 60, interval=0.05, what="the node's loop")
         sent = time.monotonic()
@@ -135,4 +165,8 @@ def test_a_hanging_teardown_cannot_keep_the_process_alive(tmp_path, sig):
         code = process.stop()
     log = process.log()
     assert seconds is not None and TEARDOWN_DEADLINE <= seconds < EXIT_DEADLINE, (seconds, log)
-    assert code == 0 and WATCHDOG_MESSAGE.format(TEARDOWN_DEADLINE) in log, log
+    assert code == 0, log
+    if hang == "releasing the GIL":
+        assert WATCHDOG_MESSAGE.format(TEARDOWN_DEADLINE) in log, log
+    # Either way the log shows where it hung.
+    assert innermost_frame_of_run_node(log).endswith(" in destroy_node"), log
