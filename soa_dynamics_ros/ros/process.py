@@ -62,27 +62,36 @@ _SIGEV_THREAD = 2
 _CLOCK_MONOTONIC = 1
 
 
-def exit_later_without_python(seconds):
-    """Arm a timer whose C thread calls ``_exit(0)`` in ``seconds``, GIL or not; False if
-    this C library offers none (then faulthandler ends the process instead, status 1).
+class _ExitTimer:
+    """A POSIX timer whose own C thread calls ``_exit(0)``: it ends the process GIL or not."""
 
-    The timer is never disarmed: once a stop was asked for, a process that then hangs
-    anywhere (teardown, interpreter finalization) must still end.
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        exit_function = ctypes.cast(libc._exit, ctypes.c_void_p).value
-        # sigev_value 0 is _exit's argument: the exit status.
-        event = _SigeventThread(sigev_value=None, sigev_notify=_SIGEV_THREAD,
-                                function=exit_function)
-        timer = ctypes.c_void_p()
-        if libc.timer_create(_CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
+    def __init__(self):
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._timer = None
+
+    def arm(self, seconds):
+        """True once armed; False where this C library offers no such timer (then
+        faulthandler ends the process instead, status 1)."""
+        try:
+            exit_function = ctypes.cast(self._libc._exit, ctypes.c_void_p).value
+            # sigev_value 0 is _exit's argument: the exit status.
+            event = _SigeventThread(sigev_value=None, sigev_notify=_SIGEV_THREAD,
+                                    function=exit_function)
+            timer = ctypes.c_void_p()
+            if self._libc.timer_create(_CLOCK_MONOTONIC, ctypes.byref(event),
+                                       ctypes.byref(timer)) != 0:
+                return False
+            self._timer = timer
+            whole = int(seconds)
+            when = _Itimerspec(it_value=_Timespec(whole, int((seconds - whole) * 1e9)))
+            return self._libc.timer_settime(timer, 0, ctypes.byref(when), None) == 0
+        except AttributeError:
             return False
-        whole = int(seconds)
-        when = _Itimerspec(it_value=_Timespec(whole, int((seconds - whole) * 1e9)))
-        return libc.timer_settime(timer, 0, ctypes.byref(when), None) == 0
-    except (AttributeError, OSError):
-        return False
+
+    def cancel(self):
+        if self._timer is not None:
+            self._libc.timer_delete(self._timer)
+            self._timer = None
 
 
 class _Lifetime:
@@ -93,6 +102,7 @@ class _Lifetime:
         self._stop = threading.Event()
         self._finished = threading.Event()
         self._watchdog = None
+        self._exit_timer = _ExitTimer()
 
     def running(self):
         return not self._stop.is_set()
@@ -109,7 +119,7 @@ class _Lifetime:
         self._watchdog = threading.Thread(target=self._expire, name="shutdown-watchdog",
                                           daemon=True)
         self._watchdog.start()
-        if exit_later_without_python(LAST_RESORT_DEADLINE):
+        if self._exit_timer.arm(LAST_RESORT_DEADLINE):
             faulthandler.dump_traceback_later(STACKS_DEADLINE, exit=False)
         else:
             faulthandler.dump_traceback_later(LAST_RESORT_DEADLINE, exit=True)
@@ -124,6 +134,7 @@ class _Lifetime:
     def finished(self):
         self._finished.set()
         faulthandler.cancel_dump_traceback_later()
+        self._exit_timer.cancel()
 
 
 def make_executor(kind):
