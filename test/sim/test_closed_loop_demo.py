@@ -14,7 +14,7 @@ def test_demo_reports_and_plots(tmp_path):
                              "--phase", "1.0", "--warm-up", "240"], cwd=REPO,
                             capture_output=True, text=True, timeout=900)
     report = result.stdout
-    print(report[-3000:])
+    print(report)           # the whole report (all parts), shown when the test fails
     assert result.returncode == 0, report[-3000:] + result.stderr[-3000:]
     for expected in ("drift WITH gravity feedforward", "drift WITHOUT feedforward",
                      "feedforward latency", "~/gravity_torques", "~/inverse_dynamics",
