@@ -73,7 +73,8 @@ class _ExitTimer:
         """True once armed; False where this C library offers no such timer (then
         faulthandler ends the process instead, status 1)."""
         try:
-            exit_function = ctypes.cast(self._libc._exit, ctypes.c_void_p).value
+            # (item access: a C name, not an attribute of this module)
+            exit_function = ctypes.cast(self._libc["_exit"], ctypes.c_void_p).value
             # sigev_value 0 is _exit's argument: the exit status.
             event = _SigeventThread(sigev_value=None, sigev_notify=_SIGEV_THREAD,
                                     function=exit_function)

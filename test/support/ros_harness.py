@@ -17,6 +17,7 @@ from support.robots import REPO
 from support.waiting import wait_for
 
 VENV_BIN = REPO / ".venv" / "bin"
+FIRST_EXCHANGE_RESEND = 2.0     # [s] see RosClient.call
 
 
 class RosProcess(ChildProcess):
@@ -40,6 +41,7 @@ class RosClient:
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._clients = {}
+        self._answered = set()      # clients that have had an answer (see call)
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
 
@@ -71,12 +73,29 @@ class RosClient:
         return client
 
     def call(self, client, request, timeout=10.0):
-        future = client.call_async(request)
-        done = threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        if not done.wait(timeout):
-            raise TimeoutError(f"no answer from {client.srv_name} within {timeout} s")
-        return future.result()
+        """The answer to ``request`` within ``timeout`` s, else TimeoutError.
+
+        A client's first exchange with a server may lose its response: Fast DDS's server
+        waits only 100 ms for the client's response reader (ros2/rmw_fastrtps#390),
+        which discovery on a loaded machine can take longer than (a CI run lost the
+        first answer of a node started a moment before).  Until a client has had one
+        answer, its request goes out again every FIRST_EXCHANGE_RESEND s of the
+        timeout; after that, once.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            future = client.call_async(request)
+            done = threading.Event()
+            future.add_done_callback(lambda _: done.set())
+            first_exchange = client not in self._answered
+            wait = min(FIRST_EXCHANGE_RESEND, deadline - time.monotonic()) if first_exchange \
+                else deadline - time.monotonic()
+            if done.wait(max(wait, 0.0)):
+                self._answered.add(client)
+                return future.result()
+            client.remove_pending_request(future)
+            if not first_exchange or time.monotonic() >= deadline:
+                raise TimeoutError(f"no answer from {client.srv_name} within {timeout} s")
 
     def collect(self, message_type, topic, qos=10):
         """Subscribe and gather messages into a list (with arrival times)."""
