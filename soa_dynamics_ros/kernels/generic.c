@@ -1373,7 +1373,7 @@ static int vectors(PyObject *const *args, int count, const npy_intp *lengths,
 static PyObject *new_array(int ndim, npy_intp rows, npy_intp cols, double **data)
 {
     npy_intp shape[3] = {rows, cols, cols};
-    PyObject *result = PyArray_SimpleNew(ndim, shape, NPY_DOUBLE);
+    PyObject *result = soa_new_answer(ndim, shape);
     if (result)
         *data = (double *)PyArray_DATA((PyArrayObject *)result);
     return result;

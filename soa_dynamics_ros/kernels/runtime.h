@@ -8,7 +8,8 @@
  * returning 0 (out holds the answer), 1 (an input is NaN/inf or beyond
  * MAX_MAGNITUDE), 2 (a singular hinge) or 3 (ill-conditioned task-space
  * compliance).  The Python-callable wrappers below take float64 C-contiguous
- * numpy arrays and return a new array on success, else the status as an int;
+ * numpy arrays and return an array on success (a recycled one: soa_new_answer),
+ * else the status as an int;
  * an argument of another type, dtype, layout or length is status 1 (the
  * caller converts or validates it and names the problem).  Batch wrappers
  * return 4 * (first failing sample) + its status, release the GIL and spread
@@ -147,13 +148,66 @@ static int soa_sample_arguments(PyObject *const *args, Py_ssize_t nargs, int inp
     return *p ? SOA_OK : SOA_BAD_INPUT;
 }
 
-/* core's answer to one sample's data and p: a new (rows,) array when cols == 0, else
+/* Answer arrays, recycled.  Making a small array and freeing it costs numpy ~1,400
+ * instructions, more than a 7-joint pose or gravity vector does: a module keeps its
+ * last SOA_POOL answers, and one that nothing references any more (its caller dropped
+ * it, and no view, buffer or weak reference of it lives: the reference count says so)
+ * is filled again instead.  An answer that is still held is never touched: the next
+ * one is a new array.  Only ever under the GIL (single samples; batches make their
+ * own). */
+#define SOA_POOL 8
+/* Larger answers (batches) are not kept: their making is cheap beside their work,
+ * and a kept one would pin its memory. */
+#define SOA_POOL_MAX_DOUBLES 1024
+static PyObject *soa_pool[SOA_POOL];
+
+static int soa_recyclable(PyObject *object, int ndim, const npy_intp *shape)
+{
+    PyArrayObject *array = (PyArrayObject *)object;
+    if (Py_REFCNT(object) != 1 || ((PyArrayObject_fields *)array)->weakreflist
+        || PyArray_BASE(array) || PyArray_NDIM(array) != ndim
+        || PyArray_TYPE(array) != NPY_DOUBLE || PyArray_ISBYTESWAPPED(array)
+        || !PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISWRITEABLE(array))
+        return 0;
+    for (int k = 0; k < ndim; ++k)
+        if (PyArray_DIM(array, k) != shape[k])
+            return 0;
+    return 1;
+}
+
+/* A float64 array of `shape` to write an answer into: recycled, or new (and kept). */
+static PyObject *soa_new_answer(int ndim, const npy_intp *shape)
+{
+    npy_intp size = 1;
+    for (int k = 0; k < ndim; ++k)
+        size *= shape[k];
+    if (size > SOA_POOL_MAX_DOUBLES)
+        return PyArray_SimpleNew(ndim, (npy_intp *)shape, NPY_DOUBLE);
+    int free_slot = -1;
+    for (int k = 0; k < SOA_POOL; ++k) {
+        PyObject *kept = soa_pool[k];
+        if (kept && soa_recyclable(kept, ndim, shape)) {
+            Py_INCREF(kept);
+            return kept;
+        }
+        if (free_slot < 0 && (!kept || Py_REFCNT(kept) == 1))
+            free_slot = k;
+    }
+    PyObject *result = PyArray_SimpleNew(ndim, (npy_intp *)shape, NPY_DOUBLE);
+    if (result && free_slot >= 0) {
+        Py_XSETREF(soa_pool[free_slot], result);
+        Py_INCREF(result);
+    }
+    return result;
+}
+
+/* core's answer to one sample's data and p: a (rows,) array when cols == 0, else
  * (rows, cols); or core's status. */
 static PyObject *soa_answer(const double *const *data, const double *p, npy_intp rows,
                             npy_intp cols, soa_core core)
 {
     npy_intp shape[2] = {rows, cols};
-    PyObject *result = PyArray_SimpleNew(cols ? 2 : 1, shape, NPY_DOUBLE);
+    PyObject *result = soa_new_answer(cols ? 2 : 1, shape);
     if (!result)
         return NULL;
     int status = core(data, p, (double *)PyArray_DATA((PyArrayObject *)result));
@@ -238,7 +292,7 @@ static PyObject *soa_answer_parts(const double *const *data, const double *p, in
     PyObject *result = status == SOA_OK ? PyTuple_New(parts) : PyLong_FromLong(status);
     npy_intp shape[2] = {rows, cols};
     for (int k = 0; status == SOA_OK && result && k < parts; ++k) {
-        PyObject *array = PyArray_SimpleNew(2, shape, NPY_DOUBLE);
+        PyObject *array = soa_new_answer(2, shape);
         if (!array) {
             Py_CLEAR(result);
             break;
