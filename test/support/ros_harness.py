@@ -17,7 +17,7 @@ from support.robots import REPO
 from support.waiting import wait_for
 
 VENV_BIN = REPO / ".venv" / "bin"
-FIRST_EXCHANGE_RESEND = 2.0     # [s] see RosClient.call
+FIRST_EXCHANGE_RESEND = 5.0     # [s] see RosClient.call
 
 
 class RosProcess(ChildProcess):
@@ -78,24 +78,26 @@ class RosClient:
         A client's first exchange with a server may lose its response: Fast DDS's server
         waits only 100 ms for the client's response reader (ros2/rmw_fastrtps#390),
         which discovery on a loaded machine can take longer than (a CI run lost the
-        first answer of a node started a moment before).  Until a client has had one
-        answer, its request goes out again every FIRST_EXCHANGE_RESEND s of the
-        timeout; after that, once.
+        first answer of a node started a moment before).  So a client's first request
+        goes out once more after FIRST_EXCHANGE_RESEND s without an answer; the first
+        answer to either is taken (a slow first answer is not cancelled: a 300,000-point
+        request takes the node longer than that to refuse).
         """
         deadline = time.monotonic() + timeout
-        while True:
-            future = client.call_async(request)
-            done = threading.Event()
-            future.add_done_callback(lambda _: done.set())
-            first_exchange = client not in self._answered
-            wait = min(FIRST_EXCHANGE_RESEND, deadline - time.monotonic()) if first_exchange \
-                else deadline - time.monotonic()
-            if done.wait(max(wait, 0.0)):
-                self._answered.add(client)
-                return future.result()
-            client.remove_pending_request(future)
-            if not first_exchange or time.monotonic() >= deadline:
-                raise TimeoutError(f"no answer from {client.srv_name} within {timeout} s")
+        done = threading.Event()
+        futures = [client.call_async(request)]
+        futures[0].add_done_callback(lambda _: done.set())
+        if client not in self._answered and not done.wait(min(FIRST_EXCHANGE_RESEND, timeout)):
+            futures.append(client.call_async(request))
+            futures[1].add_done_callback(lambda _: done.set())
+        answered = done.wait(max(deadline - time.monotonic(), 0.0))
+        for future in futures:
+            if not future.done():
+                client.remove_pending_request(future)
+        if not answered:
+            raise TimeoutError(f"no answer from {client.srv_name} within {timeout} s")
+        self._answered.add(client)
+        return next(future for future in futures if future.done()).result()
 
     def collect(self, message_type, topic, qos=10):
         """Subscribe and gather messages into a list (with arrival times)."""
