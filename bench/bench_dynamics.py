@@ -8,7 +8,8 @@ model is loaded as a user loads it (``RobotModel.from_urdf``, kernels="auto"),
 ``prepare_kernels(frames=...)`` compiles or loads every per-robot kernel for the
 three frames used, and each quantity is called ``--warmup`` times (at most
 ``--warmup-seconds`` per quantity; the table gives the count) before timing.
-Times are the best of several repeats of a mean over many calls; batches are
+Times are the best of several rounds of a mean over many calls, each round timing
+both libraries in turn (the VM's speed drifts); batches are
 per sample over 10,000 samples (1,000 for the derivatives) against Pinocchio
 looped from Python.  Ratios < 1: faster than Pinocchio.  The cold start is bench_cold.py.
 
@@ -31,9 +32,8 @@ import cases  # noqa: E402
 from results_file import fmt, ratio_cell, run_header, write_results  # noqa: E402
 
 
-def per_call(call, repeat, min_seconds):
-    """Best over ``repeat`` runs of the mean time of a call, in microseconds; each run makes
-    enough calls to last ``min_seconds``."""
+def calls_lasting(call, min_seconds):
+    """How many calls of ``call`` last at least ``min_seconds``."""
     number = 1
     while True:
         started = time.perf_counter()
@@ -41,15 +41,15 @@ def per_call(call, repeat, min_seconds):
             call()
         elapsed = time.perf_counter() - started
         if elapsed >= min_seconds:
-            break
+            return number
         number *= 2 if elapsed <= 0 else max(2, min(10, int(1.2 * min_seconds / elapsed) + 1))
-    best = elapsed / number
-    for _ in range(repeat - 1):
-        started = time.perf_counter()
-        for _ in range(number):
-            call()
-        best = min(best, (time.perf_counter() - started) / number)
-    return best * 1e6
+
+
+def mean_seconds(call, number):
+    started = time.perf_counter()
+    for _ in range(number):
+        call()
+    return (time.perf_counter() - started) / number
 
 
 def warm_up(call, calls, seconds):
@@ -62,19 +62,38 @@ def warm_up(call, calls, seconds):
     return calls
 
 
-def measure(case, settings, warm_calls):
-    """``(microseconds, warm-up calls, error)`` of one Case, its model changes undone after."""
-    if case.enter:
-        case.enter()
+def measure_side_by_side(cases_by_side, settings, warm_calls):
+    """``{side: (microseconds, warm-up calls, error)}`` of Cases timed in alternating rounds.
+
+    This VM's speed drifts by up to 2x over seconds (other guests on the host):
+    timing one library's runs after the other's let a slow phase fall on one
+    side only, and it moved single ratios across the target between runs.  Each
+    round times one run of every side, and each side keeps its best round.
+    Every side's model change is made for the whole measurement and undone after.
+    """
+    results, live = {}, {}
+    entered = []
     try:
-        case.call()
-        made = warm_up(case.call, warm_calls, settings.warmup_seconds)
-        return per_call(case.call, settings.repeat, settings.min_seconds), made, None
-    except Exception as error:        # a quantity this robot cannot answer (e.g. rank)
-        return None, 0, f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
+        for side, case in cases_by_side.items():
+            try:
+                if case.enter:
+                    case.enter()
+                entered.append(case)
+                case.call()
+                made = warm_up(case.call, warm_calls, settings.warmup_seconds)
+                live[side] = [calls_lasting(case.call, settings.min_seconds), float("inf"), made]
+            except Exception as error:       # a quantity this robot cannot answer (e.g. rank)
+                results[side] = (None, 0, f"{type(error).__name__}: "
+                                          f"{str(error).splitlines()[0][:120]}")
+        for _ in range(settings.repeat):
+            for side, timing in live.items():
+                timing[1] = min(timing[1], mean_seconds(cases_by_side[side].call, timing[0]))
     finally:
-        if case.leave:
-            case.leave()
+        for case in entered:
+            if case.leave:
+                case.leave()
+    results.update({side: (best * 1e6, made, None) for side, (_, best, made) in live.items()})
+    return results
 
 
 def target_of(quantity):
@@ -103,11 +122,12 @@ def measure_robot(index, total, name, source, xml, settings):
         warm_calls = 1 if batch else settings.warmup
         row = {"robot": name, "dof": model.dof, "quantity": quantity,
                "target": target_of(quantity), "per_sample": batch}
-        ours_us, row["warmup_calls"], row["error"] = measure(case, settings, warm_calls)
+        timed = measure_side_by_side({None: case, **theirs.get(quantity, {})}, settings,
+                                     warm_calls)
+        ours_us, row["warmup_calls"], row["error"] = timed.pop(None)
         row["ours_us"] = None if ours_us is None else ours_us / per
         best = None
-        for route, pin_case in theirs.get(quantity, {}).items():
-            us, _, error = measure(pin_case, settings, warm_calls)
+        for route, (us, _, error) in timed.items():
             if us is not None and (best is None or us / per < best[0]):
                 best = (us / per, route)
             elif error:
@@ -132,7 +152,8 @@ def table(results, settings):
              "F2, F3])` (every per-robot kernel compiled or loaded), then each quantity called "
              f"{settings.warmup} times (at most {settings.warmup_seconds:g} s; fewer where the "
              "warm-up column says) before timing; time = best of "
-             f"{settings.repeat} runs of a mean over >= {settings.min_seconds:g} s of calls. "
+             f"{settings.repeat} rounds of a mean over >= {settings.min_seconds:g} s of calls, "
+             "each round timing ours and every Pinocchio route in turn. "
              f"Batch rows: per sample over {settings.samples} samples "
              f"({min(settings.samples, cases.DERIVATIVE_BATCH_SAMPLES)} for the derivatives), "
              "Pinocchio looped from Python. Ratio = ours / Pinocchio; **bold** where the target "
@@ -179,7 +200,7 @@ def main(argv=None):
     parser.add_argument("--warmup-seconds", type=float, default=3.0,
                         help="at most this long warming up one quantity")
     settings = parser.parse_args(argv)
-    settings.repeat, settings.min_seconds = (2, 0.002) if settings.quick else (5, 0.05)
+    settings.repeat, settings.min_seconds = (2, 0.002) if settings.quick else (7, 0.04)
     settings.samples = 200 if settings.quick else cases.BATCH_SAMPLES
     if settings.quick:
         settings.warmup = min(settings.warmup, 20)
