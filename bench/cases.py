@@ -23,6 +23,8 @@ for path in (REPO, REPO / "test"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+from support.robots import with_inertias  # noqa: E402
+
 BATCH_SAMPLES = 10_000
 # Derivative batches hold (samples, n, n) matrices, three of them for FD: 1,000 samples
 # keep that within ~25 MB on the 32-joint tree.
@@ -48,26 +50,9 @@ def _shipped(name):
     return lambda: (REPO / "urdf" / name).read_text()
 
 
-# What a link without <inertial> gets where a zoo description has none (the
-# KUKA, Puma and Panda files of rtb-data are kinematic only): the timing
-# depends on the structure, and forward, task-space and hybrid dynamics need
-# mass.  Both libraries read the same filled-in URDF.
-FILLER_INERTIAL = ('<inertial><origin xyz="0.01 0.02 0.05" rpy="0 0 0"/><mass value="1.0"/>'
-                   '<inertia ixx="0.010" ixy="0" ixz="0" iyy="0.012" iyz="0" izz="0.008"/>'
-                   '</inertial>')
-
-
-def with_inertias(xml):
-    """``xml`` with :data:`FILLER_INERTIAL` in every link that has no inertial."""
-    import xml.etree.ElementTree as ElementTree
-    robot = ElementTree.fromstring(xml)
-    for link in robot.findall("link"):
-        if link.find("inertial") is None:
-            link.append(ElementTree.fromstring(FILLER_INERTIAL))
-    return ElementTree.tostring(robot, encoding="unicode")
-
-
 def _from_zoo(relative, fill_inertias=False):
+    """``fill_inertias``: the timing depends on the structure, and forward, task-space and
+    hybrid dynamics need mass (both libraries read the same filled-in URDF)."""
     def load():
         from soa_dynamics_ros.description.urdf import read_description_text
         xml = read_description_text(str(_zoo() / relative), package_paths=[str(_zoo())])

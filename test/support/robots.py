@@ -18,3 +18,21 @@ def zoo_urdf_text(relative):
     rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
     root = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
     return read_description_text(str(root / relative), package_paths=[str(root)])
+
+
+# What a link without <inertial> gets where a zoo description has none (the KUKA,
+# Puma and Panda files of rtb-data are kinematic only): a massless robot's
+# dynamics are all zero, and a comparison of zeros proves nothing.
+FILLER_INERTIAL = ('<inertial><origin xyz="0.01 0.02 0.05" rpy="0 0 0"/><mass value="1.0"/>'
+                   '<inertia ixx="0.010" ixy="0" ixz="0" iyy="0.012" iyz="0" izz="0.008"/>'
+                   '</inertial>')
+
+
+def with_inertias(xml):
+    """``xml`` with :data:`FILLER_INERTIAL` in every link that has no inertial."""
+    import xml.etree.ElementTree as ElementTree
+    robot = ElementTree.fromstring(xml)
+    for link in robot.findall("link"):
+        if link.find("inertial") is None:
+            link.append(ElementTree.fromstring(FILLER_INERTIAL))
+    return ElementTree.tostring(robot, encoding="unicode")
