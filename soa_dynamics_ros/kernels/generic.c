@@ -1953,25 +1953,37 @@ static void lay_out(Model *m);
  * as workspace, with `space` of scratch (the caller's size; NULL when it asked for none). */
 typedef int (*SampleRun)(Model *m, const void *batch, double *space, npy_intp s);
 
+/* A worker takes GENERIC_CHUNK samples at a time from *next (shared by the batch's
+ * workers), so that one whose CPU is slowed takes fewer instead of holding the batch up. */
 typedef struct {
     Model *model;               /* the caller's model, or `copy` */
     Model copy;                 /* the caller's model with a workspace of its own */
     SampleRun run;
     const void *batch;
     double *space;
-    npy_intp start, end, failed;
+    npy_intp *next, count, failed;
     int status;
 } Worker;
+
+/* Samples of 1-50 us: an atomic add per 8 is nothing, and 8 leave a slowed worker little
+ * to finish after the others. */
+#define GENERIC_CHUNK 8
 
 static void *work(void *argument)
 {
     Worker *w = argument;
     w->status = SOA_OK;
-    for (npy_intp s = w->start; s < w->end; ++s)
-        if ((w->status = w->run(w->model, w->batch, w->space, s)) != SOA_OK) {
-            w->failed = s;
+    while (w->status == SOA_OK) {
+        npy_intp s = __atomic_fetch_add(w->next, GENERIC_CHUNK, __ATOMIC_RELAXED);
+        npy_intp end = s + GENERIC_CHUNK < w->count ? s + GENERIC_CHUNK : w->count;
+        if (s >= w->count)
             break;
-        }
+        for (; s < end; ++s)
+            if ((w->status = w->run(w->model, w->batch, w->space, s)) != SOA_OK) {
+                w->failed = s;
+                break;
+            }
+    }
     return NULL;
 }
 
@@ -2023,9 +2035,10 @@ static int run_samples(Model *m, SampleRun run, const void *batch, double *space
 {
     int workers_count = soa_workers(count, SAMPLES_PER_WORKER);
     Worker *workers = workers_count > 1 ? make_workers(m, workers_count, space_doubles) : NULL;
+    npy_intp next = 0;
     if (!workers) {
-        Worker here = {.model = m, .run = run, .batch = batch, .space = space, .start = 0,
-                       .end = count};
+        Worker here = {.model = m, .run = run, .batch = batch, .space = space, .next = &next,
+                       .count = count};
         work(&here);
         *failed = here.failed;
         return here.status;
@@ -2033,16 +2046,20 @@ static int run_samples(Model *m, SampleRun run, const void *batch, double *space
     for (int k = 0; k < workers_count; ++k) {
         workers[k].run = run;
         workers[k].batch = batch;
-        workers[k].start = count * k / workers_count;
-        workers[k].end = count * (k + 1) / workers_count;
+        workers[k].next = &next;
+        workers[k].count = count;
     }
     Py_BEGIN_ALLOW_THREADS
     soa_in_parallel(work, workers, sizeof *workers, workers_count);
     Py_END_ALLOW_THREADS
+    /* a worker stops at its first failure: the batch's first is the least of them (each
+     * chunk before it was taken and run to its end, or to a failure of its own) */
     int status = SOA_OK;
-    for (int k = 0; k < workers_count && status == SOA_OK; ++k)
-        if ((status = workers[k].status) != SOA_OK)
+    for (int k = 0; k < workers_count; ++k)
+        if (workers[k].status != SOA_OK && (status == SOA_OK || workers[k].failed < *failed)) {
+            status = workers[k].status;
             *failed = workers[k].failed;
+        }
     free_workers(workers, workers_count);
     return status;
 }

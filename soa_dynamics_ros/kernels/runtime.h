@@ -350,35 +350,49 @@ static void soa_in_parallel(void *(*run)(void *), void *items, size_t size, int 
     }
 }
 
-/* Samples [first, end) of a batch (input rows dof doubles apart, answers width);
- * `failed` as soa_run_samples. */
+/* Samples of a batch taken SOA_CHUNK at a time from *next (shared by the shares of one
+ * batch) until all `count` are taken (input rows dof doubles apart, answers width):
+ * a share whose CPU is slowed (another guest on a VM's host, another process) takes
+ * fewer chunks instead of holding the whole batch up.  `failed` as soa_run_samples,
+ * for the first failing sample of this share. */
 typedef struct {
     const double *const *data;
     const double *p;
     double *out;
-    npy_intp first, end, dof, width;
+    npy_intp *next, count, dof, width;
     soa_core core, lanes;
     long failed;
 } soa_share;
 
+/* A multiple of SOA_LANES, so that chunks start on a block boundary and every sample
+ * goes through the same path (lanes or core) however the chunks are shared; 64 samples
+ * of the cheapest core (~0.1 us each) make the atomic add negligible. */
+#define SOA_CHUNK (64 / SOA_LANES * SOA_LANES)
+
 static void *soa_run_share(void *argument)
 {
     soa_share *share = argument;
-    npy_intp done = share->first, dof = share->dof, width = share->width;
+    npy_intp dof = share->dof, width = share->width;
     share->failed = 0;
-    if (share->lanes) {
-        const double *block[SOA_MAX_INPUTS];
-        for (; done + SOA_LANES <= share->end && !share->failed; done += SOA_LANES) {
-            for (int k = 0; k < SOA_MAX_INPUTS; ++k)
-                block[k] = share->data[k] ? share->data[k] + done * dof : NULL;
-            if (share->lanes(block, share->p, share->out + done * width) != SOA_OK)
-                share->failed = soa_run_samples(share->data, done, SOA_LANES, dof, width,
-                                                share->p, share->out, share->core);
+    while (!share->failed) {
+        npy_intp done = __atomic_fetch_add(share->next, SOA_CHUNK, __ATOMIC_RELAXED);
+        if (done >= share->count)
+            break;
+        npy_intp end = done + SOA_CHUNK < share->count ? done + SOA_CHUNK : share->count;
+        if (share->lanes) {
+            const double *block[SOA_MAX_INPUTS];
+            for (; done + SOA_LANES <= end && !share->failed; done += SOA_LANES) {
+                for (int k = 0; k < SOA_MAX_INPUTS; ++k)
+                    block[k] = share->data[k] ? share->data[k] + done * dof : NULL;
+                if (share->lanes(block, share->p, share->out + done * width) != SOA_OK)
+                    share->failed = soa_run_samples(share->data, done, SOA_LANES, dof, width,
+                                                    share->p, share->out, share->core);
+            }
         }
+        if (!share->failed)
+            share->failed = soa_run_samples(share->data, done, end - done, dof, width,
+                                            share->p, share->out, share->core);
     }
-    if (!share->failed)
-        share->failed = soa_run_samples(share->data, done, share->end - done, dof, width,
-                                        share->p, share->out, share->core);
     return NULL;
 }
 
@@ -414,21 +428,23 @@ static PyObject *soa_call_batch(PyObject *const *args, Py_ssize_t nargs, int inp
         return NULL;
     double *out = (double *)PyArray_DATA((PyArrayObject *)result);
     int workers = soa_workers(count, least);
-    npy_intp blocks = (count + SOA_LANES - 1) / SOA_LANES;
+    npy_intp next = 0;
     soa_share shares[SOA_MAX_WORKERS];
-    for (int k = 0; k < workers; ++k) {
-        npy_intp end = blocks * (k + 1) / workers * SOA_LANES;
-        shares[k] = (soa_share){data, p, out, blocks * k / workers * SOA_LANES,
-                                end < count ? end : count, dof, width, core, lanes, 0};
-    }
+    for (int k = 0; k < workers; ++k)
+        shares[k] = (soa_share){data, p, out, &next, count, dof, width, core, lanes, 0};
     Py_BEGIN_ALLOW_THREADS
     soa_in_parallel(soa_run_share, shares, sizeof *shares, workers);
     Py_END_ALLOW_THREADS
+    /* a share stops at its first failure: the first of the batch is the least of them
+     * (each chunk before it was taken and run to its end, or to a failure of its own) */
+    long failed = 0;
     for (int k = 0; k < workers; ++k)
-        if (shares[k].failed) {
-            Py_DECREF(result);
-            return PyLong_FromLong(shares[k].failed);
-        }
+        if (shares[k].failed && (!failed || shares[k].failed < failed))
+            failed = shares[k].failed;
+    if (failed) {
+        Py_DECREF(result);
+        return PyLong_FromLong(failed);
+    }
     return result;
 }
 

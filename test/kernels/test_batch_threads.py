@@ -1,9 +1,11 @@
 """Batches split over the CPUs (runtime.h soa_call_batch, generic.c run_samples).
 
 A batch of at least two threads' shares (32 samples each in the generic module,
-32-512 for a traced kernel: generator.samples_per_thread) runs in contiguous shares,
-one thread per usable CPU, without the GIL; the generic module's workers each on a
-copy of the model's workspace.  Every row must be the single call's answer (exactly
+32-512 for a traced kernel: generator.samples_per_thread) runs on one thread per
+usable CPU, without the GIL, each taking chunks of samples (8 in the generic
+module, 64 for a traced kernel) until none is left, so which thread runs which
+sample changes from call to call; the generic module's workers each on a copy of
+the model's workspace.  Every row must be the single call's answer (exactly
 in the generic module, which runs the same arithmetic; to 1e-12 for a traced kernel,
 whose blocks of samples run through its lanes core), the first failing sample must
 be the one reported whichever share it is in, and a thread using the same model
@@ -68,7 +70,8 @@ def test_every_row_is_the_single_call(robot, rng):
             np.testing.assert_array_equal(np.array(row), np.array(expected), f"{batch} {s}")
 
 
-@pytest.mark.parametrize("first, later", [(0, 149), (74, 76), (120, 149), (149, 149)])
+# (7, 8): the two in neighbouring chunks, which the two threads usually take
+@pytest.mark.parametrize("first, later", [(0, 149), (7, 8), (74, 76), (120, 149), (149, 149)])
 def test_the_first_bad_sample_is_reported_whichever_share_it_is_in(first, later, rng):
     model, tree, params = _compiled("panda")
     module = generic_module()
@@ -123,8 +126,8 @@ def test_a_thread_using_the_same_model_meanwhile_gets_its_own_answers(rng):
     assert not errors
 
 
-# Over two traced-kernel shares (at most 512 samples each), and a tail of fewer than a
-# block.  (The derivative kernels' batches: test_batch_derivatives.py.)
+# Enough samples for two threads (at most 512 each: generator.samples_per_thread), and a
+# tail of fewer than a block.  (The derivative kernels' batches: test_batch_derivatives.py.)
 TRACED_SAMPLES = 2 * 512 + 19
 TRACED_BATCHES = ("gravity_torques_batch", "inverse_dynamics_batch", "forward_dynamics_batch")
 
@@ -142,7 +145,8 @@ def test_traced_batches_keep_every_row(traced_robot, rng):
             assert_close(rows[s], expected, f"{batch} row {s}", 1e-12)
 
 
-@pytest.mark.parametrize("first, later", [(3, 1000), (515, 530), (700, TRACED_SAMPLES - 1)])
+@pytest.mark.parametrize("first, later", [(3, 1000), (63, 64), (515, 530),
+                                          (700, TRACED_SAMPLES - 1)])
 def test_traced_batches_name_the_first_bad_sample(first, later, traced_robot, rng):
     robot = traced_robot(ROBOTS["panda"])
     p = robot.parameters()
