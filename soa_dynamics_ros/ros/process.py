@@ -66,7 +66,7 @@ class _ExitTimer:
     """A POSIX timer whose own C thread calls ``_exit(0)``: it ends the process GIL or not."""
 
     def __init__(self):
-        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._libc = ctypes.CDLL(None)
         self._timer = None
 
     def arm(self, seconds):

@@ -85,11 +85,14 @@ class RosClient:
         """
         deadline = time.monotonic() + timeout
         done = threading.Event()
-        futures = [client.call_async(request)]
-        futures[0].add_done_callback(lambda _: done.set())
-        if client not in self._answered and not done.wait(min(FIRST_EXCHANGE_RESEND, timeout)):
+        futures = []
+
+        def send():
             futures.append(client.call_async(request))
-            futures[1].add_done_callback(lambda _: done.set())
+            futures[-1].add_done_callback(lambda _: done.set())
+        send()
+        if client not in self._answered and not done.wait(min(FIRST_EXCHANGE_RESEND, timeout)):
+            send()
         answered = done.wait(max(deadline - time.monotonic(), 0.0))
         for future in futures:
             if not future.done():
