@@ -404,8 +404,9 @@ static void *soa_run_share(void *argument)
  * `lanes` (or NULL) computes SOA_LANES consecutive samples at once; a block it
  * declines (bad input or a singular hinge in some lane) is re-run sample by
  * sample through `core`, which names the first failing sample and its status.
- * Shares of a large batch start on a block boundary, so every sample goes through
- * the same path (lanes or core) as in one share. */
+ * Threads take chunks of SOA_CHUNK samples (soa_run_share), which start on a block
+ * boundary, so every sample goes through the same path (lanes or core) as in one
+ * thread. */
 static PyObject *soa_call_batch(PyObject *const *args, Py_ssize_t nargs, int inputs,
                                 npy_intp dof, npy_intp params, npy_intp width, npy_intp least,
                                 soa_core core, soa_core lanes)
