@@ -129,16 +129,26 @@ def parameter_value(value):
                           double_array_value=[float(v) for v in value])
 
 
-def set_parameter(node, name, value, target="/soa_dynamics"):
-    """Set a string, number or number-list parameter of ``target``; RuntimeError if refused."""
+def set_parameters(node, values, target="/soa_dynamics"):
+    """Set string, number or number-list parameters ``{name: value}`` of ``target`` in one
+    atomic request: one exchange, and the target sees them all at once (a sim then steps
+    with none of them half set); RuntimeError if refused."""
     from rcl_interfaces.msg import Parameter
-    from rcl_interfaces.srv import SetParameters
-    client = node.create_client(SetParameters, f"{target}/set_parameters")
-    request = SetParameters.Request(parameters=[Parameter(name=name, value=parameter_value(value))])
-    result = call_service(node, client, request).results[0]
-    node.destroy_client(client)
+    from rcl_interfaces.srv import SetParametersAtomically
+    client = node.create_client(SetParametersAtomically, f"{target}/set_parameters_atomically")
+    request = SetParametersAtomically.Request(parameters=[
+        Parameter(name=name, value=parameter_value(value)) for name, value in values.items()])
+    try:
+        result = call_service(node, client, request).result
+    finally:
+        node.destroy_client(client)
     if not result.successful:
-        raise RuntimeError(f"setting {name} of {target} refused: {result.reason}")
+        raise RuntimeError(f"setting {', '.join(values)} of {target} refused: {result.reason}")
+
+
+def set_parameter(node, name, value, target="/soa_dynamics"):
+    """Set one string, number or number-list parameter of ``target``; RuntimeError if refused."""
+    set_parameters(node, {name: value}, target)
 
 
 def wait_for_compiled_kernels(node, longest):

@@ -26,6 +26,10 @@ NODE, SIM, LINK = "/soa_dynamics", "/soa_dynamics_sim", "panda_hand"
 WRENCH = np.array([10.0, -15.0, 20.0, 0.5, 1.0, -0.5])     # [f; t] on panda_hand, root axes
 # Friction of the sim's joints the model does not know: viscous [N m s/rad], Coulomb [N m].
 FRICTION = (0.5, 0.3)
+# The wrench window must reach the sim this long [sim s] before it starts, or it is placed
+# again (at most WINDOW_ATTEMPTS times): the estimates' stamps trail the sim by the
+# lockstep's step or two and the messages in flight.
+WINDOW_MARGIN, WINDOW_ATTEMPTS = 0.1, 3
 PAYLOAD = dict(mass=1.5, com=[0.02, -0.01, 0.06],
                inertia=[0.004, 0.0, 0.0, 0.0, 0.005, 0.0, 0.0, 0.0, 0.003])
 EXCITATION = (np.array([0.3, 0.25, 0.3, 0.3, 0.6, 0.5, 0.8]),          # [rad]
@@ -114,12 +118,26 @@ def true_external_torques(plant, t, q, start, end):
 
 def wrench_run(node, recorder, demo, plant, label):
     """A wrench window in the running loop; (label, t, truth, estimate, wrench t, wrench, contacts)."""
-    now = demo.wait_for_estimates(node, recorder)
-    start, end = now + 1.0, now + 2.0
-    # The window first: parameters are set one at a time, and a wrench set before its
-    # window would act at once.
-    demo.set_sim(node, wrench_start=start, wrench_duration=end - start, wrench_link=LINK,
-                 wrench=WRENCH.tolist())
+    for attempt in range(WINDOW_ATTEMPTS):
+        now = demo.wait_for_estimates(node, recorder)
+        start, end = now + 1.0, now + 2.0
+        demo.set_sim(node, wrench_start=start, wrench_duration=end - start, wrench_link=LINK,
+                     wrench=WRENCH.tolist())
+        # The truth below assumes the wrench acts from `start`: the sim must have had it
+        # before.  Setting a parameter of a sim just started can take longer than the 1 s
+        # of lead (a new client's discovery on a loaded machine): a CI run's wrench began
+        # 0.8 s into its window, and the right estimate was scored against a truth that
+        # assumed the whole window.  Then the window is cleared and placed again.
+        if recorder.latest_stamp < start - WINDOW_MARGIN:
+            break
+        print(f"[demo] estimation: the wrench window reached the sim at t={recorder.latest_stamp:.3f}"
+              f" s, after its start {start:.3f} s; placing it again", file=sys.stderr)
+        demo.set_sim(node, wrench_link="")
+        demo.wait_until(recorder, end + 1.0)      # the observer settles without it
+        recorder.clear()
+    else:
+        raise RuntimeError(f"the wrench window never reached the sim before its start "
+                           f"({WINDOW_ATTEMPTS} attempts)")
     plant.set_wrench(LINK, WRENCH, start, end - start)
     demo.wait_until(recorder, end + 1.0)
     demo.set_sim(node, wrench_link="")
@@ -263,9 +281,8 @@ class Session:
 
     @staticmethod
     def set_sim(node, **values):
-        from .demo import set_parameter
-        for name, value in values.items():
-            set_parameter(node, name, value, SIM)
+        from .demo import set_parameters
+        set_parameters(node, values, SIM)
 
     def call(self, node, service_type, name, request):
         from .demo import call_service
