@@ -11,12 +11,12 @@ import pkgutil
 __path__ = pkgutil.extend_path(__path__, __name__)
 
 from .errors import (  # noqa: E402
-    InertiaError, InertiaWarning, InvalidInputError, SingularDynamicsError, SoaDynamicsError,
+    DescriptionWarning, InertiaError, InertiaWarning, InvalidInputError, SingularDynamicsError, SoaDynamicsError,
     UnknownNameError, UnsupportedJointError, URDFError)
 from .model import RobotModel  # noqa: E402
 from .estimation import ContactDetector, ExternalTorqueObserver  # noqa: E402
 
 __all__ = [
     "RobotModel", "ExternalTorqueObserver", "ContactDetector", "SoaDynamicsError", "InvalidInputError", "UnknownNameError", "URDFError",
-    "UnsupportedJointError", "InertiaError", "InertiaWarning", "SingularDynamicsError",
+    "UnsupportedJointError", "InertiaError", "InertiaWarning", "DescriptionWarning", "SingularDynamicsError",
 ]

@@ -59,6 +59,11 @@ class InertiaWarning(UserWarning):
     """Suspicious inertial parameters accepted because validation is not strict."""
 
 
+class DescriptionWarning(UserWarning):
+    """A description accepted with a part that has no effect ignored (a mimic tag on a
+    fixed joint, left behind when a model was reduced by locking joints)."""
+
+
 class StaleStateError(SoaDynamicsError):
     """The measured state is too old to compute from (a joint's latest state past its timeout).
 

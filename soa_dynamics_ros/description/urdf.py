@@ -9,11 +9,12 @@ Defaults follow the URDF specification, not any one parser: a missing
 from dataclasses import dataclass, field
 import math
 import os
+import warnings
 import xml.parsers.expat
 
 import numpy as np
 
-from ..errors import URDFError, UnsupportedJointError
+from ..errors import DescriptionWarning, URDFError, UnsupportedJointError
 from ..multibody.joints import JOINT_MODELS, joint_model
 from ..multibody.spatial import rotation_from_rpy
 from . import xacro as xacro_expand
@@ -447,14 +448,22 @@ def description_from_element(root_element, parse_link=parse_link_element,
         raise URDFError(f"robot {name!r} has no links", "robot", root_element.line)
     root = _check_topology(name, links, joints, root_element)
     for joint in joints.values():
+        if joint.mimic is not None and not joint_model(joint.type).moving:
+            # Reduced models (Talos's talos_reduced.urdf) lock joints by making them fixed
+            # and keep their <mimic>: a joint that cannot move follows nothing.
+            warnings.warn(f"joint {joint.name!r} is {joint.type} and cannot follow "
+                          f"{joint.mimic.joint!r}: its <mimic> (line {joint.line}) is ignored",
+                          DescriptionWarning, stacklevel=2)
+            joint.mimic = None
+    for joint in joints.values():
         if joint.mimic is not None:
             master = joints.get(joint.mimic.joint)
             if master is None:
                 raise URDFError(f"joint {joint.name!r} mimics unknown joint "
                                 f"{joint.mimic.joint!r}", "mimic", joint.line)
-            if not (joint_model(master.type).moving and joint_model(joint.type).moving):
-                raise URDFError(f"mimic between {joint.name!r} and {master.name!r}: fixed joints "
-                                "cannot mimic or be mimicked", "mimic", joint.line)
+            if not joint_model(master.type).moving:
+                raise URDFError(f"joint {joint.name!r} mimics {master.name!r}, a {master.type} "
+                                "joint, which has no position to follow", "mimic", joint.line)
     for joint in joints.values():
         _check_mimic_chain(joints, joint)
     return RobotDescription(name, links, joints, root)

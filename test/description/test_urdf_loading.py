@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from support.numerics import assert_close
-from soa_dynamics_ros import (InertiaError, InertiaWarning, RobotModel, UnsupportedJointError,
-                              URDFError)
+from soa_dynamics_ros import (DescriptionWarning, InertiaError, InertiaWarning, RobotModel,
+                              UnsupportedJointError, URDFError)
 
 INERTIAL = ('<inertial><origin xyz="0.1 0.02 -0.05" rpy="0.3 -0.2 0.1"/><mass value="1.5"/>'
             '<inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0.002" izz="0.04"/></inertial>')
@@ -102,6 +102,21 @@ def test_chained_mimic_composes():
                  "chained mimic", 1e-14)
 
 
+def test_a_mimic_tag_on_a_fixed_joint_is_ignored_with_a_warning():
+    """Reduced models lock joints by making them fixed and keep their <mimic> (Talos's
+    talos_reduced.urdf in example-robot-data): the joint cannot move, so it follows nothing."""
+    locked = joint("j2", "l1", "l2", "fixed").replace(
+        "</joint>", '<mimic joint="j1" multiplier="2" offset="0.5"/></joint>')
+    with pytest.warns(DescriptionWarning, match=r"'j2' is fixed and cannot follow 'j1'"):
+        model = RobotModel.from_urdf(robot(joint("j1", "base", "l1"), locked))
+    plain = RobotModel.from_urdf(robot(joint("j1", "base", "l1"),
+                                       joint("j2", "l1", "l2", "fixed")))
+    assert model.joint_names == ["j1"] and not model.tree.has_mimic
+    for q in ([0.4], [-1.1]):
+        assert_close(model.frame_pose(q, "l2"), plain.frame_pose(q, "l2"), "pose", 0)
+        assert_close(model.mass_matrix(q), plain.mass_matrix(q), "mass matrix", 0)
+
+
 def test_inertial_origin_rotation_is_applied():
     diagonal = ('<inertial><origin xyz="0 0 0" rpy="0 0 1.5707963267948966"/><mass value="1"/>'
                 '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.05" iyz="0" izz="0.05"/></inertial>')
@@ -175,6 +190,10 @@ BROKEN = {
                   "zero axis"),
     "mimic of unknown joint": (robot(joint("j1", "base", "l1").replace(
         "</joint>", '<mimic joint="ghost"/></joint>')), "unknown joint 'ghost'"),
+    "mimic of a fixed joint": (robot(
+        joint("j1", "base", "l1", "fixed"),
+        joint("j2", "l1", "l2").replace("</joint>", '<mimic joint="j1"/></joint>')),
+        "j2' mimics 'j1', a fixed joint, which has no position"),
     "mimic cycle": (robot(
         joint("j1", "base", "l1").replace("</joint>", '<mimic joint="j2"/></joint>'),
         joint("j2", "l1", "l2").replace("</joint>", '<mimic joint="j1"/></joint>')), "cycle"),
