@@ -46,6 +46,16 @@ def _zoo():
     return pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
 
 
+def _example_robot(relative):
+    """A robot of the example-robot-data wheel (data only: found through its metadata)."""
+    def load():
+        import importlib.metadata
+        folder = importlib.metadata.distribution("example-robot-data").locate_file(
+            "cmeel.prefix/share/example-robot-data/robots")
+        return (pathlib.Path(folder) / relative).read_text()
+    return load
+
+
 def _shipped(name):
     return lambda: (REPO / "urdf" / name).read_text()
 
@@ -65,8 +75,8 @@ def _random_tree():
     return random_tree_urdf(3030, moving_joints=32, mimic_fraction=0.0, fixed_fraction=0.1)
 
 
-# (name, where it comes from, URDF text loader).  The zoo is the pip package
-# rtb-data, read where pip put it (never copied into this repository).
+# (name, where it comes from, URDF text loader).  The zoos are the pip packages
+# rtb-data and example-robot-data, read where pip put them (never copied here).
 ROBOTS = [
     ("double_pendulum", "urdf/", _shipped("double_pendulum.urdf")),
     ("ur5", "urdf/", _shipped("ur5.urdf")),
@@ -81,6 +91,8 @@ ROBOTS = [
     ("vx300s", "rtb-data: trossen vx300s (6-DOF arm, mimic gripper, real inertias)",
      _from_zoo("trossen_descriptions/urdf/vx300s.urdf.xacro")),
     ("random_tree_32", "test/support/robot_generator.py (seed 3030, 32 joints)", _random_tree),
+    ("talos", "example-robot-data: talos_full_v2 (humanoid, 32 joints, mimic grippers, "
+     "real inertias; fixed base)", _example_robot("talos_data/robots/talos_full_v2.urdf")),
 ]
 QUICK_ROBOTS = ["dual_arm_torso"]
 

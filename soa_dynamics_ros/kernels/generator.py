@@ -594,6 +594,39 @@ _traced_sizes = {}          # (structure key, kernel) -> operations
 DERIVATIVE_LANES = {"inverse_dynamics_derivatives": True, "gravity_derivatives": False}
 
 
+def folded_tree_parents(tree):
+    """Each joint's parent in M = G^T M_hinge G's tree of nonzeros, or None where that M
+    has none (then a dense Cholesky): mimic joints within one branch (a gripper's fingers
+    mimicking its motor) keep a tree's sparsity, for soa_tree_factor's LTL.
+
+    From the pattern alone: M_rs may be nonzero when a hinge of joint r and one of s lie
+    on one path to the root.  The LTL, eliminating from the last joint, fills in only
+    along chains of parents when the nonzeros left of each diagonal lie on the chain
+    that starts at the rightmost of them (RBDA 6.5; model order puts ancestors first)."""
+    master, parent, dof = tree.coordinates.master, tree.parent, tree.dof
+    pattern = np.zeros((dof, dof), dtype=bool)
+    for body in range(1, len(parent)):
+        if master[body] < 0:
+            continue
+        up = body
+        while up > 0:
+            if master[up] >= 0:
+                pattern[master[body], master[up]] = pattern[master[up], master[body]] = True
+            up = parent[up]
+    parents = []
+    for joint in range(dof):
+        left = np.flatnonzero(pattern[joint, :joint])
+        above = int(left[-1]) if left.size else -1
+        chain, link = set(), above
+        while link >= 0:
+            chain.add(link)
+            link = parents[link]
+        if not chain.issuperset(left.tolist()):
+            return None
+        parents.append(above)
+    return parents
+
+
 def exists(tree, kernel):
     """Whether ``kernel`` is generated for this tree: task-space inertia and forward
     dynamics derivatives not with mimic joints, the derivatives and the wrenched dynamics
@@ -650,11 +683,17 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
         wrenched = f", wrenches on {', '.join(links)}" if links else ""
         if tree.coordinates.couples_hinges:
             mass, rhs = answer
+            parents = folded_tree_parents(tree)
+            if parents is None:
+                solve, tail = "Cholesky", f"return soa_cholesky_solve(m, out, {dof}, 1);"
+            else:
+                solve = "the LTL of its tree's sparsity"
+                tail = (f"static const int up[{dof}] = {{{', '.join(map(str, parents))}}};\n"
+                        f"    return soa_tree_solve(m, out, {dof}, up);")
             module.kernel(kernel, arrays, _matrix_outputs(mass, "m") + _vector_outputs(rhs),
                           t.trace, f"qdd = M^-1 (tau - h){wrenched}: mimic joints couple "
-                          "hinges, so M and h, then Cholesky", (dof,),
-                          workspace=f"m[{dof * dof}]",
-                          tail=f"return soa_cholesky_solve(m, out, {dof}, 1);", links=links)
+                          f"hinges, so M and h, then {solve}", (dof,),
+                          workspace=f"m[{dof * dof}]", tail=tail, links=links)
         else:
             module.kernel(kernel, arrays, _vector_outputs(answer), t.trace,
                           f"qdd, articulated-body recursion{wrenched}", (dof,), links=links)

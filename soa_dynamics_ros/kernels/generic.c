@@ -684,8 +684,19 @@ static void placements(Model *m, int world)
         compose_placements(m);
 }
 
+/* x = M^-1 x with M = G^T M_hinge G as forward_core's coupled branch left it factored */
+static void solve_factored_joint_mass(const Model *m, double *x)
+{
+    if (m->tree_sparse)
+        soa_tree_substitute(m->joint_mass, x, m->rate_dof, m->rate_parent);
+    else
+        soa_cholesky_solve(m->joint_mass, x, m->rate_dof, 0);
+}
+
 /* The selected joints' accelerations: articulated-body recursion, or with coupled
- * hinges (mimic joints) G^T M G qdd = tau - G^T h by Cholesky, as model/dense.py. */
+ * hinges (mimic joints) G^T M G qdd = tau - G^T h as model/dense.py, by the tree's LTL
+ * where that M keeps a tree's sparsity, else by Cholesky (m->joint_mass is left
+ * factored: solve_factored_joint_mass). */
 static int forward_core(Model *m, const double *qd, const double *tau,
                         const double *p, int with_forces, double *out)
 {
@@ -698,7 +709,8 @@ static int forward_core(Model *m, const double *qd, const double *tau,
             out[k] = tau[k] - out[k];
         composite_body(m);
         joint_mass_matrix(m);
-        return soa_cholesky_solve(m->joint_mass, out, m->rate_dof, 1);
+        return m->tree_sparse ? soa_tree_solve(m->joint_mass, out, m->rate_dof, m->rate_parent)
+                              : soa_cholesky_solve(m->joint_mass, out, m->rate_dof, 1);
     }
     hinge_rates(m, tau, m->tau_hinge);
     int status = articulated_gather(m, p, m->qd_hinge, m->tau_hinge, NULL, m->free, with_forces);
@@ -1247,8 +1259,8 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
 }
 
 /* dense.hybrid_dynamics where mimic joints couple hinges: Gauss' least constraint with
- * G^T M G by Cholesky; the output and statuses of hybrid_core.  Local and root placements
- * current; `work` holds (6 count + 2 columns) rate_dof + 2 columns^2 + 7 columns. */
+ * G^T M G factored by forward_core; the output and statuses of hybrid_core.  Local and
+ * root placements current; `work` holds (6 count + 2 columns) rate_dof + 2 columns^2 + 7 columns. */
 static int dense_hybrid_core(Model *m, const double *qd, const double *tau, const double *frames,
                              const double *widths, int count, const double *alpha,
                              const double *beta, int columns, const double *p, int with_forces,
@@ -1283,7 +1295,7 @@ static int dense_hybrid_core(Model *m, const double *qd, const double *tau, cons
                 drifting += alpha[i * columns + c] * drift[i];
             nu[c] = beta[c] - drifting - moving;
             memcpy(inverse_mass_at + (size_t)c * n, row, n * sizeof(double));
-            soa_cholesky_solve(m->joint_mass, inverse_mass_at + (size_t)c * n, n, 0);
+            solve_factored_joint_mass(m, inverse_mass_at + (size_t)c * n);
         }
     }
     for (int a = 0; a < columns; ++a)
@@ -1973,11 +1985,8 @@ static void *work(void *argument)
 {
     Worker *w = argument;
     w->status = SOA_OK;
-    while (w->status == SOA_OK) {
-        npy_intp s = __atomic_fetch_add(w->next, GENERIC_CHUNK, __ATOMIC_RELAXED);
-        npy_intp end = s + GENERIC_CHUNK < w->count ? s + GENERIC_CHUNK : w->count;
-        if (s >= w->count)
-            break;
+    npy_intp s, end;
+    while (w->status == SOA_OK && soa_take_chunk(w->next, GENERIC_CHUNK, w->count, &s, &end)) {
         for (; s < end; ++s)
             if ((w->status = w->run(w->model, w->batch, w->space, s)) != SOA_OK) {
                 w->failed = s;

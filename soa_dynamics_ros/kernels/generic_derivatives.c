@@ -515,28 +515,12 @@ static void inverse_derivatives_core(Model *m, const double *qdd, const double *
     derivative_answers(m, w->frames != NULL, terms, sign, space, out);
 }
 
-/* Featherstone's LTL factorization (RBDA 6.5) of the joint-space mass matrix in place:
- * M = L^T L, L lower triangular and, in row i, nonzero only at i and its ancestor rates,
- * so that a tree costs O(n d^2) for depth d instead of the dense O(n^3), without fill-in.
- * Without mimic joints its pivots are the articulated hinge inertias of the ABA: status 2
- * where one is not above `singular_below` (the ABA's threshold; 0 with mimic joints). */
+/* soa_tree_factor of the joint-space mass matrix along the rates' tree.  Without mimic
+ * joints its pivots are the articulated hinge inertias of the ABA: status 2 where one is
+ * not above `singular_below` (the ABA's threshold; 0 with mimic joints). */
 static int tree_factor(Model *m, double singular_below)
 {
-    int n = m->rate_dof;
-    const int *up = m->rate_parent;
-    double *h = m->joint_mass;
-    for (int k = n - 1; k >= 0; --k) {
-        if (!(h[k * n + k] > singular_below))
-            return SOA_SINGULAR;
-        double d = sqrt(h[k * n + k]), reciprocal = 1.0 / d;
-        h[k * n + k] = d;
-        for (int i = up[k]; i >= 0; i = up[i])
-            h[k * n + i] *= reciprocal;
-        for (int i = up[k]; i >= 0; i = up[i])
-            for (int j = i; j >= 0; j = up[j])
-                h[i * n + j] -= h[k * n + i] * h[k * n + j];
-    }
-    return SOA_OK;
+    return soa_tree_factor(m->joint_mass, m->rate_dof, m->rate_parent, singular_below);
 }
 
 /* f for tree_factor's L in `space` (factor_list_doubles(n)): the ancestor chains

@@ -364,6 +364,20 @@ typedef struct {
     long failed;
 } soa_share;
 
+/* The next `size` samples of a batch of `count` whose threads share `*next`:
+ * [*start, *end), or 0 when none is left.  Every batch (these kernels' and the generic
+ * module's) shares out its samples this way. */
+static inline int soa_take_chunk(npy_intp *next, npy_intp size, npy_intp count,
+                                 npy_intp *start, npy_intp *end)
+{
+    npy_intp taken = __atomic_fetch_add(next, size, __ATOMIC_RELAXED);
+    if (taken >= count)
+        return 0;
+    *start = taken;
+    *end = taken + size < count ? taken + size : count;
+    return 1;
+}
+
 /* A multiple of SOA_LANES, so that chunks start on a block boundary and every sample
  * goes through the same path (lanes or core) however the chunks are shared; 64 samples
  * of the cheapest core (~0.1 us each) make the atomic add negligible. */
@@ -374,11 +388,8 @@ static void *soa_run_share(void *argument)
     soa_share *share = argument;
     npy_intp dof = share->dof, width = share->width;
     share->failed = 0;
-    while (!share->failed) {
-        npy_intp done = __atomic_fetch_add(share->next, SOA_CHUNK, __ATOMIC_RELAXED);
-        if (done >= share->count)
-            break;
-        npy_intp end = done + SOA_CHUNK < share->count ? done + SOA_CHUNK : share->count;
+    npy_intp done, end;
+    while (!share->failed && soa_take_chunk(share->next, SOA_CHUNK, share->count, &done, &end)) {
         if (share->lanes) {
             const double *block[SOA_MAX_INPUTS];
             for (; done + SOA_LANES <= end && !share->failed; done += SOA_LANES) {
@@ -490,6 +501,55 @@ static int soa_cholesky_solve(double *m, double *rhs, int n, int factor)
             s -= m[k * n + i] * rhs[k];
         rhs[i] = s / m[i * n + i];
     }
+    return SOA_OK;
+}
+
+/* Featherstone's LTL factorization (RBDA 6.5) of a mass matrix `h` (n x n, row-major)
+ * in place: M = L^T L, L lower triangular and, in row k, nonzero only at k and its
+ * ancestor rates up[k], up[up[k]], ... (-1 ends a chain; each ancestor earlier than
+ * its descendants), so that a tree costs O(n d^2) for depth d instead of the dense
+ * O(n^3), without fill-in.  Reads and writes the lower triangle only.  Status 2 where
+ * a pivot is not above `singular_below`. */
+static int soa_tree_factor(double *h, int n, const int *up, double singular_below)
+{
+    for (int k = n - 1; k >= 0; --k) {
+        if (!(h[k * n + k] > singular_below))
+            return SOA_SINGULAR;
+        double d = sqrt(h[k * n + k]), reciprocal = 1.0 / d;
+        h[k * n + k] = d;
+        for (int i = up[k]; i >= 0; i = up[i])
+            h[k * n + i] *= reciprocal;
+        for (int i = up[k]; i >= 0; i = up[i])
+            for (int j = i; j >= 0; j = up[j])
+                h[i * n + j] -= h[k * n + i] * h[k * n + j];
+    }
+    return SOA_OK;
+}
+
+/* M x = rhs in place of rhs, M = L^T L factored by soa_tree_factor: L^T y = rhs from
+ * the leaves up, then L x = y from the root down (RBDA 6.5's back-substitutions). */
+static void soa_tree_substitute(const double *l, double *x, int n, const int *up)
+{
+    for (int k = n - 1; k >= 0; --k) {
+        x[k] /= l[k * n + k];
+        for (int i = up[k]; i >= 0; i = up[i])
+            x[i] -= l[k * n + i] * x[k];
+    }
+    for (int k = 0; k < n; ++k) {
+        for (int i = up[k]; i >= 0; i = up[i])
+            x[k] -= l[k * n + i] * x[i];
+        x[k] /= l[k * n + k];
+    }
+}
+
+/* soa_tree_factor, then soa_tree_substitute: the mimic robots' forward dynamics where
+ * their M keeps a tree's sparsity (mimic joints within one branch, as a gripper's
+ * fingers); status 2 where M is not positive definite, as soa_cholesky_solve. */
+static int soa_tree_solve(double *m, double *rhs, int n, const int *up)
+{
+    if (soa_tree_factor(m, n, up, 0.0) != SOA_OK)
+        return SOA_SINGULAR;
+    soa_tree_substitute(m, rhs, n, up);
     return SOA_OK;
 }
 

@@ -118,7 +118,7 @@ def true_external_torques(plant, t, q, start, end):
 
 def wrench_run(node, recorder, demo, plant, label):
     """A wrench window in the running loop; (label, t, truth, estimate, wrench t, wrench, contacts)."""
-    for attempt in range(WINDOW_ATTEMPTS):
+    for _ in range(WINDOW_ATTEMPTS):
         now = demo.wait_for_estimates(node, recorder)
         start, end = now + 1.0, now + 2.0
         demo.set_sim(node, wrench_start=start, wrench_duration=end - start, wrench_link=LINK,
@@ -346,12 +346,12 @@ def estimation_demo(folder, env, warm_up):
             session = Session(q0, lambda: hold.publish(JointTrajectoryPoint(positions=q0.tolist())))
             print("[demo] estimation: starting the model node ...")
             wait_for_compiled_kernels(node, warm_up)
-            for label, extra in (("exact model", []),
-                                 ("joint friction unknown to the model",
-                                  ["-p", f"urdf_file:={friction_urdf}",
-                                   "-p", "urdf_dynamics:=true"])):
+            for log_name, label, extra in (
+                    ("estimation_sim_exact", "exact model", []),
+                    ("estimation_sim_friction", "joint friction unknown to the model",
+                     ["-p", f"urdf_file:={friction_urdf}", "-p", "urdf_dynamics:=true"])):
                 print(f"[demo] estimation, {label}: starting the MuJoCo arm ...")
-                sim = start_process("estimation_sim", "soa_dynamics_ros.sim.arm",
+                sim = start_process(log_name, "soa_dynamics_ros.sim.arm",
                                     ["--params-file", str(config / "panda_sim.yaml"),
                                      "-p", "publish_clock:=true", "-p", "lockstep:=true",
                                      *extra], folder, env)

@@ -23,7 +23,8 @@ from soa_dynamics_ros.model import RobotModel, robot_model
 
 TOL = 1e-12
 RANDOM_TREES = [  # (seed, moving joints, mimic fraction)
-    (11, 8, 0.0), (12, 10, 0.3), (13, 6, 0.5), (14, 12, 0.15)]
+    (11, 8, 0.0), (12, 10, 0.3), (13, 6, 0.5), (14, 12, 0.15),
+    (24, 10, 0.3)]  # (its M has no tree's sparsity: the dense Cholesky tail)
 
 
 def _sources():
@@ -36,6 +37,36 @@ def _sources():
 
 SOURCES = _sources()
 IDS = [os.path.basename(name) if kind == "shipped" else kind for kind, name in SOURCES]
+
+
+def test_mimic_forward_dynamics_solves_by_the_tree_where_m_has_its_sparsity(rng):
+    """folded_tree_parents' claim, checked on M itself: the factor M = L^T L (L lower
+    triangular, numpy's Cholesky of M in reversed order) is zero outside each row's chain
+    of parents, so the LTL tail (soa_tree_solve) loses nothing.  The robots above hold
+    both forward-dynamics tails of mimic robots to the reference
+    (test_generated_code_matches_reference)."""
+    tails = set()
+    for _, source in SOURCES:
+        model = RobotModel.from_urdf(source, kernels="off")
+        if not model.tree.coordinates.couples_hinges:
+            continue
+        parents = generator.folded_tree_parents(model.tree)
+        tails.add(parents is None)
+        if parents is None:
+            continue
+        reverse = np.arange(model.dof)[::-1]
+        for _ in range(3):
+            mass = model.mass_matrix(rng.uniform(-2, 2, model.dof))
+            factor = np.linalg.cholesky(mass[np.ix_(reverse, reverse)])[np.ix_(reverse, reverse)].T
+            assert_close(factor.T @ factor, mass, "M = L^T L", TOL)
+            for row in range(model.dof):
+                chain, link = {row}, parents[row]
+                while link >= 0:
+                    chain.add(link)
+                    link = parents[link]
+                outside = [column for column in range(row) if column not in chain]
+                assert np.all(np.abs(factor[row, outside]) <= TOL * np.abs(mass).max()), row
+    assert tails == {True, False}, "both tails (tree and dense) must be among the robots"
 
 
 def _pair(source):
