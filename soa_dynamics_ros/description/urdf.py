@@ -447,13 +447,17 @@ def description_from_element(root_element, parse_link=parse_link_element,
     if not links:
         raise URDFError(f"robot {name!r} has no links", "robot", root_element.line)
     root = _check_topology(name, links, joints, root_element)
-    for joint in joints.values():
-        if joint.mimic is not None and not joint_model(joint.type).moving:
-            # Reduced models (Talos's talos_reduced.urdf) lock joints by making them fixed
-            # and keep their <mimic>: a joint that cannot move follows nothing.
-            warnings.warn(f"joint {joint.name!r} is {joint.type} and cannot follow "
-                          f"{joint.mimic.joint!r}: its <mimic> (line {joint.line}) is ignored",
-                          DescriptionWarning, stacklevel=2)
+    # Reduced models (Talos's talos_reduced.urdf) lock joints by making them fixed and
+    # keep their <mimic>: a joint that cannot move follows nothing.  One warning for all.
+    locked = [joint for joint in joints.values()
+              if joint.mimic is not None and not joint_model(joint.type).moving]
+    if locked:
+        listed = ", ".join(f"{joint.name!r} (line {joint.line}, mimics {joint.mimic.joint!r})"
+                           for joint in locked)
+        warnings.warn(f"robot {name!r}: a fixed joint cannot follow another; the <mimic> of "
+                      f"{len(locked)} fixed joint(s) is ignored: {listed}", DescriptionWarning,
+                      stacklevel=2)
+        for joint in locked:
             joint.mimic = None
     for joint in joints.values():
         if joint.mimic is not None:

@@ -107,7 +107,8 @@ def test_a_mimic_tag_on_a_fixed_joint_is_ignored_with_a_warning():
     talos_reduced.urdf in example-robot-data): the joint cannot move, so it follows nothing."""
     locked = joint("j2", "l1", "l2", "fixed").replace(
         "</joint>", '<mimic joint="j1" multiplier="2" offset="0.5"/></joint>')
-    with pytest.warns(DescriptionWarning, match=r"'j2' is fixed and cannot follow 'j1'"):
+    with pytest.warns(DescriptionWarning, match=r"<mimic> of 1 fixed joint\(s\) is ignored: "
+                                                r"'j2' \(line 1, mimics 'j1'\)"):
         model = RobotModel.from_urdf(robot(joint("j1", "base", "l1"), locked))
     plain = RobotModel.from_urdf(robot(joint("j1", "base", "l1"),
                                        joint("j2", "l1", "l2", "fixed")))
