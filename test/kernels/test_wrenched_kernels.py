@@ -217,3 +217,53 @@ def test_a_link_over_the_size_cap_is_answered_by_the_generic_module_from_then_on
     with pytest.raises(UnknownNameError, match="no_such_link"):
         fast.inverse_dynamics_derivatives(q, qd, qdd, {links[0]: np.ones(6),
                                                        "no_such_link": np.ones(6)})
+
+
+@pytest.mark.parametrize("source", [
+    pytest.param(shipped_urdf("dual_arm_torso.urdf"), id="dual_arm_torso"),
+    pytest.param(random_tree_urdf(24, moving_joints=10, mimic_fraction=0.3,
+                                  prismatic_fraction=0.25, continuous_fraction=0.25),
+                 id="random24")])
+def test_mimic_robots_without_wrenched_kernels_solve_with_their_own(source, rng, monkeypatch):
+    """A mimic robot whose wrenched kernels are over the size cap (Talos: 23,000 operations;
+    the cap is lowered here) answers forward dynamics with wrenches by its own kernel at
+    tau + G^T sum J^T w (the generic wrench_torques), not by the generic module's coupled
+    path; the torques of the wrenches and the accelerations against the numpy path."""
+    monkeypatch.setattr(generator, "MAX_TRACED_OPERATIONS", 10)
+    fast, slow = _load(source, None, "c"), _load(source, None, "off")
+    assert fast.tree.coordinates.couples_hinges
+    links = _links(slow)
+    fast.prepare_kernels(frames=links)
+    assert not generator.exists(fast.tree, "forward_dynamics_wrenches")
+    solve = fast._fast.forward_dynamics_wrenches
+    assert solve.__qualname__.startswith("_forward_at_wrench_torques"), solve
+    fast._reference_forward_dynamics = _refuse
+    wrench_torques = fast._generic["wrench_torques"]
+    for _ in range(3):
+        q, qd, qdd = rng.uniform(-2, 2, (3, fast.dof))
+        condition = np.linalg.cond(slow.mass_matrix(q))
+        for chosen in (links[:1], links, links[1:2]):
+            wrenches = {link: rng.normal(size=6) * 5.0 for link in chosen}
+            applied = slow.gravity_torques(q) - slow.inverse_dynamics(
+                q, np.zeros_like(q), np.zeros_like(q), wrenches)
+            assert_close(wrench_torques(q, wrenches, fast._params), applied,
+                         f"G^T sum J^T w on {chosen}", TOL)
+            tau = slow.inverse_dynamics(q, qd, qdd, wrenches)
+            assert_close(fast.forward_dynamics(q, qd, tau, wrenches),
+                         slow.forward_dynamics(q, qd, tau, wrenches),
+                         f"FD with wrenches on {chosen}", TOL * condition)
+    del fast._reference_forward_dynamics
+    q, qd, tau = rng.uniform(-1, 1, (3, fast.dof))
+    good = {links[0]: rng.normal(size=6)}
+    assert_close(fast.forward_dynamics(q, qd, list(tau), good),
+                 slow.forward_dynamics(q, qd, tau, good), "a list of torques", TOL * 1e3)
+    for call, error, message in (
+            (lambda: fast.forward_dynamics(q, qd, np.r_[tau[:-1], np.nan], good),
+             InvalidInputError, "NaN or inf"),
+            (lambda: fast.forward_dynamics(q, qd, tau[:-1], good), InvalidInputError, "shape"),
+            (lambda: fast.forward_dynamics(q, qd, tau, {links[0]: np.r_[np.ones(5), np.nan]}),
+             InvalidInputError, "NaN or inf"),
+            (lambda: fast.forward_dynamics(q, qd, tau, {**good, "no_such_link": np.ones(6)}),
+             UnknownNameError, "no_such_link")):
+        with pytest.raises(error, match=message):
+            call()
