@@ -1855,28 +1855,29 @@ static PyObject *forward_dynamics_wrenches(PyObject *self, PyObject *const *args
     return forward_call(args, nargs, 1);
 }
 
-/* f(model, q, {frame: wrench}, p) -> G^T sum J^T w, the joint torques of the wrenches:
- * forward dynamics with wrenches is forward dynamics at tau plus these (qdd is linear in
- * tau), which lets a robot's own forward dynamics kernel answer them. */
-static PyObject *wrench_torques(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* f(model, q, tau, {frame: wrench}, p) -> tau + G^T sum J^T w, tau plus the joint
+ * torques of the wrenches: forward dynamics with wrenches is forward dynamics at these
+ * (qdd is linear in tau), which lets a robot's own forward dynamics kernel answer them. */
+static PyObject *torques_with_wrenches(PyObject *self, PyObject *const *args,
+                                       Py_ssize_t nargs)
 {
     (void)self;
-    if (soa_wrong_count(nargs, 4))
+    if (soa_wrong_count(nargs, 5))
         return NULL;
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    const double *q, *p = soa_array(args[3], 1, m->params, 0);
-    npy_intp length = m->dof;
+    const double *data[2], *p = soa_array(args[4], 1, m->params, 0);
+    npy_intp lengths[2] = {m->dof, m->rate_dof};
     int count = 0;
-    if (!p || vectors(args + 1, 1, &length, &q) != SOA_OK
-        || parse_wrenches(m, args[2], &count) != SOA_OK)
+    if (!p || vectors(args + 1, 2, lengths, data) != SOA_OK
+        || parse_wrenches(m, args[3], &count) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     double *out;
     PyObject *result = new_array(1, m->rate_dof, 0, &out);
     if (!result)
         return NULL;
-    hinge_positions(m, q);
+    hinge_positions(m, data[0]);
     /* only each wrenched body's path to the root: a fingertip of a 45-body humanoid
      * places and gathers along 12 bodies, where the whole tree's passes took 3x longer */
     memset(m->torque, 0, m->nb * sizeof(double));
@@ -1893,6 +1894,8 @@ static PyObject *wrench_torques(PyObject *self, PyObject *const *args, Py_ssize_
         }
     }
     joint_forces(m, m->torque, out);
+    for (int k = 0; k < m->rate_dof; ++k)
+        out[k] += data[1][k];
     return result;
 }
 
@@ -2367,7 +2370,8 @@ static PyMethodDef methods[] = {
     METHOD(forward_dynamics_wrenches, "qdd with wrenches: f(model, q, qd, tau, "
                                       "{frame: wrench}, p)"),
     METHOD(mass_matrix, "G^T M G: f(model, q, p)"),
-    METHOD(wrench_torques, "G^T sum J^T w: f(model, q, {frame: wrench}, p)"),
+    METHOD(torques_with_wrenches, "tau + G^T sum J^T w: f(model, q, tau, {frame: wrench}, "
+                                  "p)"),
     METHOD(hybrid_dynamics, "(qdd, constraint torques, nu, {frame: acceleration}, "
                             "[slice of nu per constraint]): "
                             "f(model, q, qd, tau, [(frame, alpha, beta), ...], p)"),

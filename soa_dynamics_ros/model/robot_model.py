@@ -88,7 +88,7 @@ _DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
                                                       for name in DERIVATIVE_KERNELS)
 # Functions of the generic module a model binds to its compiled tree at once.
 GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
-    "mixed_dynamics", "wrench_torques",
+    "mixed_dynamics", "torques_with_wrenches",
     "mixed_dynamics_wrenches", "gravity_torques_batch",
     "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS))
 # The generic module's function behind each per-frame kernel frame_pose and jacobian call.
@@ -119,22 +119,18 @@ def _compile_in_background(job):
     _jobs.put(job)
 
 
-def _forward_at_wrench_torques(forward, wrench_torques):
+def _forward_at_wrench_torques(forward, torques_with_wrenches):
     """Forward dynamics with wrenches as ``forward`` (a mimic robot's own kernel, no
     wrenches) at tau + G^T sum J^T w: qdd is linear in tau.  The generic module's path for
     mimic robots forms M by a general composite-body pass: a 32-joint humanoid with mimic
     grippers (Talos), whose wrenched kernels pass the trace cap, answered at 1.05x
-    Pinocchio's aba(fext) through it.  Declines (status 1: _wrenched_fallback converts,
-    or the numpy path names the problem) what is not a float64 vector of the joints'
-    length."""
+    Pinocchio's aba(fext) through it.  What the generic function declines (its status:
+    _wrenched_fallback converts, or the numpy path names the problem) goes back."""
     def forward_dynamics_wrenches(q, qd, tau, wrenches, params):
-        added = wrench_torques(q, wrenches, params)
-        if type(added) is not _NDARRAY:
-            return added
-        if type(tau) is not _NDARRAY or tau.dtype != added.dtype or tau.shape != added.shape:
-            return 1
-        added += tau
-        return forward(q, qd, added, params)
+        torques = torques_with_wrenches(q, tau, wrenches, params)
+        if type(torques) is not _NDARRAY:
+            return torques
+        return forward(q, qd, torques, params)
     return forward_dynamics_wrenches
 
 
@@ -296,7 +292,7 @@ class RobotModel:
                 # what no wrenched kernel of its own answers (none yet, none for these
                 # links, or none for good: over the trace cap)
                 self._fast.forward_dynamics_wrenches = _forward_at_wrench_torques(
-                    function, self._generic["wrench_torques"])
+                    function, self._generic["torques_with_wrenches"])
         elif function is not None and type(key) is tuple and key[0] in self._bound:
             self._bound[key[0]][key[1]] = function
 

@@ -227,7 +227,7 @@ def test_a_link_over_the_size_cap_is_answered_by_the_generic_module_from_then_on
 def test_mimic_robots_without_wrenched_kernels_solve_with_their_own(source, rng, monkeypatch):
     """A mimic robot whose wrenched kernels are over the size cap (Talos: 23,000 operations;
     the cap is lowered here) answers forward dynamics with wrenches by its own kernel at
-    tau + G^T sum J^T w (the generic wrench_torques), not by the generic module's coupled
+    tau + G^T sum J^T w (the generic torques_with_wrenches), not by the generic module's coupled
     path; the torques of the wrenches and the accelerations against the numpy path."""
     monkeypatch.setattr(generator, "MAX_TRACED_OPERATIONS", 10)
     fast, slow = _load(source, None, "c"), _load(source, None, "off")
@@ -238,7 +238,7 @@ def test_mimic_robots_without_wrenched_kernels_solve_with_their_own(source, rng,
     solve = fast._fast.forward_dynamics_wrenches
     assert solve.__qualname__.startswith("_forward_at_wrench_torques"), solve
     fast._reference_forward_dynamics = _refuse
-    wrench_torques = fast._generic["wrench_torques"]
+    torques_with_wrenches = fast._generic["torques_with_wrenches"]
     for _ in range(3):
         q, qd, qdd = rng.uniform(-2, 2, (3, fast.dof))
         condition = np.linalg.cond(slow.mass_matrix(q))
@@ -246,9 +246,9 @@ def test_mimic_robots_without_wrenched_kernels_solve_with_their_own(source, rng,
             wrenches = {link: rng.normal(size=6) * 5.0 for link in chosen}
             applied = slow.gravity_torques(q) - slow.inverse_dynamics(
                 q, np.zeros_like(q), np.zeros_like(q), wrenches)
-            assert_close(wrench_torques(q, wrenches, fast._params), applied,
-                         f"G^T sum J^T w on {chosen}", TOL)
             tau = slow.inverse_dynamics(q, qd, qdd, wrenches)
+            assert_close(torques_with_wrenches(q, tau, wrenches, fast._params), tau + applied,
+                         f"tau + G^T sum J^T w on {chosen}", TOL)
             assert_close(fast.forward_dynamics(q, qd, tau, wrenches),
                          slow.forward_dynamics(q, qd, tau, wrenches),
                          f"FD with wrenches on {chosen}", TOL * condition)
