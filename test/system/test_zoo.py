@@ -114,8 +114,7 @@ def _path(robot):
 
 
 def _read(robot, package_paths):
-    """The description's text; the mimic tags some reduced models keep on locked (fixed)
-    joints are ignored with a DescriptionWarning (test_urdf_loading tests it)."""
+    """The description's text, xacro expanded."""
     return read_description_text(str(_path(robot)), package_paths=package_paths)
 
 
@@ -138,7 +137,9 @@ def _solve_tolerance(mass):
 
 def _load(xml, kernels):
     with warnings.catch_warnings():
-        # Zero-mass links (tool frames, bases) are common in real descriptions.
+        # Zero-mass links (tool frames, bases) are common in real descriptions, and so are
+        # mimic tags left on joints a reduced model locked (fixed), which are ignored with
+        # a DescriptionWarning (test_urdf_loading tests it).
         warnings.simplefilter("ignore", InertiaWarning)
         warnings.simplefilter("ignore", DescriptionWarning)
         return RobotModel.from_urdf(xml, kernels=kernels)
