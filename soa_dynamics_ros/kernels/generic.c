@@ -56,6 +56,7 @@ typedef struct {
     double *q_hinge, *qd_hinge, *qdd_hinge, *qdd_given, *tau_hinge, *torque;
     double *local_rotation, *local_translation;                 /* parent -> body */
     double *rotations, *translations;                           /* world placements */
+    int world_placed;           /* rotations and translations are those of local_placements */
     double *inertia, *articulated, *velocity, *acceleration, *force, *body_forces;
     double *bias_acceleration, *bias_force, *gain, *inverse_d, *residual_torque;
     double *hinge_mass;                                         /* nb x nb */
@@ -233,6 +234,73 @@ static void add_transformed_inertia(const double *r, const double *p, const doub
         }
 }
 
+/* ------------------------------------------------------------------ root axes */
+/* A rigid body's spatial inertia [[m 1, -[h]x], [[h]x, J]] in root axes about some
+ * point, as INERTIA_DOUBLES: its mass m, first moment h and rotational inertia J. */
+enum { INERTIA_MASS = 0, INERTIA_MOMENT = 1, INERTIA_ROTATIONAL = 4, INERTIA_DOUBLES = 13 };
+
+/* A body's inertia parameters (mass, first moment h_b and rotational inertia J_b in body
+ * axes about the body origin: a body's PARAMS_PER_BODY of p, read where they are rather
+ * than unpacked into 6x6 matrices) turned into root axes by R, still about the body
+ * origin: R h_b and R J_b R^T. */
+__attribute__((always_inline))
+static inline void rotated_inertia(const double *own, const double *r, double *inertia)
+{
+    double j[9] = {own[4], own[5], own[6], own[5], own[7], own[8], own[6], own[8], own[9]};
+    double rj[9], *out = inertia + INERTIA_ROTATIONAL;
+    inertia[INERTIA_MASS] = own[0];
+    mat3_vec(r, own + 1, inertia + INERTIA_MOMENT);
+    mat3_mul(r, j, rj);
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b)
+            out[3 * a + b] = rj[3 * a] * r[3 * b] + rj[3 * a + 1] * r[3 * b + 1]
+                             + rj[3 * a + 2] * r[3 * b + 2];
+}
+
+/* The same inertia about a point from which its point lies at d (X^T I X without the
+ * 6x6 products): first moment h + m d, rotational inertia
+ *   J - m [d]x[d]x - [d]x[h]x - [h]x[d]x,  [a]x[b]x = b a^T - (a.b) 1. */
+__attribute__((always_inline))
+static inline void shifted_inertia(const double *inertia, const double *d, double *out)
+{
+    double mass = inertia[INERTIA_MASS];
+    const double *h = inertia + INERTIA_MOMENT, *j = inertia + INERTIA_ROTATIONAL;
+    double dd = d[0] * d[0] + d[1] * d[1] + d[2] * d[2], dh = d[0] * h[0] + d[1] * h[1] + d[2] * h[2];
+    for (int a = 0; a < 3; ++a) {
+        for (int b = 0; b < 3; ++b)
+            out[INERTIA_ROTATIONAL + 3 * a + b] = j[3 * a + b] - mass * d[a] * d[b]
+                                                  - h[a] * d[b] - d[a] * h[b];
+        out[INERTIA_ROTATIONAL + 4 * a] += mass * dd + 2.0 * dh;
+        out[INERTIA_MOMENT + a] = h[a] + mass * d[a];
+    }
+    out[INERTIA_MASS] = mass;
+}
+
+/* A body's inertia parameters (rotated_inertia) in root axes about the root origin, the
+ * body's placement being (r, p) */
+__attribute__((always_inline))
+static inline void inertia_to_root(const double *own, const double *r, const double *p,
+                                   double *inertia)
+{
+    double rotated[INERTIA_DOUBLES];
+    rotated_inertia(own, r, rotated);
+    shifted_inertia(rotated, p, inertia);
+}
+
+/* I x of an inertia in root axes: [m x_l - h x x_a; h x x_l + J x_a] */
+__attribute__((always_inline))
+static inline void inertia_apply(const double *inertia, const double *x, double *out)
+{
+    double turned[3], pushed[3], spun[3];
+    cross(inertia + INERTIA_MOMENT, x + 3, turned);
+    cross(inertia + INERTIA_MOMENT, x, pushed);
+    mat3_vec(inertia + INERTIA_ROTATIONAL, x + 3, spun);
+    for (int k = 0; k < 3; ++k) {
+        out[k] = inertia[INERTIA_MASS] * x[k] - turned[k];
+        out[3 + k] = pushed[k] + spun[k];
+    }
+}
+
 /* ------------------------------------------------------------------ model data */
 /* Spatial inertias of the moving bodies from p (spatial.inertia_from_parameters). */
 static void unpack_inertias(Model *m, const double *p)
@@ -310,6 +378,7 @@ __attribute__((always_inline)) static inline void hinge_placement(const Model *m
  * these (transform_motion, transform_force_back, add_transformed_inertia). */
 static void local_placements(Model *m)
 {
+    m->world_placed = 0;
     for (int body = 1; body < m->nb; ++body)
         hinge_placement(m, body, m->q_hinge[body], m->local_rotation + 9 * body,
                         m->local_translation + 3 * body);
@@ -341,6 +410,7 @@ static void compose_placements(Model *m)
     root_placement(m);
     for (int body = 1; body < m->nb; ++body)
         compose_placement(m, body);
+    m->world_placed = 1;
 }
 
 /* kinematics.body_placements (after hinge_positions); local_placements too */
@@ -358,6 +428,7 @@ static void chain_placements(Model *m, int body)
     int depth = 0;
     for (; body > 0; body = m->parent[body])
         m->chain[depth++] = body;
+    m->world_placed = 0;
     root_placement(m);
     while (depth > 0) {
         body = m->chain[--depth];
@@ -481,30 +552,54 @@ static void newton_euler(Model *m, const double *p, const double *qd, const doub
     m->torque[0] = 0.0;
 }
 
-/* mass_matrix.mass_matrix into hinge_mass (local placements current) */
-static void composite_body(Model *m)
+/* S (6) and the composite inertia (INERTIA_DOUBLES) per body in composite_body */
+#define COMPOSITE_DOUBLES (6 + INERTIA_DOUBLES)
+
+/* mass_matrix.mass_matrix into hinge_mass, by the composite-body algorithm in root axes:
+ * M_ij = S_j . Ic_i S_i for j an ancestor of i (or i), with the hinge axes S and the
+ * composite inertias Ic in root axes, each about its body's origin.  The inertias add up
+ * along the tree by a shift only, and Ic_i S_i reaches each ancestor by one cross
+ * product; carrying both joint by joint (a rotation and a translation each) took twice
+ * as long on a 32-joint humanoid.  (About the root origin even the shift goes, but the
+ * rotational inertias of small bodies far from it lose digits to m |p|^2.)  Only hinge
+ * pairs on one path are written: all fold_hinges reads.  Composes the world placements
+ * if they are not current. */
+static void composite_body(Model *m, const double *p)
 {
     int nb = m->nb;
-    double *composite = m->articulated;
-    memcpy(composite, m->inertia, 36 * nb * sizeof(double));
-    for (int body = nb - 1; body > 0; --body) {
-        int parent = m->parent[body];
-        if (parent > 0)
-            carry_inertia(m, body, composite + 36 * body, composite + 36 * parent);
-    }
-    memset(m->hinge_mass, 0, nb * nb * sizeof(double));
+    double *terms = m->articulated;
+    const double *origin = m->translations;
+    if (!m->world_placed)
+        compose_placements(m);
     for (int body = 1; body < nb; ++body) {
-        const double *hb = m->hinge_map + 6 * body;
-        double force[6], carried[6];
-        mat6_vec(composite + 36 * body, hb, force);
-        m->hinge_mass[body * nb + body] = dot6(hb, force);
-        int ancestor = body;
-        while (m->parent[ancestor] > 0) {
-            carry_force(m, ancestor, force, carried);
-            memcpy(force, carried, sizeof force);
-            ancestor = m->parent[ancestor];
+        const double *r = m->rotations + 9 * body, *s = m->hinge_map + 6 * body;
+        double *t = terms + COMPOSITE_DOUBLES * body;
+        mat3_vec(r, s, t);
+        mat3_vec(r, s + 3, t + 3);
+        rotated_inertia(p + HEADER + PARAMS_PER_BODY * (body - 1), r, t + 6);
+    }
+    for (int body = nb - 1; body > 1; --body) {
+        int parent = m->parent[body];
+        if (parent > 0) {
+            double d[3], shifted[INERTIA_DOUBLES], *to = terms + COMPOSITE_DOUBLES * parent + 6;
+            for (int k = 0; k < 3; ++k)
+                d[k] = origin[3 * body + k] - origin[3 * parent + k];
+            shifted_inertia(terms + COMPOSITE_DOUBLES * body + 6, d, shifted);
+            for (int k = 0; k < INERTIA_DOUBLES; ++k)
+                to[k] += shifted[k];
+        }
+    }
+    for (int body = 1; body < nb; ++body) {
+        const double *t = terms + COMPOSITE_DOUBLES * body, *at = origin + 3 * body;
+        double force[6];
+        inertia_apply(t + 6, t, force);
+        m->hinge_mass[body * nb + body] = dot6(t, force);
+        for (int ancestor = m->parent[body]; ancestor > 0; ancestor = m->parent[ancestor]) {
+            const double *s = terms + COMPOSITE_DOUBLES * ancestor, *to = origin + 3 * ancestor;
+            double lever[3] = {at[0] - to[0], at[1] - to[1], at[2] - to[2]}, moment[3];
+            cross(lever, force, moment);
             m->hinge_mass[body * nb + ancestor] = m->hinge_mass[ancestor * nb + body]
-                = dot6(m->hinge_map + 6 * ancestor, force);
+                = dot6(s, force) + s[3] * moment[0] + s[4] * moment[1] + s[5] * moment[2];
         }
     }
 }
@@ -707,7 +802,7 @@ static int forward_core(Model *m, const double *qd, const double *tau,
         joint_forces(m, m->torque, out);
         for (int k = 0; k < m->rate_dof; ++k)
             out[k] = tau[k] - out[k];
-        composite_body(m);
+        composite_body(m, p);
         joint_mass_matrix(m);
         return m->tree_sparse ? soa_tree_solve(m->joint_mass, out, m->rate_dof, m->rate_parent)
                               : soa_cholesky_solve(m->joint_mass, out, m->rate_dof, 1);
@@ -765,7 +860,7 @@ static int dense_mixed_core(Model *m, const double *qd, const double *qdd, const
     memset(m->qdd_hinge, 0, m->nb * sizeof(double));
     newton_euler(m, p, m->qd_hinge, m->qdd_hinge, with_forces);
     joint_forces(m, m->torque, bias);
-    composite_body(m);
+    composite_body(m, p);
     joint_mass_matrix(m);
     for (int i = 0; i < n; ++i) {
         if (prescribed[i] != 0.0)
@@ -1102,11 +1197,11 @@ static int solve_constraints(double *compliance, double *rhs, int n, double *wor
  * matrix factored by Cholesky (status 2 when it is not definite).  Local and root
  * placements current; `work` holds (6 count + columns) rate_dof. */
 static int dense_compliance_core(Model *m, const double *frames, int count, int first,
-                                 int width, double *work, double *out)
+                                 int width, const double *p, double *work, double *out)
 {
     int n = m->rate_dof, columns = count * width;
     double *jacobians = work, *solved = work + (size_t)6 * count * n;
-    composite_body(m);
+    composite_body(m, p);
     joint_mass_matrix(m);
     for (int k = 0; k < count; ++k)
         frame_jacobian(m, (int)frames[k], jacobians + (size_t)6 * k * n);
@@ -1631,7 +1726,8 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
     hinge_positions(m, q);
     placements(m, 1);
     int status = m->couples
-        ? dense_compliance_core(m, frames, count, (int)first, (int)width, carried, compliance)
+        ? dense_compliance_core(m, frames, count, (int)first, (int)width, p, carried,
+                                compliance)
         : compliance_core(m, frames, count, (int)first, (int)width, p, carried, compliance);
     if (status == SOA_OK && (info || invert_compliance_by_cholesky(compliance, columns, damping,
                                                                    work, out) != SOA_OK))
@@ -1919,7 +2015,7 @@ static PyObject *mass_matrix(PyObject *self, PyObject *const *args, Py_ssize_t n
     unpack_inertias(m, p);
     hinge_positions(m, q);
     local_placements(m);
-    composite_body(m);
+    composite_body(m, p);
     joint_mass_matrix(m);
     memcpy(out, m->joint_mass, m->rate_dof * m->rate_dof * sizeof(double));
     return result;

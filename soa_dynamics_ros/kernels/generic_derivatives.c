@@ -61,6 +61,8 @@ static double *derivative_workspace(size_t doubles)
 enum { S_ = 0, V_ = 6, A_ = 12, F_ = 18, IS_ = 24, BS_ = 30, ES_ = 33, GQ_ = 36, GR_ = 42,
        U_ = 48, WQ_ = 54, SQ_ = 57, WR_ = 60, SR_ = 66, ZR_ = 69, SS_ = 72,
        MASS_ = 84, MOMENT_ = 85, ROTATIONAL_ = 88, MOMENTUM_ = 97, B22_ = 100, E_ = 109 };
+_Static_assert(MOMENT_ == MASS_ + INERTIA_MOMENT && ROTATIONAL_ == MASS_ + INERTIA_ROTATIONAL,
+               "a body's inertia terms are laid out as inertia_to_root writes them");
 /* The summed terms: from MASS_ to E_ without wrenches, to BODY_DOUBLES with them. */
 #define SUMMED_PLAIN (E_ - MASS_)
 #define SUMMED_WRENCHED (BODY_DOUBLES - MASS_)
@@ -120,46 +122,6 @@ static void skew3(const double *v, double *out)
     memcpy(out, values, sizeof values);
 }
 
-/* A body's inertia parameters (mass, first moment h_b and rotational inertia J_b in body
- * axes about the body origin: a body's PARAMS_PER_BODY of p, read where they are rather
- * than unpacked into 6x6 matrices) in root axes about the root origin, as t's mass,
- * first moment h = R h_b + m p and rotational inertia
- *   R J_b R^T - m [p]x[p]x - [p]x[c]x - [c]x[p]x,  c = R h_b
- * (X^T I X without the 6x6 products; [a]x[b]x = b a^T - (a.b) 1). */
-__attribute__((always_inline))
-static inline void inertia_to_root(const double *own, const double *r, const double *p,
-                                   double *t)
-{
-    double mass = own[0], c[3], rj[9], *out = t + ROTATIONAL_;
-    double j[9] = {own[4], own[5], own[6], own[5], own[7], own[8], own[6], own[8], own[9]};
-    mat3_vec(r, own + 1, c);
-    mat3_mul(r, j, rj);
-    double pp = p[0] * p[0] + p[1] * p[1] + p[2] * p[2], pc = p[0] * c[0] + p[1] * c[1] + p[2] * c[2];
-    for (int a = 0; a < 3; ++a) {
-        for (int b = 0; b < 3; ++b)
-            out[3 * a + b] = rj[3 * a] * r[3 * b] + rj[3 * a + 1] * r[3 * b + 1]
-                             + rj[3 * a + 2] * r[3 * b + 2] - mass * p[a] * p[b]
-                             - c[a] * p[b] - p[a] * c[b];
-        out[4 * a] += mass * pp + 2.0 * pc;
-        t[MOMENT_ + a] = c[a] + mass * p[a];
-    }
-    t[MASS_] = mass;
-}
-
-/* Ic x of the inertia in t: [m x_l - h x x_a; h x x_l + J x_a] */
-__attribute__((always_inline))
-static inline void inertia_apply(const double *t, const double *x, double *out)
-{
-    double turned[3], pushed[3], spun[3];
-    cross(t + MOMENT_, x + 3, turned);
-    cross(t + MOMENT_, x, pushed);
-    mat3_vec(t + ROTATIONAL_, x + 3, spun);
-    for (int k = 0; k < 3; ++k) {
-        out[k] = t[MASS_] * x[k] - turned[k];
-        out[3 + k] = pushed[k] + spun[k];
-    }
-}
-
 /* B x of the B in t: [-2 p x x_a; B22 x_a] */
 __attribute__((always_inline))
 static inline void b_apply(const double *t, const double *x, double *out)
@@ -192,7 +154,7 @@ static void body_terms(const Model *m, int body, double rate, double rate_change
     const double *r = m->rotations + 9 * body, *p = m->translations + 3 * body;
     double *v = t + V_, *a = t + A_, joint_velocity[6], product[6], momentum[6], gyroscopic[6];
     motion_to_root(r, p, m->hinge_map + 6 * body, t + S_);
-    inertia_to_root(own, r, p, t);
+    inertia_to_root(own, r, p, t + MASS_);
     if (with_forces)    /* (wrench_turning adds to it) */
         memset(t + E_, 0, (BODY_DOUBLES - E_) * sizeof(double));
     int moving = rate != 0.0 || !is_zero6(up + V_);
@@ -206,9 +168,9 @@ static void body_terms(const Model *m, int body, double rate, double rate_change
         for (int k = 0; k < 6; ++k)
             a[k] += product[k];
     }
-    inertia_apply(t, a, t + F_);
+    inertia_apply(t + MASS_, a, t + F_);
     if (moving) {
-        inertia_apply(t, v, momentum);
+        inertia_apply(t + MASS_, v, momentum);
         force_cross(v, momentum, gyroscopic);
         for (int k = 0; k < 6; ++k)
             t[F_ + k] += gyroscopic[k];
@@ -307,7 +269,7 @@ static void derivative_terms(Model *m, const double *p, const double *qd, const 
     sum_over_subtrees(m, terms, BODY_DOUBLES, MASS_, summed);
     for (int body = 1; body < nb; ++body) {
         double *t = terms + BODY_DOUBLES * body;
-        inertia_apply(t, t + S_, t + IS_);
+        inertia_apply(t + MASS_, t + S_, t + IS_);
     }
 }
 
@@ -362,7 +324,7 @@ static void derivative_answers(Model *m, int wrenched, double *terms, double sig
         }
         /* the subtree terms: S x* F - Ic u - B w - E omega, and B S - 2 Ic w */
         force_cross(s, t + F_, spun);
-        inertia_apply(t, t + U_, pushed);
+        inertia_apply(t + MASS_, t + U_, pushed);
         for (int k = 0; k < 6; ++k)
             t[GQ_ + k] = spun[k] - pushed[k] - bent[k];
         if (wrenched)
@@ -382,7 +344,7 @@ static void derivative_answers(Model *m, int wrenched, double *terms, double sig
         } else {
             b_transpose_apply(t, s, t + BS_);
             b_apply(t, s, crossed);
-            inertia_apply(t, w, pushed);
+            inertia_apply(t + MASS_, w, pushed);
             for (int k = 0; k < 6; ++k)
                 t[GR_ + k] = crossed[k] - 2.0 * pushed[k];
         }
@@ -706,7 +668,7 @@ static int accelerate_terms(Model *m, const double *tau, const double *p, double
     sum_over_subtrees(m, gathered, 6, 0, 6);
     for (int body = 1; body < nb; ++body) {
         double *t = terms + BODY_DOUBLES * body, pushed[6], rate = m->qdd_hinge[body];
-        inertia_apply(t, added + 6 * body, pushed);
+        inertia_apply(t + MASS_, added + 6 * body, pushed);
         for (int k = 0; k < 6; ++k)
             t[F_ + k] += pushed[k] + gathered[6 * body + k] - t[IS_ + k] * rate;
     }
@@ -763,7 +725,7 @@ static int forward_derivatives_core(Model *m, const double *qd, const double *ta
         if (status != SOA_OK)
             return status;
         inverse_derivatives_core(m, qdd, p, w, -1.0, space, out);
-        composite_body(m);
+        composite_body(m, p);
         joint_mass_matrix(m);
         if (soa_cholesky_solve(m->joint_mass, qdd, n, 1) != SOA_OK)
             return SOA_SINGULAR;
