@@ -11,12 +11,13 @@ import pkgutil
 __path__ = pkgutil.extend_path(__path__, __name__)
 
 from .errors import (  # noqa: E402
-    DescriptionWarning, InertiaError, InertiaWarning, InvalidInputError, SingularDynamicsError, SoaDynamicsError,
-    UnknownNameError, UnsupportedJointError, URDFError)
+    DescriptionWarning, InertiaError, InertiaWarning, InvalidInputError, SingularDynamicsError,
+    SoaDynamicsError, UnknownNameError, UnsupportedJointError, URDFError)
 from .model import RobotModel  # noqa: E402
 from .estimation import ContactDetector, ExternalTorqueObserver  # noqa: E402
 
 __all__ = [
-    "RobotModel", "ExternalTorqueObserver", "ContactDetector", "SoaDynamicsError", "InvalidInputError", "UnknownNameError", "URDFError",
-    "UnsupportedJointError", "InertiaError", "InertiaWarning", "DescriptionWarning", "SingularDynamicsError",
+    "RobotModel", "ExternalTorqueObserver", "ContactDetector", "SoaDynamicsError",
+    "InvalidInputError", "UnknownNameError", "URDFError", "UnsupportedJointError", "InertiaError",
+    "InertiaWarning", "DescriptionWarning", "SingularDynamicsError",
 ]

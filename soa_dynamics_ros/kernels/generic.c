@@ -56,7 +56,7 @@ typedef struct {
     double *q_hinge, *qd_hinge, *qdd_hinge, *qdd_given, *tau_hinge, *torque;
     double *local_rotation, *local_translation;                 /* parent -> body */
     double *rotations, *translations;                           /* world placements */
-    int world_placed;           /* rotations and translations are those of local_placements */
+    int world_placed;           /* rotations, translations composed of the current local ones */
     double *inertia, *articulated, *velocity, *acceleration, *force, *body_forces;
     double *bias_acceleration, *bias_force, *gain, *inverse_d, *residual_torque;
     double *hinge_mass;                                         /* nb x nb */
@@ -2012,8 +2012,7 @@ static PyObject *mass_matrix(PyObject *self, PyObject *const *args, Py_ssize_t n
     PyObject *result = new_array(2, m->rate_dof, m->rate_dof, &out);
     if (!result)
         return NULL;
-    unpack_inertias(m, p);
-    hinge_positions(m, q);
+    hinge_positions(m, q);      /* (composite_body reads the inertias from p) */
     local_placements(m);
     composite_body(m, p);
     joint_mass_matrix(m);
