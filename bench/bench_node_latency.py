@@ -20,8 +20,9 @@ it from two sides, each in the language of the client it stands for:
 
 The same C probe against bench/echo_node.py (same executor and spin loop, no
 model; this process's client running as during the node's run) gives the floor
-of the set-up, against which the node's own share shows.  Prints a table and writes bench/results/node_latency.{md,json}.  Not a
-test: nothing here asserts a time.
+of the set-up, against which the node's own share shows.  Prints a table and
+writes bench/results/node_latency.{md,json}.  Not a test: nothing here asserts
+a time.
 """
 import argparse
 import os
