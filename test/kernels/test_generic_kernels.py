@@ -214,6 +214,19 @@ def _kept_condition(view, q, constraints):
     return kept[-1] / kept[0] if kept.size else 1.0
 
 
+def _assert_frame_accelerations(answer, expected, tolerance, what=""):
+    """A frame's acceleration is J qdd plus its drift: its round-off scales with the joint
+    accelerations it sums, not with its own size.  (wx250, random torques and wrenches:
+    a finger's 1.9e5 rad/s^2 beside a shoulder's 0.46, which two correct orders of the
+    same sums give 9e-12 apart.)"""
+    qdd_scale = float(np.abs(expected.qdd).max()) if expected.qdd.size else 0.0
+    for frame, acceleration in expected.frame_accelerations.items():
+        scale = max(1.0, qdd_scale, float(np.abs(acceleration).max()))
+        np.testing.assert_allclose(answer.frame_accelerations[frame], acceleration, rtol=0.0,
+                                   atol=tolerance * scale,
+                                   err_msg=f"acceleration of {frame}{what}")
+
+
 @pytest.mark.parametrize("source,zoo", SOURCES)
 def test_hybrid_dynamics_matches_the_numpy_recursions(source, zoo, rng):
     fast, slow = _pair(source, zoo)
@@ -242,9 +255,7 @@ def test_hybrid_dynamics_matches_the_numpy_recursions(source, zoo, rng):
                 assert_close(answer.nu, expected.nu, "hybrid nu", tolerance)
                 assert_close(answer.constraint_torques, expected.constraint_torques,
                              "constraint torques", tolerance)
-                for frame, acceleration in expected.frame_accelerations.items():
-                    assert_close(answer.frame_accelerations[frame], acceleration,
-                                 f"acceleration of {frame}", tolerance)
+                _assert_frame_accelerations(answer, expected, tolerance)
                 assert answer.dropped_directions.shape == expected.dropped_directions.shape
 
 
@@ -290,9 +301,7 @@ def test_dependent_constraints_get_the_compiled_truncated_solve(source, zoo, rng
                 assert_close(answer.constraint_torques, expected.constraint_torques,
                              f"constraint torques ({what})", tolerance)
                 assert answer.frame_accelerations.keys() == expected.frame_accelerations.keys()
-                for frame, acceleration in expected.frame_accelerations.items():
-                    assert_close(answer.frame_accelerations[frame], acceleration,
-                                 f"acceleration of {frame} ({what})", tolerance)
+                _assert_frame_accelerations(answer, expected, tolerance, f" ({what})")
                 # More than one dropped direction: any basis of their span (and either
                 # sign of each) is as right, so compare the projectors onto it.
                 dropped, reference = answer.dropped_directions, expected.dropped_directions
