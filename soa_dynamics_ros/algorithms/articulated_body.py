@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SingularDynamicsError
-from ..multibody.spatial import dtype_of, force_cross
+from ..multibody.spatial import dtype_of, force_cross, transformed_inertia
 from .kinematics import parent_to_child_transforms, velocity_product, velocity_step
 
 
@@ -79,7 +79,7 @@ def gather(tree, q_hinge, qd_hinge, tau_hinge, body_forces=None, free=None, qdd_
             carried = bias_force[body] + reduced @ (bias_acceleration[body]
                                                     + hinge_map[body] * qdd_prescribed[body])
         if parent > 0:
-            articulated[parent] += transforms[body].T @ reduced @ transforms[body]
+            articulated[parent] += transformed_inertia(transforms[body], reduced)
             bias_force[parent] += transforms[body].T @ carried
     return ArticulatedBodies(transforms, velocity, bias_acceleration, articulated, bias_force,
                              gain, inverse_d, residual_torque, free)

@@ -1,7 +1,7 @@
 """Composite-body mass matrix (CRBA): a gather of composite inertias, then H^T R H."""
 import numpy as np
 
-from ..multibody.spatial import dtype_of
+from ..multibody.spatial import dtype_of, transformed_inertia
 from .kinematics import parent_to_child_transforms
 
 
@@ -12,7 +12,7 @@ def mass_matrix(tree, q_hinge):
     for body in range(tree.nb - 1, 0, -1):
         parent = tree.parent[body]
         if parent > 0:
-            composite[parent] += transforms[body].T @ composite[body] @ transforms[body]
+            composite[parent] += transformed_inertia(transforms[body], composite[body])
     mass = np.zeros((tree.nb, tree.nb), dtype=dtype_of(composite, transforms))
     hinge_map = tree.hinge_map
     for body in range(1, tree.nb):

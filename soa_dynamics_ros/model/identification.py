@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..multibody.spatial import (INERTIA_PARAMETER_COUNT, motion_transform,
-                                 parameters_to_inertia, skew)
+                                 parameters_to_inertia, skew, transformed_inertia)
 from ..validation import payload_problems
 
 PARAMETER_NAMES = ("m", "m*cx", "m*cy", "m*cz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
@@ -33,7 +33,7 @@ def unit_payload_inertias(tree, frame):
     inertias = []
     for unit in np.eye(INERTIA_PARAMETER_COUNT):
         inertia = np.zeros_like(tree.body_inertia)
-        inertia[frame.body] = x.T @ parameters_to_inertia(unit) @ x
+        inertia[frame.body] = transformed_inertia(x, parameters_to_inertia(unit))
         inertias.append(inertia)
     return inertias
 

@@ -63,7 +63,7 @@ from ..errors import InvalidInputError, UnknownNameError
 from ..kernels.generator import (DERIVATIVE_KERNELS, MAX_WRENCHED_LINKS,
                                  WRENCHED_DERIVATIVE_KERNELS, WRENCHED_KERNELS)
 from ..multibody.spatial import (homogeneous, inertia_parameters, inertia_to_parameters,
-                                 motion_transform, spatial_inertia)
+                                 motion_transform, spatial_inertia, transformed_inertia)
 from ..multibody.tree import BodyTree
 from ..validation import (as_float_array, as_samples, as_vector, check_link_inertias,
                           payload_problems)
@@ -797,8 +797,8 @@ class RobotModel:
         problems = payload_problems(mass, inertia)
         if problems:
             raise InvalidInputError(f"payload {name!r}: " + "; ".join(problems))
-        x = motion_transform(frame.rotation, frame.translation)
-        contribution = x.T @ spatial_inertia(mass, com, inertia) @ x
+        contribution = transformed_inertia(motion_transform(frame.rotation, frame.translation),
+                                           spatial_inertia(mass, com, inertia))
         with self.parameters_lock:
             self._payloads[name] = (link, float(mass), com, inertia, frame.body, contribution)
             self._update_body_inertias()

@@ -86,6 +86,21 @@ def force_cross(motion):
     return -motion_cross(motion).T
 
 
+def transformed_inertia(transform, inertia):
+    """``transform^T inertia transform``: a spatial inertia (6x6, symmetric) carried from
+    body to parent by the transpose of ``motion_transform``.
+
+    The two triangles of the product round differently; the lower one is set to the
+    upper so that inertias stay exactly symmetric, and the kernels traced from this
+    compute 21 entries, not 36.  ``transform`` has a zero lower-left block; multiplying it
+    on the right first leaves the denser left product only the upper triangle to form.
+    """
+    product = transform.T @ (inertia @ transform)
+    lower = np.tril_indices(6, -1)
+    product[lower] = product.T[lower]
+    return product
+
+
 def spatial_inertia(mass, com, inertia_about_com):
     """6x6 spatial inertia about the frame origin.
 

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import UnknownNameError
 from .coordinates import CoordinateMap
 from .joints import joint_model
-from .spatial import motion_transform, spatial_inertia
+from .spatial import motion_transform, spatial_inertia, transformed_inertia
 
 
 @dataclass
@@ -159,8 +159,7 @@ class BodyTree:
         for link, rotation, translation in parts:
             if link.has_inertial:
                 own = spatial_inertia(link.mass, link.com, link.inertia)
-                x = motion_transform(rotation, translation)
-                total += x.T @ own @ x
+                total += transformed_inertia(motion_transform(rotation, translation), own)
         return total
 
 

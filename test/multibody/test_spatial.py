@@ -14,7 +14,7 @@ from support.numerics import assert_close
 from soa_dynamics_ros.multibody.spatial import (force_cross, homogeneous, inertia_parameters,
                                                 motion_cross, motion_transform, rotation_about_axis,
                                                 rotation_from_rpy, skew, spatial_inertia,
-                                                wrench_in_frame)
+                                                transformed_inertia, wrench_in_frame)
 
 SAMPLES = 50
 TIGHT = 1e-13
@@ -127,9 +127,23 @@ def test_inertia_moved_between_frames_is_pinocchios(placements, rng):
     # merging and the composite-body recursion do).
     for rotation, translation in placements:
         body = pin.Inertia(*random_body(rng))
-        x = motion_transform(rotation, translation)
-        assert_close(x.T @ body.matrix() @ x, pin.SE3(rotation, translation).act(body).matrix(),
+        moved = transformed_inertia(motion_transform(rotation, translation), body.matrix())
+        assert_close(moved, pin.SE3(rotation, translation).act(body).matrix(),
                      "inertia carried from B to A", 1e-12)
+        assert np.array_equal(moved, moved.T)
+
+
+def test_articulated_inertia_moved_between_frames(placements, rng):
+    # An articulated inertia (P - U D^-1 U^T) is symmetric but not a rigid body's: checked
+    # against the plain triple product, and exactly symmetric.
+    for rotation, translation in placements:
+        x = motion_transform(rotation, translation)
+        gain = rng.normal(size=6)
+        articulated = pin.Inertia(*random_body(rng)).matrix() - 0.1 * np.outer(gain, gain)
+        moved = transformed_inertia(x, articulated)
+        assert_close(moved, x.T @ articulated @ x, "articulated inertia carried from B to A",
+                     1e-12)
+        assert np.array_equal(moved, moved.T)
 
 
 def test_rotation_from_rpy_against_pinocchio_and_transforms3d(rng):
