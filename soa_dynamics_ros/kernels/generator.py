@@ -376,25 +376,38 @@ def _body(trace, outputs, indent="    ", lanes=False):
         last = max(x for x in (value, threshold) if isinstance(x, int))
         guards_after.setdefault(last, []).append((value, threshold))
     per_sample = np.zeros(len(ops), dtype=bool)     # with lanes: a soa_vd, not a double
+    # with lanes, the live sin and cos of one angle: both come from one soa_vsincos
+    angles = {}
+    for i, (op, a, _) in enumerate(ops):
+        if lanes and live[i] and op in (SIN, COS):
+            angles.setdefault(a, {})[op] = i
     lines, counts = [], {}
     for i, (op, a, b) in enumerate(ops):
         if not live[i]:
             continue
+        text = None
         if op == INPUT:
             per_sample[i] = lanes and a != "p"
             text = f"SOA_GATHER({a}, {b})" if per_sample[i] else f"{a}[{b}]"
         else:
             per_sample[i] = any(per_sample[x] for x in (a, b) if isinstance(x, int))
+            pair = angles.get(a, {})
             if op in _BINARY:
                 text = f"{_operand(a)} {_BINARY[op]} {_operand(b)}"
             elif op == NEG:
                 text = f"-{_operand(a)}"
+            elif per_sample[i] and len(pair) == 2:
+                if i == min(pair.values()):     # the later of the two is declared here
+                    lines.append(f"{indent}soa_vd t{pair[SIN]}, t{pair[COS]};")
+                    lines.append(f"{indent}soa_vsincos(t{a}, &t{pair[SIN]}, &t{pair[COS]});")
             elif op in (SIN, COS):
                 text = f"soa_v{op}({_operand(a)})" if per_sample[i] else f"{op}({_operand(a)})"
             else:
                 raise AssertionError(op)
         counts[op] = counts.get(op, 0) + 1
-        lines.append(f"{indent}const {'soa_vd' if per_sample[i] else 'double'} t{i} = {text};")
+        if text is not None:
+            lines.append(f"{indent}const {'soa_vd' if per_sample[i] else 'double'} t{i} = "
+                         f"{text};")
         for value, threshold in guards_after.get(i, ()):
             if any(per_sample[x] for x in (value, threshold) if isinstance(x, int)):
                 check = (f"soa_all_greater({_lanes(value, per_sample)}, "

@@ -80,6 +80,19 @@ static inline soa_vd soa_vcos(soa_vd x)
     return x;
 }
 
+/* Both of one angle: one sincos per lane, as GCC makes of the single-sample core's
+ * sin and cos of one angle (GCC does not fuse the two loops above: 14 against
+ * 2 x 10 ns a lane here). */
+static inline void soa_vsincos(soa_vd x, soa_vd *sine, soa_vd *cosine)
+{
+    for (int l = 0; l < SOA_LANES; ++l) {
+        double s, c;
+        sincos(x[l], &s, &c);
+        (*sine)[l] = s;
+        (*cosine)[l] = c;
+    }
+}
+
 /* Whether a > b in every lane (false for NaN, like the scalar guard). */
 static inline int soa_all_greater(soa_vd a, soa_vd b)
 {

@@ -108,3 +108,14 @@ def test_the_batches_of_a_tree_robot_are_vectorized(kernel, traced_robot):
     it measured no faster, see the generator)."""
     source = traced_robot(shipped_urdf("panda.urdf")).generated_source(kernel)
     assert f"{kernel}_core, {kernel}_lanes)" in source
+
+
+def test_lanes_take_sine_and_cosine_of_an_angle_together():
+    """The lanes core asks libm once per lane for both (sincos), as GCC makes of the
+    single-sample core's sin and cos of one angle; the rows above hold it to that core."""
+    from soa_dynamics_ros.kernels import generator
+    tree = RobotModel.from_urdf(shipped_urdf("ur5.urdf"), kernels="off").tree
+    source, _ = generator.generate_source(tree, "inverse_dynamics", "lanes_check")
+    lanes = source[source.index("inverse_dynamics_lanes("):]
+    assert lanes.count("soa_vsincos(") == tree.dof
+    assert "soa_vsin(" not in lanes and "soa_vcos(" not in lanes
