@@ -391,13 +391,13 @@ def _body(trace, outputs, indent="    ", lanes=False):
             text = f"SOA_GATHER({a}, {b})" if per_sample[i] else f"{a}[{b}]"
         else:
             per_sample[i] = any(per_sample[x] for x in (a, b) if isinstance(x, int))
-            pair = angles.get(a, {})
             if op in _BINARY:
                 text = f"{_operand(a)} {_BINARY[op]} {_operand(b)}"
             elif op == NEG:
                 text = f"-{_operand(a)}"
-            elif per_sample[i] and len(pair) == 2:
-                if i == min(pair.values()):     # the later of the two is declared here
+            elif per_sample[i] and len(angles[a]) == 2:
+                pair = angles[a]
+                if i == min(pair.values()):     # both are declared at the first
                     lines.append(f"{indent}soa_vd t{pair[SIN]}, t{pair[COS]};")
                     lines.append(f"{indent}soa_vsincos(t{a}, &t{pair[SIN]}, &t{pair[COS]});")
             elif op in (SIN, COS):
