@@ -102,11 +102,18 @@ class RosClient:
         self._answered.add(client)
         return next(future for future in futures if future.done()).result()
 
-    def collect(self, message_type, topic, qos=10):
-        """Subscribe and gather messages into a list (with arrival times)."""
+    def collect(self, message_type, topic, qos=10, matched_timeout=None):
+        """Subscribe and gather messages into a list (with arrival times).
+
+        ``matched_timeout``: first wait up to that long for a publisher to match, for
+        a test whose first messages matter (what is published before the match is
+        lost to this subscription)."""
         messages = []
-        self.node.create_subscription(message_type, topic,
-                                      lambda m: messages.append((time.monotonic(), m)), qos)
+        subscription = self.node.create_subscription(
+            message_type, topic, lambda m: messages.append((time.monotonic(), m)), qos)
+        if matched_timeout is not None:
+            wait_for(lambda: subscription.get_publisher_count() > 0, matched_timeout,
+                     what=f"a publisher on {topic}")
         return messages
 
     def collect_published(self, message_type, topic, qos=10):
