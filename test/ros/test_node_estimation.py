@@ -128,9 +128,11 @@ def test_external_torque_and_wrench_of_an_arm_held_against_a_wrench(topics, refe
     assert list(answer.name) == reference.joint_names
     assert np.array(answer.position) == pytest.approx(POSE, abs=0)
     np.testing.assert_allclose(answer.effort, expected, rtol=0, atol=1e-6 * np.abs(expected).max())
-    wrenches = [m for _, m in list(topics["wrench"]) if abs(
-        m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec - last) < 1e-6]
-    assert wrenches and wrenches[-1].header.frame_id == "panda_link0"
+    # the node publishes the wrench after the torque: it may still be on its way
+    wrenches = wait_for(lambda: [m for _, m in list(topics["wrench"]) if abs(
+        m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec - last) < 1e-6], 5,
+        what="the wrench estimate of the last state")
+    assert wrenches[-1].header.frame_id == "panda_link0"
     w = wrenches[-1].wrench
     measured = np.array([w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z])
     np.testing.assert_allclose(measured, WRENCH, rtol=0, atol=1e-6 * np.abs(WRENCH).max())

@@ -1,5 +1,6 @@
 """~/trajectory_in -> ~/trajectory_out: trajectory efforts over Fast DDS, against Pinocchio."""
 import math
+import time
 
 import numpy as np
 import pytest
@@ -65,9 +66,15 @@ def synced(client, node):
 
 @pytest.fixture(scope="module")
 def topics(client, node, synced):
+    """Both directions matched before a test publishes once: our side's match count says
+    nothing of the node's, so one trajectory is answered (republished until it is) and
+    one /diagnostics report arrives (that reader, made last, is announced last)."""
     outputs = client.collect(JointTrajectory, "/soa_dynamics/trajectory_out")
     diagnostics = client.collect(DiagnosticArray, "/diagnostics")
     publisher = client.publisher(JointTrajectory, "/soa_dynamics/trajectory_in")
+    times, q, _, _ = path()
+    answer(client, publisher, outputs, trajectory("matched", times, q))
+    wait_for(lambda: diagnostics, timeout=30.0, what="a first /diagnostics report")
     return publisher, outputs, diagnostics
 
 
@@ -108,12 +115,18 @@ def exact(ref, q, qd, qdd, robot_gravity=None):
     return np.array(rows)
 
 
-def answer(client, publisher, outputs, message, timeout=20.0):
-    publisher.publish(message)
+def answer(client, publisher, outputs, message, timeout=20.0, resend=2.0):
+    """The first ~/trajectory_out labelled as ``message``, which is sent again every
+    ``resend`` s until one arrives (a message sent before discovery ends is lost)."""
     label = message.header.frame_id
-    found = wait_for(lambda: [m for _, m in list(outputs) if m.header.frame_id == label],
-                     timeout, what=f"~/trajectory_out for {label!r}")
-    return found[0]
+    sent = [-math.inf]
+
+    def answered():
+        if time.monotonic() - sent[0] >= resend:
+            publisher.publish(message)
+            sent[0] = time.monotonic()
+        return [m for _, m in list(outputs) if m.header.frame_id == label]
+    return wait_for(answered, timeout, what=f"~/trajectory_out for {label!r}")[0]
 
 
 def set_parameter(client, name, value):

@@ -77,6 +77,10 @@ def loop(tmp_path_factory):
     try:
         loop = Loop(client)
         loop.hold(loop.q0)
+        # The tests count estimates from their windows' start: every reader must have
+        # matched the node's writers first (our side's match count says nothing of theirs).
+        wait_for(lambda: loop.torques and loop.wrenches and loop.contacts, 300,
+                 interval=0.05, what="the node's first estimates on all three topics")
         yield loop
     finally:
         client.close()
