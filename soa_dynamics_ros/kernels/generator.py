@@ -584,10 +584,15 @@ _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
 # The derivative kernels grow with the (ancestor, descendant) pairs: above this many traced
 # operations one compiles for minutes (a 32-joint tree's inverse dynamics derivatives:
 # 39,000, 137 s) and ran no faster than the generic module's loops (13 against 14 us),
-# which then answer.  Arms trace 5,000-8,000.  The wrenched dynamics kernels, one per link
-# set, take the same cap (the size of their plain dynamics): the same tree's forward
-# dynamics traces 37,000 and compiles for 190 s, which four link sets would repeat.
+# which then answer.  Arms trace 5,000-8,000.
 MAX_TRACED_OPERATIONS = 15_000
+# The wrenched dynamics kernels, one per link set, are the size of their plain dynamics
+# and pay where the derivatives do not: the 32-joint tree's forward dynamics with a
+# wrench (35,900 traced operations) compiled in 59 s here and ran 45.7k instructions
+# a call against the generic articulated-body pass's 69k (callgrind, 2026-11-26), the
+# difference between 0.58x and 0.48x Pinocchio's aba(fext).  This cap keeps 30-40 joint
+# humanoids and trees (Talos: 22,200) and leaves larger ones to the generic module.
+MAX_WRENCHED_DYNAMICS_OPERATIONS = 40_000
 _CAPPED_TRACES = {"inverse_dynamics_derivatives": trace_inverse_dynamics_derivatives,
                   "forward_dynamics_derivatives": trace_forward_dynamics_derivatives,
                   "gravity_derivatives": trace_gravity_derivatives,
@@ -642,8 +647,8 @@ def folded_tree_parents(tree):
 
 def exists(tree, kernel):
     """Whether ``kernel`` is generated for this tree: task-space inertia and forward
-    dynamics derivatives not with mimic joints, the derivatives and the wrenched dynamics
-    up to MAX_TRACED_OPERATIONS."""
+    dynamics derivatives not with mimic joints, the derivatives up to
+    MAX_TRACED_OPERATIONS, the wrenched dynamics up to MAX_WRENCHED_DYNAMICS_OPERATIONS."""
     if kernel == "task_space_inertia":
         return not tree.coordinates.couples_hinges
     if kernel == "forward_dynamics_derivatives" and tree.coordinates.couples_hinges:
@@ -655,7 +660,9 @@ def exists(tree, kernel):
         if key not in _traced_sizes:
             tracing, _, _ = _CAPPED_TRACES[kernel](tree)
             _traced_sizes[key] = len(tracing.trace.ops)
-        return _traced_sizes[key] <= MAX_TRACED_OPERATIONS
+        cap = (MAX_WRENCHED_DYNAMICS_OPERATIONS if kernel in WRENCHED_KERNELS
+               else MAX_TRACED_OPERATIONS)
+        return _traced_sizes[key] <= cap
     return True
 
 

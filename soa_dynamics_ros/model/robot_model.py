@@ -121,11 +121,12 @@ def _compile_in_background(job):
 
 def _forward_at_wrench_torques(forward, torques_with_wrenches):
     """Forward dynamics with wrenches as ``forward`` (a mimic robot's own kernel, no
-    wrenches) at tau + G^T sum J^T w: qdd is linear in tau.  The generic module's path for
-    mimic robots forms M by a general composite-body pass: a 32-joint humanoid with mimic
-    grippers (Talos), whose wrenched kernels pass the trace cap, answered at 1.05x
-    Pinocchio's aba(fext) through it.  What the generic function declines (its status:
-    _wrenched_fallback converts, or the numpy path names the problem) goes back."""
+    wrenches) at tau + G^T sum J^T w: qdd is linear in tau.  It answers until the robot's
+    wrenched kernel for those links is ready, or for good above its trace cap.  The
+    generic module's path for mimic robots forms M by a general composite-body pass: a
+    32-joint humanoid with mimic grippers (Talos) answered at 1.05x Pinocchio's aba(fext)
+    through it.  What the generic function declines (its status: _wrenched_fallback
+    converts, or the numpy path names the problem) goes back."""
     def forward_dynamics_wrenches(q, qd, tau, wrenches, params):
         torques = torques_with_wrenches(q, tau, wrenches, params)
         if type(torques) is not _NDARRAY:

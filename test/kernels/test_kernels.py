@@ -115,9 +115,10 @@ def _check_against_reference(fast, slow, rng, samples=4, frames=()):
                          TOL * max(1.0, expected.condition_number))
 
 
-def test_a_large_tree_takes_the_generic_derivatives(rng):
+def test_a_large_tree_takes_the_generic_derivatives(rng, monkeypatch):
     """Above MAX_TRACED_OPERATIONS no derivative kernel is generated (it would
-    compile for minutes); the generic module answers, held to the numpy path."""
+    compile for minutes); the generic module answers, held to the numpy path.  The
+    wrenched dynamics take their own, larger cap."""
     source = random_tree_urdf(15, moving_joints=30)
     fast, slow = _pair(source)
     assert generator.exists(fast.tree, "gravity_derivatives")
@@ -127,9 +128,12 @@ def test_a_large_tree_takes_the_generic_derivatives(rng):
                                 slow.inverse_dynamics_derivatives(q, qd, qdd)):
         assert_close(answer, expected, "inverse dynamics derivatives", TOL)
     assert fast._kernel_set.get("inverse_dynamics_derivatives") is None
-    # nor, under the same cap, a forward dynamics kernel per set of wrenched links
+    # a forward dynamics kernel per set of wrenched links fits its own cap, and above
+    # it (lowered here rather than compile this tree's for a minute) none is generated
     link = _leaf_frames(fast, 1)[0]
     wrenches = {link: rng.normal(size=6)}
+    assert generator.exists(fast.tree, "forward_dynamics_wrenches")
+    monkeypatch.setattr(generator, "MAX_WRENCHED_DYNAMICS_OPERATIONS", 10)
     assert not generator.exists(fast.tree, "forward_dynamics_wrenches")
     assert_close(fast.forward_dynamics(q, qd, qdd, wrenches),
                  slow.forward_dynamics(q, qd, qdd, wrenches), "FD with a wrench", 1e-10)

@@ -225,10 +225,11 @@ def test_a_link_over_the_size_cap_is_answered_by_the_generic_module_from_then_on
                                   prismatic_fraction=0.25, continuous_fraction=0.25),
                  id="random24")])
 def test_mimic_robots_without_wrenched_kernels_solve_with_their_own(source, rng, monkeypatch):
-    """A mimic robot whose wrenched kernels are over the size cap (Talos: 23,000 operations;
-    the cap is lowered here) answers forward dynamics with wrenches by its own kernel at
+    """A mimic robot whose wrenched kernels are over the size cap (the cap is lowered
+    here) answers forward dynamics with wrenches by its own kernel at
     tau + G^T sum J^T w (the generic torques_with_wrenches), not by the generic module's coupled
     path; the torques of the wrenches and the accelerations against the numpy path."""
+    monkeypatch.setattr(generator, "MAX_WRENCHED_DYNAMICS_OPERATIONS", 10)
     monkeypatch.setattr(generator, "MAX_TRACED_OPERATIONS", 10)
     fast, slow = _load(source, None, "c"), _load(source, None, "off")
     assert fast.tree.coordinates.couples_hinges
