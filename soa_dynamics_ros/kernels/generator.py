@@ -588,10 +588,11 @@ _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
 MAX_TRACED_OPERATIONS = 15_000
 # The wrenched dynamics kernels, one per link set, are the size of their plain dynamics
 # and pay where the derivatives do not: the 32-joint tree's forward dynamics with a
-# wrench (35,900 traced operations) compiled in 59 s here and ran 45.7k instructions
-# a call against the generic articulated-body pass's 69k (callgrind, 2026-11-26), the
-# difference between 0.58x and 0.48x Pinocchio's aba(fext).  This cap keeps 30-40 joint
-# humanoids and trees (Talos: 22,200) and leaves larger ones to the generic module.
+# wrench (35,900 traced operations) compiled in 59 s here; a call through the API took
+# 45.7k instructions (40.0k in the kernel, as its plain forward dynamics) against 69k
+# through the generic articulated-body pass (callgrind, 2026-11-26), which had read
+# 0.58x Pinocchio's aba(fext).  This cap keeps 30-40 joint humanoids and trees (Talos:
+# 22,200) and leaves larger ones to the generic module.
 MAX_WRENCHED_DYNAMICS_OPERATIONS = 40_000
 _CAPPED_TRACES = {"inverse_dynamics_derivatives": trace_inverse_dynamics_derivatives,
                   "forward_dynamics_derivatives": trace_forward_dynamics_derivatives,
