@@ -74,13 +74,25 @@ def _cpu():
 
 
 @functools.lru_cache(maxsize=None)
+def vector_math():
+    """``(compile flags, link flags)`` for glibc's vector math library where the toolchain
+    links it (runtime.h then takes the batch lanes' sin and cos from it), else empty."""
+    found = subprocess.run([compiler(), "-print-file-name=libmvec.so"], capture_output=True,
+                           text=True, timeout=60).stdout.strip()
+    if os.path.isabs(found) and os.path.exists(found):
+        return ("-DSOA_LIBMVEC",), ("-lmvec",)
+    return (), ()
+
+
+@functools.lru_cache(maxsize=None)
 def toolchain_id():
     """Hash of what compiled code depends on besides its source."""
     version = subprocess.run([compiler(), "--version"], capture_output=True, text=True,
                              timeout=60).stdout.splitlines()[:1]
     digest = hashlib.sha256("\n".join(
-        version + list(FLAGS) + [KERNEL_OPTIMIZATION, GENERIC_OPTIMIZATION, _cpu(), sys.version,
-                                 np.__version__, EXTENSION]).encode())
+        version + list(FLAGS) + [flag for flags in vector_math() for flag in flags] + [
+            KERNEL_OPTIMIZATION, GENERIC_OPTIMIZATION, _cpu(), sys.version, np.__version__,
+            EXTENSION]).encode())
     return digest.hexdigest()[:8]
 
 
@@ -114,8 +126,10 @@ def build(source, name, directory, optimization=KERNEL_OPTIMIZATION):
     path = directory / f"{name}{EXTENSION}"
     partial_source = directory / f".{name}.{os.getpid()}.c"
     partial_library = directory / f".{name}.{os.getpid()}{EXTENSION}"
-    command = [compiler(), optimization, *FLAGS, f"-I{RUNTIME_DIR}", f"-I{_python_include()}",
-               f"-I{np.get_include()}", str(partial_source), "-o", str(partial_library)]
+    defines, libraries = vector_math()
+    command = [compiler(), optimization, *FLAGS, *defines, f"-I{RUNTIME_DIR}",
+               f"-I{_python_include()}", f"-I{np.get_include()}", str(partial_source), "-o",
+               str(partial_library), *libraries]
     try:
         partial_source.write_text(source)
         returncode, errors = _run_guarded(command)

@@ -111,11 +111,42 @@ def test_the_batches_of_a_tree_robot_are_vectorized(kernel, traced_robot):
 
 
 def test_lanes_take_sine_and_cosine_of_an_angle_together():
-    """The lanes core asks libm once per lane for both (sincos), as GCC makes of the
-    single-sample core's sin and cos of one angle; the rows above hold it to that core."""
+    """The lanes core asks for both at once (runtime.h's soa_vsincos: libmvec's vector
+    sin and cos, or one libm sincos per lane), as GCC makes of the single-sample core's
+    sin and cos of one angle; the rows above hold it to that core."""
     from soa_dynamics_ros.kernels import generator
     tree = RobotModel.from_urdf(shipped_urdf("ur5.urdf"), kernels="off").tree
     source, _ = generator.generate_source(tree, "inverse_dynamics", "lanes_check")
     lanes = source[source.index("inverse_dynamics_lanes("):]
     assert lanes.count("soa_vsincos(") == tree.dof
     assert "soa_vsin(" not in lanes and "soa_vcos(" not in lanes
+
+
+def test_lanes_take_vector_sine_and_cosine_where_the_toolchain_has_them(traced_robot):
+    """With glibc's libmvec (build.vector_math) and an AVX2 CPU, which this machine has,
+    the lanes' sin and cos come four lanes per call from libmvec; elsewhere from libm."""
+    import subprocess
+    from soa_dynamics_ros.kernels import build
+    robot = traced_robot(shipped_urdf("ur5.urdf"))
+    library = robot.compiled("inverse_dynamics_batch").__self__.__file__
+    imported = subprocess.run(["nm", "-D", "--undefined-only", library], capture_output=True,
+                              text=True, check=True).stdout
+    defines, _ = build.vector_math()
+    avx2 = " avx2 " in f" {build._cpu()} "
+    assert ("_ZGVdN4v_sin" in imported) == bool(defines and avx2), (defines, avx2, library)
+
+
+def test_lanes_agree_with_the_single_core_at_large_angles(traced_robot, rng):
+    """Vector sin and cos reduce large arguments their own way: rows of angles up to the
+    validation bound (continuous joints turn without limit) against the single core."""
+    from soa_dynamics_ros.validation import MAX_MAGNITUDE
+    robot = traced_robot(shipped_urdf("ur5.urdf"))
+    p = robot.parameters()
+    q, qd, qdd = _inputs(robot, rng)
+    magnitudes = np.array([1e3, 1e6, 1e9, 1e15, 1e30, MAX_MAGNITUDE])
+    q *= rng.choice(magnitudes, size=q.shape) / 2
+    rows = robot.compiled("inverse_dynamics_batch")(q, qd, qdd, p)
+    assert isinstance(rows, np.ndarray), rows
+    for s in range(SAMPLES):
+        expected = robot.compiled("inverse_dynamics")(q[s], qd[s], qdd[s], p)
+        assert_close(rows[s], expected, f"row {s} at angles {q[s]}", TOL)
