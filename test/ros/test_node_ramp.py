@@ -118,11 +118,10 @@ def set_flag(client, name, value):
 
 
 def test_feedforward_ramps_in_at_start_after_a_stop_and_after_a_change(client, node, gravity):
-    # Matched before the first state: the ramp starts at the node's first state, and
-    # answers sent before discovery matched this subscription would be lost (CI,
-    # 2026-11-26: the first answer received was already 16% into the ramp).
-    answers = client.collect(JointState, "/soa_dynamics/feedforward_state", 1000,
-                             matched_timeout=30.0)
+    # Matched at the node before the first state: the ramp starts at the node's first
+    # state, and answers it sends before it has matched this reader are lost to it.
+    answers = client.collect(JointState, "/soa_dynamics/feedforward_state", 1000)
+    client.wait_until_node_matched()
     # Start: from zero to the gravity torques.
     started = stream(client, answers, POSE_A, RAMP + 1.0)
     check_ramp(started, np.zeros(7), gravity(POSE_A), "start")

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -102,19 +103,37 @@ class RosClient:
         self._answered.add(client)
         return next(future for future in futures if future.done()).result()
 
-    def collect(self, message_type, topic, qos=10, matched_timeout=None):
+    def collect(self, message_type, topic, qos=10):
         """Subscribe and gather messages into a list (with arrival times).
 
-        ``matched_timeout``: first wait up to that long for a publisher to match, for
-        a test whose first messages matter (what is published before the match is
-        lost to this subscription)."""
+        What the publisher writes before it has matched this reader is lost to it, and
+        this side's publisher count says nothing of that side's match: a test whose
+        first messages matter calls :meth:`wait_until_node_matched` after this."""
         messages = []
-        subscription = self.node.create_subscription(
+        self.node.create_subscription(
             message_type, topic, lambda m: messages.append((time.monotonic(), m)), qos)
-        if matched_timeout is not None:
-            wait_for(lambda: subscription.get_publisher_count() > 0, matched_timeout,
-                     what=f"a publisher on {topic}")
         return messages
+
+    def wait_until_node_matched(self, timeout=30.0):
+        """Return once every reader made so far and a node publishing /diagnostics have
+        matched each other, both ways.
+
+        This side: each reader counts a matched publisher.  The node's side: a reader on
+        /diagnostics, made now, is announced after the others, and Fast DDS announces a
+        participant's readers in order on one reliable channel, so the node's first report
+        on it shows the node has taken in, and matched its writers to, the earlier ones
+        (CI, 2026-11-26: waiting for this side's match only, the first feedforward answer
+        received was already 16% into the node's ramp)."""
+        readers = list(self.node.subscriptions)
+        wait_for(lambda: all(reader.get_publisher_count() > 0 for reader in readers), timeout,
+                 what="a publisher matched on " + ", ".join(r.topic_name for r in readers))
+        reports = []
+        subscription = self.node.create_subscription(
+            DiagnosticArray, "/diagnostics", reports.append, 10)
+        try:
+            wait_for(lambda: reports, timeout, what="a first /diagnostics report")
+        finally:
+            self.node.destroy_subscription(subscription)
 
     def collect_published(self, message_type, topic, qos=10):
         """Subscribe and gather (source timestamp [ns], message): when the publisher wrote each,
