@@ -218,13 +218,14 @@ class RobotModel:
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
         self._generic_only = ()    # kernels never compiled (prepare_kernels)
         self._requests = {}        # auto mode: how often each kernel was asked for
-        # The robots' own wrenched kernels last used, by the first link of the wrenches
-        # (_wrenched_call): a dict lookup of one str, where a key of all the links
-        # cost 0.1 us more; a kernel given other links declines.
+        # Per wrenched kernel, what answered the last wrenched call for good (_wrenched_call),
+        # called first: the robot's kernel of one link set, which declines any other
+        # links, or the generic function where no kernel of the robot's will come.  A
+        # lookup by the first link (next(iter()), dict.get) cost 1,100 of the 6,800
+        # instructions of a vx300s inverse dynamics with one wrench (callgrind,
+        # 2026-11-27); it stays behind, for calls alternating link sets.
+        self._wrenched = types.SimpleNamespace(**dict.fromkeys(WRENCHED_KERNELS, _no_kernel))
         self._last_wrenched = {name: {} for name in WRENCHED_KERNELS}
-        self._wrenched_inverse = self._last_wrenched["inverse_dynamics_wrenches"]
-        self._wrenched_forward = self._last_wrenched["forward_dynamics_wrenches"]
-        self._wrenched_derivatives = self._last_wrenched["inverse_dynamics_derivatives_wrenches"]
         # The single-call model kernels as attributes, the cheapest lookup there
         # is: the generic function, or a stand-in until a per-robot kernel is
         # ready (see _pending); the FAST_GENERIC functions, _no_kernel without a
@@ -284,6 +285,9 @@ class RobotModel:
     def _set_ready(self, key, function):
         """Kernel ``key`` is built (``function``) or known not to exist (None)."""
         self._ready[key] = function
+        # What answered wrenched calls for good may not any more (a generic function
+        # when its kernel comes, or one that _fast no longer holds).
+        vars(self._wrenched).update(dict.fromkeys(WRENCHED_KERNELS, _no_kernel))
         if key in FAST_KERNELS:
             # with no kernel of its own (a derivative kernel above the size cap) the
             # generic function answers for good, without _pending's asking
@@ -429,22 +433,22 @@ class RobotModel:
     # declines goes through _fallback to the numpy recursions below.
     def inverse_dynamics(self, q, qd, qdd, wrenches=None):
         """Joint torques producing ``qdd``: ``M qdd + h = tau + sum J_i^T w_i``."""
-        if wrenches is None or (type(wrenches) is dict and not wrenches):
-            tau = self._fast.inverse_dynamics(q, qd, qdd, self._params)
+        if wrenches is not None:
+            tau = self._wrenched.inverse_dynamics_wrenches(q, qd, qdd, wrenches, self._params)
             if type(tau) is _NDARRAY:
                 return tau
-            return self._fallback(self._fast.inverse_dynamics, tau, (q, qd, qdd),
-                                  self._reference_inverse_dynamics)
-        if type(wrenches) is dict:
-            tau = self._wrenched_inverse.get(next(iter(wrenches)), _no_kernel)(
-                q, qd, qdd, wrenches, self._params)
-            if type(tau) is _NDARRAY:
-                return tau
-        tau = self._wrenched_call("inverse_dynamics_wrenches", (q, qd, qdd), wrenches)
+            if type(wrenches) is not dict or wrenches:
+                tau = self._wrenched_call("inverse_dynamics_wrenches", (q, qd, qdd), wrenches)
+                if type(tau) is _NDARRAY:
+                    return tau
+                return self._wrenched_fallback(self._fast.inverse_dynamics_wrenches, tau,
+                                               (q, qd, qdd), wrenches,
+                                               self._reference_inverse_dynamics)
+        tau = self._fast.inverse_dynamics(q, qd, qdd, self._params)
         if type(tau) is _NDARRAY:
             return tau
-        return self._wrenched_fallback(self._fast.inverse_dynamics_wrenches, tau, (q, qd, qdd),
-                                       wrenches, self._reference_inverse_dynamics)
+        return self._fallback(self._fast.inverse_dynamics, tau, (q, qd, qdd),
+                              self._reference_inverse_dynamics)
 
     def gravity_torques(self, q):
         """Torques that hold the robot still against gravity, g(q)."""
@@ -502,46 +506,57 @@ class RobotModel:
         Articulated-body recursion (O(N)); robots with mimic joints couple
         hinges outside the tree structure and are solved through M instead.
         """
-        if wrenches is None or (type(wrenches) is dict and not wrenches):
-            qdd = self._fast.forward_dynamics(q, qd, tau, self._params)
+        if wrenches is not None:
+            qdd = self._wrenched.forward_dynamics_wrenches(q, qd, tau, wrenches, self._params)
             if type(qdd) is _NDARRAY:
                 return qdd
-            return self._fallback(self._fast.forward_dynamics, qdd, (q, qd, tau),
-                                  self._reference_forward_dynamics)
-        if type(wrenches) is dict:
-            qdd = self._wrenched_forward.get(next(iter(wrenches)), _no_kernel)(
-                q, qd, tau, wrenches, self._params)
-            if type(qdd) is _NDARRAY:
-                return qdd
-        qdd = self._wrenched_call("forward_dynamics_wrenches", (q, qd, tau), wrenches)
+            if type(wrenches) is not dict or wrenches:
+                qdd = self._wrenched_call("forward_dynamics_wrenches", (q, qd, tau), wrenches)
+                if type(qdd) is _NDARRAY:
+                    return qdd
+                return self._wrenched_fallback(self._fast.forward_dynamics_wrenches, qdd,
+                                               (q, qd, tau), wrenches,
+                                               self._reference_forward_dynamics)
+        qdd = self._fast.forward_dynamics(q, qd, tau, self._params)
         if type(qdd) is _NDARRAY:
             return qdd
-        return self._wrenched_fallback(self._fast.forward_dynamics_wrenches, qdd, (q, qd, tau),
-                                       wrenches, self._reference_forward_dynamics)
+        return self._fallback(self._fast.forward_dynamics, qdd, (q, qd, tau),
+                              self._reference_forward_dynamics)
 
     def _wrenched_call(self, name, vectors, wrenches):
-        """A wrenched call the robot's kernel last used for the first link did not answer:
-        the answer of its own kernel ``name`` for exactly these links (up to
-        MAX_WRENCHED_LINKS; then remembered by the first link), else of the generic
-        function, which declines unknown links (the numpy path names them) as its status."""
+        """A wrenched call the function last used (self._wrenched) did not answer: the
+        answer of the robot's kernel last used for the first link, else of its own kernel
+        ``name`` for exactly these links (up to MAX_WRENCHED_LINKS), else of the generic
+        function, which declines unknown links (the numpy path names them) as its status.
+        What answers for good is called first from then on."""
         links = tuple(wrenches) if type(wrenches) is dict else ()
-        if (links and self._kernel_set is not None and name not in self._generic_only
-                and len(links) <= MAX_WRENCHED_LINKS
+        generic = getattr(self._fast, name)
+        if links:
+            kernel = self._last_wrenched[name].get(links[0])
+            answer = None if kernel is None else kernel(*vectors, wrenches, self._params)
+            if type(answer) in (_NDARRAY, tuple):
+                setattr(self._wrenched, name, kernel)
+                return answer
+        final = self._kernel_set is None or name in self._generic_only
+        if (links and not final and len(links) <= MAX_WRENCHED_LINKS
                 and all(type(link) is str and link in self.tree.frames for link in links)):
             key = tuple(sorted(links))
             kernel = self._kernel(name, key)
             if kernel is not None:
-                self._last_wrenched[name][links[0]] = kernel
                 answer = kernel(*vectors, wrenches, self._params)
                 if type(answer) in (_NDARRAY, tuple):
+                    self._last_wrenched[name][links[0]] = kernel
+                    setattr(self._wrenched, name, kernel)
                     return answer
-            elif len(links) == 1 and (name, key) in self._ready:
-                # one link without a kernel for good (over the size cap): no larger set
-                # starting with it has one either, so the generic function answers
-                # from the first lookup on (this path cost 2-4 us per call on a
-                # 32-joint tree, 0.3x Pinocchio's computeRNEADerivatives)
-                self._last_wrenched[name][links[0]] = getattr(self._fast, name)
-        return getattr(self._fast, name)(*vectors, wrenches, self._params)
+            # Without a kernel for good (over the size cap, which is the kernel's, not the
+            # links'), no link set has one: the generic function answers from then on
+            # (asking for the kernel cost 2-4 us per call on a 32-joint tree, 0.3x
+            # Pinocchio's computeRNEADerivatives).
+            final = kernel is None and (name, key) in self._ready
+        answer = generic(*vectors, wrenches, self._params)
+        if final and type(answer) in (_NDARRAY, tuple):
+            setattr(self._wrenched, name, generic)
+        return answer
 
     def _wrenched_fallback(self, function, result, vectors, wrenches, reference):
         """The answer when generic ``function`` (or _no_kernel) returned ``result`` for
@@ -636,16 +651,15 @@ class RobotModel:
         frames: its ``computeRNEADerivatives`` differs by that term).  Mimic joints
         are folded (chain rule through ``q_mimic = multiplier * q_master + offset``).
         """
-        if wrenches is None or (type(wrenches) is dict and not wrenches):
+        if wrenches is None:
             both = self._fast.inverse_dynamics_derivatives(q, qd, qdd, self._params)
-        elif type(wrenches) is dict:    # (the C reads the dict; what it declines, numpy names)
-            both = self._wrenched_derivatives.get(next(iter(wrenches)), _no_kernel)(
-                q, qd, qdd, wrenches, self._params)
+        else:   # (the C reads the dict; what it declines, numpy names)
+            both = self._wrenched.inverse_dynamics_derivatives_wrenches(q, qd, qdd, wrenches,
+                                                                        self._params)
             if type(both) is not tuple:
-                both = self._wrenched_call("inverse_dynamics_derivatives_wrenches",
-                                           (q, qd, qdd), wrenches)
-        else:
-            both = None
+                both = (self._fast.inverse_dynamics_derivatives(q, qd, qdd, self._params)
+                        if type(wrenches) is dict and not wrenches else self._wrenched_call(
+                            "inverse_dynamics_derivatives_wrenches", (q, qd, qdd), wrenches))
         if type(both) is tuple:
             return both
         with self.parameters_lock:

@@ -116,8 +116,8 @@ def test_wrenches_are_taken_as_the_reference_takes_them(rng):
         jacobian[3:, j] = [turn[2, 1], turn[0, 2], turn[1, 0]]
     expected = fast.inverse_dynamics(q, qd, qdd) - jacobian.T @ wrench
     answer = fast.inverse_dynamics(q, qd, qdd, {link: wrench})
-    assert fast._wrenched_inverse[link] is fast._kernel_set.get("inverse_dynamics_wrenches",
-                                                                (link,))
+    assert fast._wrenched.inverse_dynamics_wrenches is fast._kernel_set.get(
+        "inverse_dynamics_wrenches", (link,))
     assert_close(answer, expected, "ID with a wrench against -J^T w", 1e-5)
 
 
@@ -171,8 +171,64 @@ def test_kernels_c_compiles_a_link_set_at_its_first_call(rng):
     wrenches = {links[1]: rng.normal(size=6), links[0]: rng.normal(size=6)}
     assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches),
                  slow.inverse_dynamics(q, qd, qdd, wrenches), "ID", TOL)
-    assert fast._wrenched_inverse[links[1]] is fast._kernel_set.get(
-        "inverse_dynamics_wrenches", tuple(sorted(links)))
+    kernel = fast._kernel_set.get("inverse_dynamics_wrenches", tuple(sorted(links)))
+    assert fast._wrenched.inverse_dynamics_wrenches is kernel
+    assert fast._last_wrenched["inverse_dynamics_wrenches"][links[1]] is kernel
+
+
+def test_calls_alternating_link_sets_are_each_answered_by_their_own_kernel(rng):
+    """The function last used answers first and declines other links: each set of links
+    still gets its own kernel (and the right answer) when calls alternate between sets,
+    including sets that start with the same link."""
+    fast, slow = _load(shipped_urdf("panda.urdf"), None, "c"), _load(
+        shipped_urdf("panda.urdf"), None, "off")
+    links = _links(slow)[:2]
+    q, qd, qdd = rng.uniform(-1, 1, (3, fast.dof))
+    for chosen in [links[:1], links, links[1:], links[:1], links[1:], links] * 2:
+        wrenches = {link: rng.normal(size=6) for link in chosen}
+        key = tuple(sorted(chosen))
+        assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches),
+                     slow.inverse_dynamics(q, qd, qdd, wrenches), f"ID on {chosen}", TOL)
+        assert fast._wrenched.inverse_dynamics_wrenches is fast._kernel_set.get(
+            "inverse_dynamics_wrenches", key)
+        assert_close(fast.forward_dynamics(q, qd, qdd, wrenches),
+                     slow.forward_dynamics(q, qd, qdd, wrenches), f"FD on {chosen}", TOL)
+        assert fast._wrenched.forward_dynamics_wrenches is fast._kernel_set.get(
+            "forward_dynamics_wrenches", key)
+        for answer, expected in zip(fast.inverse_dynamics_derivatives(q, qd, qdd, wrenches),
+                                    slow.inverse_dynamics_derivatives(q, qd, qdd, wrenches)):
+            assert_close(answer, expected, f"ID derivatives on {chosen}", TOL)
+        assert fast._wrenched.inverse_dynamics_derivatives_wrenches is fast._kernel_set.get(
+            "inverse_dynamics_derivatives_wrenches", key)
+    # no wrenches, or none in the dict: the plain dynamics, whatever was used before
+    for none in (None, {}):
+        assert_close(fast.inverse_dynamics(q, qd, qdd, none), slow.inverse_dynamics(q, qd, qdd),
+                     f"ID with {none}", TOL)
+        assert_close(fast.forward_dynamics(q, qd, qdd, none), slow.forward_dynamics(q, qd, qdd),
+                     f"FD with {none}", TOL)
+        for answer, expected in zip(fast.inverse_dynamics_derivatives(q, qd, qdd, none),
+                                    slow.inverse_dynamics_derivatives(q, qd, qdd)):
+            assert_close(answer, expected, f"ID derivatives with {none}", TOL)
+
+
+def test_the_robots_wrenched_kernels_take_over_from_the_generic_module_once_prepared(rng):
+    """A node's start-up leaves wrenched calls to the generic module for good; kernels
+    prepared later answer from then on."""
+    fast, slow = _load(shipped_urdf("ur5.urdf"), None, "c"), _load(shipped_urdf("ur5.urdf"),
+                                                                    None, "off")
+    link = _links(slow)[0]
+    q, qd, qdd = rng.uniform(-1, 1, (3, fast.dof))
+    wrenches = {link: rng.normal(size=6)}
+    fast.prepare_kernels(frames=[link], derivatives=False, wrenches=False)
+    for _ in range(2):
+        assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches),
+                     slow.inverse_dynamics(q, qd, qdd, wrenches), "ID, generic", TOL)
+    assert fast._wrenched.inverse_dynamics_wrenches is fast._fast.inverse_dynamics_wrenches
+    fast.prepare_kernels(frames=[link])
+    assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches),
+                 slow.inverse_dynamics(q, qd, qdd, wrenches), "ID, the robot's kernel", TOL)
+    assert fast._wrenched.inverse_dynamics_wrenches is fast._ready[
+        ("inverse_dynamics_wrenches", (link,))]
 
 
 def test_auto_mode_compiles_a_link_set_asked_for_often(rng, monkeypatch):
@@ -190,7 +246,7 @@ def test_auto_mode_compiles_a_link_set_asked_for_often(rng, monkeypatch):
         assert_close(fast.forward_dynamics(q, qd, tau, wrenches), expected, "FD", TOL)
     wait_for(lambda: key in fast._ready, timeout=120.0, what="the wrenched kernel compiled")
     assert_close(fast.forward_dynamics(q, qd, tau, wrenches), expected, "FD", TOL)
-    assert fast._wrenched_forward[link] is fast._ready[key]
+    assert fast._wrenched.forward_dynamics_wrenches is fast._ready[key]
 
 
 def test_a_link_over_the_size_cap_is_answered_by_the_generic_module_from_then_on(rng):
@@ -211,7 +267,7 @@ def test_a_link_over_the_size_cap_is_answered_by_the_generic_module_from_then_on
                 fast.inverse_dynamics_derivatives(q, qd, qdd, wrenches),
                 slow.inverse_dynamics_derivatives(q, qd, qdd, wrenches))):
             assert_close(answer, expected, f"ID derivatives [{k}] with wrenches on {chosen}", TOL)
-        assert fast._wrenched_derivatives[links[0]] is getattr(fast._fast, name)
+        assert getattr(fast._wrenched, name) is getattr(fast._fast, name)
     with pytest.raises(InvalidInputError, match="NaN or inf"):
         fast.inverse_dynamics_derivatives(q, qd, qdd, {links[0]: np.r_[np.ones(5), np.nan]})
     with pytest.raises(UnknownNameError, match="no_such_link"):
