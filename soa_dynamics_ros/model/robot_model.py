@@ -438,12 +438,8 @@ class RobotModel:
             if type(tau) is _NDARRAY:
                 return tau
             if type(wrenches) is not dict or wrenches:
-                tau = self._wrenched_call("inverse_dynamics_wrenches", (q, qd, qdd), wrenches)
-                if type(tau) is _NDARRAY:
-                    return tau
-                return self._wrenched_fallback(self._fast.inverse_dynamics_wrenches, tau,
-                                               (q, qd, qdd), wrenches,
-                                               self._reference_inverse_dynamics)
+                return self._wrenched_dynamics("inverse_dynamics_wrenches", (q, qd, qdd),
+                                               wrenches, self._reference_inverse_dynamics)
         tau = self._fast.inverse_dynamics(q, qd, qdd, self._params)
         if type(tau) is _NDARRAY:
             return tau
@@ -511,17 +507,20 @@ class RobotModel:
             if type(qdd) is _NDARRAY:
                 return qdd
             if type(wrenches) is not dict or wrenches:
-                qdd = self._wrenched_call("forward_dynamics_wrenches", (q, qd, tau), wrenches)
-                if type(qdd) is _NDARRAY:
-                    return qdd
-                return self._wrenched_fallback(self._fast.forward_dynamics_wrenches, qdd,
-                                               (q, qd, tau), wrenches,
-                                               self._reference_forward_dynamics)
+                return self._wrenched_dynamics("forward_dynamics_wrenches", (q, qd, tau),
+                                               wrenches, self._reference_forward_dynamics)
         qdd = self._fast.forward_dynamics(q, qd, tau, self._params)
         if type(qdd) is _NDARRAY:
             return qdd
         return self._fallback(self._fast.forward_dynamics, qdd, (q, qd, tau),
                               self._reference_forward_dynamics)
+
+    def _wrenched_dynamics(self, name, vectors, wrenches, reference):
+        """Inverse or forward dynamics with wrenches that the function last used declined:
+        _wrenched_call's answer, or what _wrenched_fallback makes of its status."""
+        answer = self._wrenched_call(name, vectors, wrenches)
+        return self._wrenched_fallback(getattr(self._fast, name), answer, vectors, wrenches,
+                                       reference)
 
     def _wrenched_call(self, name, vectors, wrenches):
         """A wrenched call the function last used (self._wrenched) did not answer: the
@@ -530,7 +529,6 @@ class RobotModel:
         function, which declines unknown links (the numpy path names them) as its status.
         What answers for good is called first from then on."""
         links = tuple(wrenches) if type(wrenches) is dict else ()
-        generic = getattr(self._fast, name)
         if links:
             kernel = self._last_wrenched[name].get(links[0])
             answer = None if kernel is None else kernel(*vectors, wrenches, self._params)
@@ -553,6 +551,7 @@ class RobotModel:
             # (asking for the kernel cost 2-4 us per call on a 32-joint tree, 0.3x
             # Pinocchio's computeRNEADerivatives).
             final = kernel is None and (name, key) in self._ready
+        generic = getattr(self._fast, name)
         answer = generic(*vectors, wrenches, self._params)
         if final and type(answer) in (_NDARRAY, tuple):
             setattr(self._wrenched, name, generic)
@@ -656,10 +655,13 @@ class RobotModel:
         else:   # (the C reads the dict; what it declines, numpy names)
             both = self._wrenched.inverse_dynamics_derivatives_wrenches(q, qd, qdd, wrenches,
                                                                         self._params)
-            if type(both) is not tuple:
-                both = (self._fast.inverse_dynamics_derivatives(q, qd, qdd, self._params)
-                        if type(wrenches) is dict and not wrenches else self._wrenched_call(
-                            "inverse_dynamics_derivatives_wrenches", (q, qd, qdd), wrenches))
+            if type(both) is tuple:
+                return both
+            if type(wrenches) is dict and not wrenches:
+                both = self._fast.inverse_dynamics_derivatives(q, qd, qdd, self._params)
+            else:
+                both = self._wrenched_call("inverse_dynamics_derivatives_wrenches",
+                                           (q, qd, qdd), wrenches)
         if type(both) is tuple:
             return both
         with self.parameters_lock:
