@@ -38,6 +38,9 @@
 #include "runtime.h"
 #include <stdlib.h>
 #include <string.h>
+#if defined(__AVX__)
+#include <immintrin.h>      /* (generic_derivatives.c streams large batches out) */
+#endif
 
 #define SOA_MAX_MAGNITUDE 1e50      /* validation.MAX_MAGNITUDE */
 #define HEADER 4                    /* generator.HEADER: gravity (3), singular threshold */

@@ -23,6 +23,9 @@
 #include <string.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 
 typedef int (*soa_core)(const double *const *inputs, const double *p, double *out);
 
@@ -196,10 +199,72 @@ static int soa_sample_arguments(PyObject *const *args, Py_ssize_t nargs, int inp
  * one is a new array.  Only ever under the GIL (single samples; batches make their
  * own). */
 #define SOA_POOL 8
-/* Larger answers (batches) are not kept: their making is cheap beside their work,
- * and a kept one would pin its memory. */
+/* Larger answers (batches) are not kept: a kept one would pin its memory. */
 #define SOA_POOL_MAX_DOUBLES 1024
 static PyObject *soa_pool[SOA_POOL];
+
+/* Large answers' memory, reused.  A batch's answer over 32 MB is a fresh mapping from
+ * glibc every time (its mmap threshold stops growing there), which the kernel faults in
+ * and zeroes page by page: 7 of the 33 us per sample of a 43-joint humanoid's forward
+ * dynamics derivatives over 1,000 samples (44 MB; Unitree G1, 2026-11-27).  So the memory
+ * of a large answer, once no array uses it any more, is kept for the next one (one
+ * block per module, at most SOA_SPARE_MAX_BYTES), already faulted in.  Only ever
+ * under the GIL: answers are made before a batch releases it, and freed by numpy. */
+#define SOA_SPARE_MIN_BYTES ((size_t)4 << 20)
+#define SOA_SPARE_MAX_BYTES ((size_t)1 << 30)
+#define SOA_HUGE_PAGE ((size_t)2 << 20)
+static void *soa_spare;
+static size_t soa_spare_bytes;
+
+static void soa_release_block(PyObject *capsule)
+{
+    void *block = PyCapsule_GetPointer(capsule, "soa_block");
+    size_t bytes = (size_t)(uintptr_t)PyCapsule_GetContext(capsule);
+    if (bytes <= SOA_SPARE_MAX_BYTES && bytes > soa_spare_bytes) {
+        free(soa_spare);
+        soa_spare = block;
+        soa_spare_bytes = bytes;
+    } else {
+        free(block);
+    }
+}
+
+/* A new float64 array of `size` doubles: on the kept block when it is large enough (the
+ * larger of two is kept: a module's answers keep their sizes), else numpy's. */
+static PyObject *soa_new_large(int ndim, const npy_intp *shape, size_t size)
+{
+    size_t bytes = size * sizeof(double);
+    if (bytes < SOA_SPARE_MIN_BYTES)
+        return PyArray_SimpleNew(ndim, (npy_intp *)shape, NPY_DOUBLE);
+    void *block = NULL;
+    if (soa_spare_bytes >= bytes) {
+        block = soa_spare;
+        bytes = soa_spare_bytes;
+        soa_spare = NULL;
+        soa_spare_bytes = 0;
+    } else {
+        bytes = (bytes + SOA_HUGE_PAGE - 1) / SOA_HUGE_PAGE * SOA_HUGE_PAGE;
+        if (posix_memalign(&block, SOA_HUGE_PAGE, bytes))
+            return PyErr_NoMemory();
+        madvise(block, bytes, MADV_HUGEPAGE);      /* as numpy does for its large arrays */
+    }
+    PyObject *owner = PyCapsule_New(block, "soa_block", soa_release_block);
+    if (!owner || PyCapsule_SetContext(owner, (void *)(uintptr_t)bytes)) {
+        if (owner)
+            Py_DECREF(owner);       /* (its destructor keeps or frees the block) */
+        else
+            free(block);
+        return NULL;
+    }
+    PyObject *result = PyArray_SimpleNewFromData(ndim, (npy_intp *)shape, NPY_DOUBLE, block);
+    if (!result || PyArray_SetBaseObject((PyArrayObject *)result, owner)) {
+        Py_XDECREF(result);
+        if (!result)
+            Py_DECREF(owner);
+        return NULL;
+    }
+    return result;
+}
 
 static int soa_recyclable(PyObject *object, int ndim, const npy_intp *shape)
 {
@@ -222,7 +287,7 @@ static PyObject *soa_new_answer(int ndim, const npy_intp *shape)
     for (int k = 0; k < ndim; ++k)
         size *= shape[k];
     if (size > SOA_POOL_MAX_DOUBLES)
-        return PyArray_SimpleNew(ndim, (npy_intp *)shape, NPY_DOUBLE);
+        return soa_new_large(ndim, shape, (size_t)size);
     int free_slot = -1;
     for (int k = 0; k < SOA_POOL; ++k) {
         PyObject *kept = soa_pool[k];
@@ -475,7 +540,7 @@ static PyObject *soa_call_batch(PyObject *const *args, Py_ssize_t nargs, int inp
     if (!p)
         return PyLong_FromLong(SOA_BAD_INPUT);
     npy_intp shape[2] = {count, width};
-    PyObject *result = PyArray_SimpleNew(2, shape, NPY_DOUBLE);
+    PyObject *result = soa_new_answer(2, shape);
     if (!result)
         return NULL;
     double *out = (double *)PyArray_DATA((PyArrayObject *)result);

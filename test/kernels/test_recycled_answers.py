@@ -1,6 +1,7 @@
 """The compiled modules recycle their answer arrays (runtime.h, soa_new_answer): an answer
 the caller dropped is filled again by a later call, and one that anything still
 references (the caller, a view, a weak reference, a batch in flight) never changes.
+Large batch answers (4 MB and more) reuse the memory of one no array uses any more.
 
 The expected values are the numpy reference path's (kernels="off"), computed apart.
 """
@@ -141,3 +142,52 @@ def test_derivative_parts_that_are_held_never_change(models, name, rng):
     for q, parts in zip(states, held):
         for k, (part, expected) in enumerate(zip(parts, getattr(slow, name)(q, 0.3 * q, -q))):
             assert_close(part, expected, f"{name} part {k}", 1e-10)
+
+
+# Samples whose derivative answers pass runtime.h's SOA_SPARE_MIN_BYTES (4 MB): 12,000
+# Panda samples are 4.7 MB of gravity derivatives, 9.4 of inverse, 14 of forward ones.
+LARGE_BATCH = 12_000
+LARGE = {
+    "gravity_derivatives": lambda m, Q: (m.gravity_derivatives_batch(Q),),
+    "inverse_dynamics_derivatives": lambda m, Q: m.inverse_dynamics_derivatives_batch(
+        Q, 0.3 * Q, -Q),
+    "forward_dynamics_derivatives": lambda m, Q: m.forward_dynamics_derivatives_batch(
+        Q, 0.3 * Q, -Q)}
+
+
+def _address(array):
+    return array.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("name", LARGE)
+def test_large_batch_answers_take_only_memory_nothing_uses(models, name, rng):
+    """A held large answer (or a view of one) is never written by a later batch; a
+    dropped one's memory is what the next batch answers in, and it answers right."""
+    fast, slow = models
+    batch = LARGE[name]
+
+    def check(parts, Q, what):
+        for row in (0, 4321, LARGE_BATCH - 1):
+            q = Q[row]
+            expected = getattr(slow, name)(q) if name == "gravity_derivatives" else getattr(
+                slow, name)(q, 0.3 * q, -q)
+            for k, part in enumerate(parts):
+                reference = expected if name == "gravity_derivatives" else expected[k]
+                assert_close(part[row][..., :part.shape[-1]], reference[..., :part.shape[-1]],
+                             f"{what}: {name} part {k}, sample {row}", 1e-10)
+
+    samples = [rng.uniform(-1.5, 1.5, (LARGE_BATCH, fast.dof)) for _ in range(4)]
+    first = batch(fast, samples[0])
+    second_view = tuple(part[..., :3] for part in batch(fast, samples[1]))
+    third = batch(fast, samples[2])
+    check(first, samples[0], "held answer")
+    check(second_view, samples[1], "view of a dropped answer")
+    check(third, samples[2], "answer made while others were held")
+    dropped = _address(first[0])
+    del first
+    gc.collect()
+    fourth = batch(fast, samples[3])
+    assert _address(fourth[0]) == dropped
+    check(fourth, samples[3], "answer in a dropped answer's memory")
+    check(second_view, samples[1], "view after the memory was reused")
+    check(third, samples[2], "held answer after the memory was reused")
