@@ -28,6 +28,7 @@ MAX_DESCRIPTION_BYTES = 64 * 1024 * 1024
 MAX_LENGTH = 1e4        # m: origins and centres of mass
 MAX_MASS = 1e9          # kg
 MAX_INERTIA = 1e12      # kg m^2
+AXIS_ROUNDING = 1e-12   # components of a unit joint axis below this are zero (_joint)
 
 
 @dataclass
@@ -348,10 +349,16 @@ def parse_joint_element(element):
     axis_element = element.find("axis")
     if axis_element is not None and model.moving:
         axis = _numbers(axis_element, "xyz", 3, [1.0, 0.0, 0.0])
-        norm = np.linalg.norm(axis)
-        if norm < 1e-12:
+        largest = np.max(np.abs(axis))
+        if largest < 1e-12:
             raise URDFError(f"joint {name!r} has a zero axis", "axis", axis_element.line)
-        joint.axis = axis / norm
+        axis = axis / largest           # (the norm of "0 0 1e308" overflows)
+        # Exporters write an axis turned by pi/2 as "0 1 6.12323e-17" (cos(pi/2) in
+        # doubles; iCub's URDF).  Such a component changes the dynamics below 1e-12
+        # relative, but kept it makes every product with the axis dense in the compiled
+        # kernels.
+        axis[np.abs(axis) < AXIS_ROUNDING] = 0.0
+        joint.axis = axis / np.linalg.norm(axis)
     limit = element.find("limit")
     if limit is not None and model.moving:
         joint.effort = _number(limit, "effort", math.inf)

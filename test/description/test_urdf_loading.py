@@ -47,6 +47,24 @@ def test_axes_are_normalized():
     assert_close(scaled.frame_pose([0.5], "l1")[:3, 3], [0, 0.3, 0.4], "translation", 1e-15)
 
 
+def test_axis_components_at_double_rounding_are_zero():
+    """An axis exported as "0 1 6.12323e-17" (cos(pi/2) in doubles: iCub's URDF) turns
+    about y exactly, so that the compiled kernels keep the axis's zeros; a component
+    above 1e-12 stays."""
+    def rotation(axis):
+        model = RobotModel.from_urdf(robot(joint("j1", "base", "l1",
+                                                 body=f'<axis xyz="{axis}"/>')))
+        return model.frame_pose([0.5], "l1")[:3, :3]
+    c, s = np.cos(0.5), np.sin(0.5)
+    assert_close(rotation("0 1 6.12323e-17"), [[c, 0, s], [0, 1, 0], [-s, 0, c]],
+                 "about y", 0.0)
+    assert_close(rotation("0 -1 -1e-13"), [[c, 0, -s], [0, 1, 0], [s, 0, c]], "about -y", 0.0)
+    assert_close(rotation("0 1e308 0"), [[c, 0, s], [0, 1, 0], [-s, 0, c]], "about y, scaled",
+                 0.0)
+    kept = rotation("0 1 1e-9")
+    assert_close(kept[[1, 0], [0, 1]], [1e-9 * s, -1e-9 * s], "the kept z component", 1e-20)
+
+
 def test_continuous_joint_is_one_angle():
     model = RobotModel.from_urdf(robot(joint("j1", "base", "l1", "continuous")))
     assert model.dof == 1
