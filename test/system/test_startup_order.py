@@ -215,11 +215,11 @@ def test_the_arm_is_held_from_the_first_command_in_either_start_order(
         assert "the generic compiled module answers meanwhile" in node.log(), logs
     # Drops logged as delayed outside the node (at most one line per withheld-log period, so
     # several within one are counted once: never more excused than happened).
-    delayed_outside = [float(total) for total, queued in STALE_DROP.findall(node.log())
-                       if float(queued) < STATE_TIMEOUT * 1e3]
-    assert timeouts <= len(delayed_outside), (
+    delayed_outside = sum(float(queued) < STATE_TIMEOUT * 1e3
+                          for _, queued in STALE_DROP.findall(node.log()))
+    assert timeouts <= delayed_outside, (
         f"{timeouts} states not answered within the lockstep timeout "
-        f"({len(delayed_outside)} dropped as delayed before reaching the node)\n{logs}")
+        f"({delayed_outside} dropped as delayed before reaching the node)\n{logs}")
     # (before the node withheld its numpy-path commands: 48-266 ms in these runs)
     longest_allowed = LOCKSTEP_TIMEOUT + STATE_TIMEOUT if timeouts else STATE_TIMEOUT
     assert gap <= longest_allowed, (f"a {gap * 1e3:.1f} ms gap between commands at the sim "
