@@ -33,6 +33,7 @@ class DescriptionLoader:
         self._generation = 0
         self._pending = None              # (generation, description, source)
         self._finished = None             # (generation, LoadedDescription)
+        self._taken = 0                   # the generation whose outcome take_finished returned
         self._closed = False
         threading.Thread(target=self._run, name="description-loader", daemon=True).start()
 
@@ -48,7 +49,14 @@ class DescriptionLoader:
             finished, self._finished = self._finished, None
             if finished is None or finished[0] != self._generation:
                 return None
+            self._taken = finished[0]
             return finished[1]
+
+    @property
+    def idle(self):
+        """No request whose outcome take_finished has yet to return."""
+        with self._condition:
+            return self._taken == self._generation
 
     def close(self):
         # The worker is not joined: a load can run for as long as a hostile

@@ -71,7 +71,6 @@ class LiveEstimation:
         self.samples = deque(maxlen=MAX_BUFFER_SAMPLES)   # (t, q, qd, tau)
         self.contact = False
         self.last_time = -math.inf       # stamp of the last sample used
-        self.estimated_at = -math.inf    # caller's clock, last estimate
 
     def take_over(self, previous):
         """Keep ``previous``'s samples (same joints): a reconfiguration loses no history."""
@@ -85,7 +84,7 @@ class LiveEstimation:
         self.detector.reset()
         self.last_time = -math.inf
 
-    def update(self, q, qd, tau, stamp, now):
+    def update(self, q, qd, tau, stamp):
         """The estimate for a fresh, accepted state (model order), or None when none is due.
 
         None for a repeated stamp, and for the first state after a gap or a
@@ -115,12 +114,7 @@ class LiveEstimation:
             return None
         contact = bool(self.detector.update(torques))
         changed, self.contact = contact != self.contact, contact
-        self.estimated_at = now
         return Estimate(np.array(torques, dtype=float), q.copy(), wrench, changed)
-
-    def fresh(self, now):
-        """Whether the last estimate is recent enough to stand for the robot now."""
-        return now - self.estimated_at <= self.state_timeout
 
     # ------------------------------------------------------------------ identification
     def recent(self, duration):

@@ -257,6 +257,11 @@ class ModelHost:
             # Loading the now cached kernels is itself work for the loader thread.
             self.request(xml, "the kernel cache (compiled kernels in use)")
 
+    @property
+    def background_work(self):
+        """A description load or kernel warm-up whose end poll() has yet to take."""
+        return self._warmup is not None or not self._loader.idle
+
     def kernels_status(self):
         mode, backend = self.live.model.kernels if self.live is not None else ("off", None)
         compiling = " (this robot's kernels compiling)" if self._warmup else ""
@@ -326,7 +331,7 @@ class ModelHost:
         timeout = live.state_timeout
         if now - live.received_at.min() > timeout or now - live.effort_received_at.min() > timeout:
             return None
-        return estimation.update(live.position, live.velocity, live.effort, stamp, now)
+        return estimation.update(live.position, live.velocity, live.effort, stamp)
 
     def identify_payload(self, link, duration, apply, name):
         """``LiveEstimation.identify`` of the current model; SoaDynamicsError when estimation is off."""

@@ -35,7 +35,7 @@ NODE_NAME = "soa_dynamics"
 # How often finished background work (a description load, a kernel warm-up)
 # is looked for: the delay before a loaded model serves.
 BACKGROUND_POLL_PERIOD = 0.05
-CONTACT_PERIOD = 0.1     # [s] ~/contact is republished this often (and on every change)
+CONTACT_PERIOD = 0.1     # [s] ~/contact is republished this often with the estimates (and on a change)
 
 
 class EmbeddedModelNode(Node):
@@ -57,6 +57,7 @@ class EmbeddedModelNode(Node):
         self.contact_publisher = self.create_publisher(Bool, "~/contact", 10)
         # (the host.estimation they were made for, conversions.EstimationMessages)
         self._estimation_messages = (None, None)
+        self._contact_published_at = -float("inf")     # (monotonic)
 
         description = description_from(config)
         if description is not None:
@@ -70,9 +71,7 @@ class EmbeddedModelNode(Node):
             # only when no parameter gave the model, so a new description reloads it.
             qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)
-            self.create_subscription(String, "/robot_description",
-                                     lambda message: self.host.request(message.data,
-                                                                       "/robot_description"), qos)
+            self.create_subscription(String, "/robot_description", self._on_robot_description, qos)
         best_effort = config["joint_states_reliability"] == "best_effort"
         # Freshness needs each state's arrival time (MessageInfo).
         subscribe_with_info(
@@ -88,8 +87,9 @@ class EmbeddedModelNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(config["diagnostics_period"],
                           self._never_raises("diagnostics", self._publish_diagnostics))
-        self.create_timer(BACKGROUND_POLL_PERIOD, self._never_raises("background work", self.host.poll))
-        self.create_timer(CONTACT_PERIOD, self._never_raises("contact", self._publish_contact))
+        self._background_timer = self.create_timer(
+            BACKGROUND_POLL_PERIOD, self._never_raises("background work", self._poll_background))
+        self._poll_while_busy()
         if config["marker_rate"] > 0:
             self.create_timer(1.0 / config["marker_rate"],
                               self._never_raises("inertia marker", self._publish_marker))
@@ -103,6 +103,28 @@ class EmbeddedModelNode(Node):
                 self._log.error(what, 10.0, f"{what} failed: {type(error).__name__}: {error}\n"
                                             f"{traceback.format_exc()}")
         return guarded
+
+    def _poll_while_busy(self):
+        """Run the background poll only while a load or warm-up is under way.
+
+        Every wake-up of the executor takes this thread ~0.13 ms (an EventsExecutor
+        timer with an empty callback, 2026-11-27), and a joint state arriving
+        meanwhile waits: polling an idle host was 20 such delays a second.
+        Called wherever background work may start or end.
+        """
+        busy = self.host.background_work
+        if busy and self._background_timer.is_canceled():
+            self._background_timer.reset()
+        elif not busy and not self._background_timer.is_canceled():
+            self._background_timer.cancel()
+
+    def _poll_background(self):
+        self.host.poll()
+        self._poll_while_busy()
+
+    def _on_robot_description(self, message):
+        self.host.request(message.data, "/robot_description")
+        self._poll_while_busy()
 
     def _declared(self, name, spec):
         """The value of a parameter, declared (with dynamic typing) if it was not yet."""
@@ -132,6 +154,7 @@ class EmbeddedModelNode(Node):
         except SoaDynamicsError as error:
             self.get_logger().error(f"parameter change refused: {error}")
             return conversions.parameters_result(refusal=str(error))
+        self._poll_while_busy()
         return conversions.parameters_result()
 
     # ------------------------------------------------------------------ feedforward
@@ -233,9 +256,13 @@ class EmbeddedModelNode(Node):
         self.stats.published += 1
 
     def _publish_estimate(self, stamp, arrival, now):
-        """~/external_torque (and ~/external_wrench, ~/contact on a change) for the latest state.
+        """~/external_torque (and ~/external_wrench, and ~/contact on a change or
+        CONTACT_PERIOD after the last) for the latest state.
 
         The observer's clock is the state's stamp, or its arrival when unstamped.
+        ~/contact rides on the estimates rather than on a timer: a timer would wake
+        the 1 kHz thread (see _poll_while_busy), and a robot whose states stop gets
+        no contact state from it either way.
         """
         seconds = conversions.stamp_seconds(stamp)
         estimate = self.host.estimate(seconds if seconds else arrival, now)
@@ -251,15 +278,10 @@ class EmbeddedModelNode(Node):
         self.external_torque_publisher.publish(torque)
         if wrench is not None:
             self.external_wrench_publisher.publish(wrench)
-        if estimate.contact_changed:
+        if estimate.contact_changed or now - self._contact_published_at >= CONTACT_PERIOD:
             self.contact_publisher.publish(conversions.contact(estimation.contact))
+            self._contact_published_at = now
         self.stats.estimates += 1
-
-    def _publish_contact(self):
-        """~/contact at 10 Hz while the estimate is fresh (no contact state for a silent robot)."""
-        estimation = self.host.estimation
-        if estimation is not None and estimation.fresh(time.monotonic()):
-            self.contact_publisher.publish(conversions.contact(estimation.contact))
 
     def _on_desired_acceleration(self, message):
         self._set_desired("~/desired_acceleration", lambda live: live.set_desired_acceleration(

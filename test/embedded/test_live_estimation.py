@@ -77,13 +77,13 @@ def test_repeated_stamps_are_skipped_and_gaps_or_a_clock_going_back_restart(mode
     q = np.array([POSES["panda"][n] for n in model.joint_names])
     tau = model.gravity_torques(q)
     zero = np.zeros(7)
-    assert live.update(q, zero, tau, 1.000, 0.0) is None          # first state: the start
-    assert live.update(q, zero, tau, 1.001, 0.0) is not None
-    assert live.update(q, zero, tau, 1.001, 0.0) is None          # the same state again
-    assert live.update(q, zero, tau, 1.2, 0.0) is None            # a gap: restart
-    assert live.update(q, zero, tau, 1.201, 0.0) is not None
+    assert live.update(q, zero, tau, 1.000) is None          # first state: the start
+    assert live.update(q, zero, tau, 1.001) is not None
+    assert live.update(q, zero, tau, 1.001) is None          # the same state again
+    assert live.update(q, zero, tau, 1.2) is None            # a gap: restart
+    assert live.update(q, zero, tau, 1.201) is not None
     assert len(live.samples) == 4
-    assert live.update(q, zero, tau, 0.5, 0.0) is None            # clock back: new history
+    assert live.update(q, zero, tau, 0.5) is None            # clock back: new history
     assert len(live.samples) == 1
 
 
@@ -93,7 +93,7 @@ def test_recent_samples_refuse_what_the_buffer_cannot_give(model):
         live.recent(0.5)
     q = np.array([POSES["panda"][n] for n in model.joint_names])
     for k in range(100):
-        live.update(q, np.zeros(7), model.gravity_torques(q), k * 1e-3, 0.0)
+        live.update(q, np.zeros(7), model.gravity_torques(q), k * 1e-3)
     for duration, words in ((0.0, "positive"), (-1.0, "positive"), (float("nan"), "positive"),
                             (2.0, "longer than the 1 s"), (0.5, "only 0.099 s")):
         with pytest.raises(InvalidInputError, match=words):
@@ -107,7 +107,7 @@ def test_an_arm_at_rest_does_not_excite_a_load_and_nothing_is_attached(model):
     live = estimation(model)
     q = np.array([POSES["panda"][n] for n in model.joint_names])
     for k in range(300):
-        live.update(q, np.zeros(7), model.gravity_torques(q), k * 1e-3, 0.0)
+        live.update(q, np.zeros(7), model.gravity_torques(q), k * 1e-3)
     with pytest.raises(InvalidInputError, match="cannot be identified|excite"):
         live.identify("panda_hand", 0.25, apply=True, name="box")
     assert "box" not in model.payloads
