@@ -3,6 +3,7 @@
  *
  *   latency_probe --rate HZ --seconds S --joints j1,j2,... [--out-topic /joint_states]
  *                 [--in-topic /soa_dynamics/feedforward_state] [--warmup-timeout 30]
+ *                 [--latencies FILE]
  *
  * Publishes stamped sensor_msgs/JointState at a fixed rate and times the echoes
  * the node sends back (it copies the stamp of the joint state it answered).
@@ -14,7 +15,9 @@
  *
  * stdout: one JSON object (published, received, missed, achieved_publish_rate_hz,
  * latency_ms {median, p99, max, mean}); stderr: a one-line summary and errors.
- * Exit codes: 0 measured, 1 usage or rcl error, 2 no echo within the warm-up
+ * --latencies FILE: every answered state's latency [ms] too, one a line in the
+ * order the answers arrived (the bench pools runs with them).
+ * Exit codes: 0 measured, 1 usage, rcl or --latencies file error, 2 no echo within the warm-up
  * timeout, 128+signal when interrupted by SIGINT/SIGTERM (no JSON then).
  *
  * Build: bench/latency_probe.py (build_probe) knows the include and library paths.
@@ -51,6 +54,7 @@ typedef struct {
   double warmup_timeout_s;
   const char * out_topic;
   const char * in_topic;
+  const char * latencies_path;   /* NULL: no per-state file */
   char ** joints;
   size_t joint_count;
 } options_t;
@@ -420,7 +424,7 @@ static void usage(FILE * out)
           "usage: latency_probe --rate HZ --seconds S --joints j1,j2,...\n"
           "                     [--out-topic /joint_states]\n"
           "                     [--in-topic /soa_dynamics/feedforward_state]\n"
-          "                     [--warmup-timeout 30]\n");
+          "                     [--warmup-timeout 30] [--latencies FILE]\n");
 }
 
 static bool parse_positive(const char * text, double * value, const char * what)
@@ -467,6 +471,7 @@ static bool parse_args(int argc, char ** argv, options_t * opt)
     {"out-topic", required_argument, NULL, 'o'},
     {"in-topic", required_argument, NULL, 'i'},
     {"warmup-timeout", required_argument, NULL, 'w'},
+    {"latencies", required_argument, NULL, 'l'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
   };
@@ -488,6 +493,7 @@ static bool parse_args(int argc, char ** argv, options_t * opt)
         break;
       case 'o': opt->out_topic = optarg; break;
       case 'i': opt->in_topic = optarg; break;
+      case 'l': opt->latencies_path = optarg; break;
       case 'h': usage(stdout); exit(0);
       default: usage(stderr); return false;
     }
@@ -543,7 +549,24 @@ static int warm_up(probe_t * p)
   return 0;
 }
 
-static void report(probe_t * p)
+/* The answered states' latencies [ms], one a line; false (said on stderr) if unwritable. */
+static bool write_latencies(const char * path, const double * latency_ms, size_t count)
+{
+  FILE * out = fopen(path, "w");
+  bool written = out != NULL;
+  for (size_t k = 0; written && k < count; ++k) {
+    written = fprintf(out, "%.6f\n", latency_ms[k]) > 0;
+  }
+  if (out != NULL && fclose(out) != 0) {
+    written = false;
+  }
+  if (!written) {
+    fprintf(stderr, "latency_probe: cannot write %s: %s\n", path, strerror(errno));
+  }
+  return written;
+}
+
+static bool report(probe_t * p)
 {
   size_t n = p->published;
   qsort(p->sent_ns, n, sizeof(int64_t), compare_i64);
@@ -562,6 +585,11 @@ static void report(probe_t * p)
     latency_ms[received++] = (double)(e->received_ns - e->stamp_ns) * 1e-6;
   }
   size_t missed = n - received;
+  if (p->opt.latencies_path && !write_latencies(p->opt.latencies_path, latency_ms, received)) {
+    free(answered);
+    free(latency_ms);
+    return false;
+  }
   printf("{\"published\": %zu, \"received\": %zu, \"missed\": %zu, "
          "\"achieved_publish_rate_hz\": %.3f, \"latency_ms\": ",
          n, received, missed, p->achieved_rate_hz);
@@ -587,6 +615,7 @@ static void report(probe_t * p)
   fflush(stdout);
   free(answered);
   free(latency_ms);
+  return true;
 }
 
 int main(int argc, char ** argv)
@@ -650,7 +679,8 @@ out:
     status = 1;
   }
   if (status == 0) {
-    report(p);   /* the receiver is joined: the log is ours, no lock needed */
+    /* the receiver is joined: the log is ours, no lock needed */
+    status = report(p) ? 0 : 1;
   } else if (status > 128) {
     fprintf(stderr, "latency_probe: interrupted by signal %d, no result\n", status - 128);
   }

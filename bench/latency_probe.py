@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 
 from soa_dynamics_ros.kernels import build
 
@@ -119,8 +120,11 @@ def probe_environment(env=None):
 
 def run_probe(joint_names, rate, seconds, env=None, timeout=None,
               out_topic="/joint_states", in_topic="/soa_dynamics/feedforward_state",
-              warmup_timeout=30.0):
+              warmup_timeout=30.0, latencies=False):
     """Run the probe in its own process and return its JSON result as a dict.
+
+    ``latencies``: the dict also holds ``"latencies_ms"``, every answered state's
+    latency in the order the answers arrived (to pool several runs).
 
     ``timeout`` defaults to the run plus the warm-up plus a margin.  A probe
     that overruns it is stopped with SIGINT (it then shuts rcl down cleanly;
@@ -131,6 +135,17 @@ def run_probe(joint_names, rate, seconds, env=None, timeout=None,
                "--in-topic", in_topic, "--warmup-timeout", f"{warmup_timeout:g}"]
     if timeout is None:
         timeout = seconds + warmup_timeout + 30.0
+    with tempfile.TemporaryDirectory() as directory:
+        path = pathlib.Path(directory) / "latencies"
+        if latencies:
+            command += ["--latencies", str(path)]
+        result = _run(command, timeout, env)
+        if latencies:
+            result["latencies_ms"] = [float(line) for line in path.read_text().split()]
+    return result
+
+
+def _run(command, timeout, env):
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env=probe_environment(env))
     try:
