@@ -163,10 +163,12 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.service_calls, args.rounds = 2.0, 100, 1
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, not {args.rounds}")
     executors = ["events", "single_threaded"] if args.executor == "both" else [args.executor]
     node_args = [] if args.depth is None else ["-p", f"joint_states_depth:={args.depth}"]
     print(f"[bench] measuring probe: {build_probe()}", flush=True)   # a build error stops us here
-    rounds = max(1, args.rounds)
+    rounds = args.rounds
     seconds = args.seconds / rounds
     calls = max(1, args.service_calls // rounds)
     results = []
