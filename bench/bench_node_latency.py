@@ -72,8 +72,7 @@ def pooled_row(label, robot, rate, runs):
             "node_published_about": sum(node_published) if node_published else None,
             "latency_ms": _statistics([v for run in runs for v in run["latencies_ms"]]),
             "latency_p99_per_run_ms": [round(run["latency_ms"]["p99"], 3) for run in runs],
-            "service_round_trip_ms": ({"median": float(np.median(trips)),
-                                       "p99": float(np.percentile(trips, 99))} if trips else None)}
+            "service_round_trip_ms": _statistics(trips) if trips else None}
 
 
 def measure(executor, robot, seconds, rate, service_calls, log_dir, node_args=(), foreign=0):
@@ -169,8 +168,7 @@ def main():
     node_args = [] if args.depth is None else ["-p", f"joint_states_depth:={args.depth}"]
     print(f"[bench] measuring probe: {build_probe()}", flush=True)   # a build error stops us here
     rounds = args.rounds
-    seconds = args.seconds / rounds
-    calls = max(1, args.service_calls // rounds)
+    seconds, calls = args.seconds / rounds, max(1, args.service_calls // rounds)
     results = []
     with tempfile.TemporaryDirectory() as log_dir:
         for executor in executors:

@@ -135,13 +135,12 @@ def run_probe(joint_names, rate, seconds, env=None, timeout=None,
                "--in-topic", in_topic, "--warmup-timeout", f"{warmup_timeout:g}"]
     if timeout is None:
         timeout = seconds + warmup_timeout + 30.0
+    if not latencies:
+        return _run(command, timeout, env)
     with tempfile.TemporaryDirectory() as directory:
         path = pathlib.Path(directory) / "latencies"
-        if latencies:
-            command += ["--latencies", str(path)]
-        result = _run(command, timeout, env)
-        if latencies:
-            result["latencies_ms"] = [float(line) for line in path.read_text().split()]
+        result = _run(command + ["--latencies", str(path)], timeout, env)
+        result["latencies_ms"] = [float(line) for line in path.read_text().split()]
     return result
 
 

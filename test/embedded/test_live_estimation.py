@@ -77,13 +77,13 @@ def test_repeated_stamps_are_skipped_and_gaps_or_a_clock_going_back_restart(mode
     q = np.array([POSES["panda"][n] for n in model.joint_names])
     tau = model.gravity_torques(q)
     zero = np.zeros(7)
-    assert live.update(q, zero, tau, 1.000) is None          # first state: the start
+    assert live.update(q, zero, tau, 1.000) is None               # first state: the start
     assert live.update(q, zero, tau, 1.001) is not None
-    assert live.update(q, zero, tau, 1.001) is None          # the same state again
-    assert live.update(q, zero, tau, 1.2) is None            # a gap: restart
+    assert live.update(q, zero, tau, 1.001) is None               # the same state again
+    assert live.update(q, zero, tau, 1.2) is None                 # a gap: restart
     assert live.update(q, zero, tau, 1.201) is not None
     assert len(live.samples) == 4
-    assert live.update(q, zero, tau, 0.5) is None            # clock back: new history
+    assert live.update(q, zero, tau, 0.5) is None                 # clock back: new history
     assert len(live.samples) == 1
 
 
