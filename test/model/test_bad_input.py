@@ -13,6 +13,7 @@ from support.numerics import assert_close
 from support.robot_generator import random_tree_urdf
 from support.robots import REPO
 from soa_dynamics_ros import InvalidInputError, RobotModel, UnknownNameError
+from soa_dynamics_ros.validation import MAX_MAGNITUDE, as_samples, as_vector
 
 
 @pytest.fixture(scope="module")
@@ -243,3 +244,24 @@ def test_mass_matrix_of_a_large_star_without_mimic_joints_stays_near_n_by_n():
     # and arms on different joints of a fixed hub do not couple.
     np.testing.assert_allclose(np.diag(mass), np.full(links, 0.1), rtol=1e-12)
     assert not np.any(mass - np.diag(np.diag(mass)))
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.nan, "NaN or inf"), (np.inf, "NaN or inf"), (-np.inf, "NaN or inf"),
+    (2 * MAX_MAGNITUDE, "values beyond"), (-2 * MAX_MAGNITUDE, "values beyond")])
+def test_range_checks_name_each_kind_of_bad_entry_and_pass_the_limit_itself(bad, message):
+    """as_vector and as_samples first test the whole array by its minimum and maximum;
+    every kind of bad entry must still fall through to the check that names it, and
+    the limit itself stays valid."""
+    limits = np.array([MAX_MAGNITUDE, -MAX_MAGNITUDE, 0.0])
+    np.testing.assert_array_equal(as_vector("v", limits, 3), limits)
+    rows = np.tile(limits, (4, 1))
+    np.testing.assert_array_equal(as_samples("S", rows, 3), rows)
+    vector = limits.copy()
+    vector[1] = bad
+    with pytest.raises(InvalidInputError, match=rf"v holds {message}.* at index \[1\]"):
+        as_vector("v", vector, 3)
+    samples = np.zeros((5, 3))
+    samples[2, 0] = samples[4, 2] = bad
+    with pytest.raises(InvalidInputError, match=rf"S holds {message}.* in sample\(s\) \[2, 4\]"):
+        as_samples("S", samples, 3)
