@@ -69,6 +69,7 @@ TRAJECTORY_TOPIC = "/joint_trajectory_controller/joint_trajectory"
 CONTROLLERS = ("effort", "joint_trajectory")
 RESET_SETTLE = 0.05   # [wall s] after ~/reset: time stopped, late commands dropped
 WAITING_REPUBLISH = 0.1   # [wall s] state republished this often while time stands still
+LOCKSTEP_TIMEOUT = 0.5    # [wall s] the lockstep_timeout parameter's default
 # Physically sane parameter ranges (docs/simulation.md); beyond them MuJoCo's
 # mass matrix loses its precision and the simulation diverges.
 MAX_TIMESTEP = 0.01                 # [s]
@@ -104,7 +105,7 @@ class SimNode(Node):
         declare("timestep", 0.001, _descriptor("[s]", True, number=True))
         declare("real_time_factor", 1.0, _descriptor("simulated / wall time; 0: as fast as possible", number=True))
         declare("lockstep", False, _descriptor("wait for the command answering each state"))
-        declare("lockstep_timeout", 0.5, _descriptor("[wall s] longest wait for a command in lockstep", number=True))
+        declare("lockstep_timeout", LOCKSTEP_TIMEOUT, _descriptor("[wall s] longest wait for a command in lockstep", number=True))
         declare("wait_for_command", True, _descriptor(
             "hold the simulation (time stopped, state still published) until the first valid "
             "command; ~/reset re-arms it"))

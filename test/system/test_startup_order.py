@@ -47,12 +47,13 @@ from support.waiting import wait_for
 from support.sim_harness import stamp_seconds
 from soa_dynamics_ros import kernels
 from soa_dynamics_ros.description.urdf import read_description_text
+from soa_dynamics_ros.ros.parameters import PARAMETERS
+from soa_dynamics_ros.sim.arm import LOCKSTEP_TIMEOUT
 
 URDF = pathlib.Path(rtbdata.__file__).parent / "xacro" / "trossen_descriptions" / "urdf" / "vx300s.urdf.xacro"
 POSE = dict(waist=0.3, shoulder=-0.4, elbow=0.5, forearm_roll=0.2, wrist_angle=0.6,
             wrist_rotate=0.1, gripper=0.0, left_finger=0.03)
-STATE_TIMEOUT = 0.05        # [s] the node's default
-LOCKSTEP_TIMEOUT = 0.5      # [s] the sim's default
+STATE_TIMEOUT = PARAMETERS["state_timeout"].default      # [s] the node's default
 # The node's log line for a dropped stale state (ros/node.py): total delay, and the part of
 # it spent queued in the node after the middleware received the state.
 STALE_DROP = re.compile(r"a joint state arrived ([\d.]+) ms after it was published "
