@@ -586,6 +586,13 @@ _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
 # 39,000, 137 s) and ran no faster than the generic module's loops (13 against 14 us),
 # which then answer.  Arms trace 5,000-8,000.
 MAX_TRACED_OPERATIONS = 15_000
+# A kernel whose batch runs SIMD lanes (DERIVATIVE_LANES) pays up to this size: its batch
+# beats the generic loops by more than its single call loses.  Measured 2026-11-27, same
+# process, per sample of 1,000 / per call, kernel against generic: the 19-joint dual-arm
+# robot with mimic grippers (24,200 operations, 69 s to compile) 1.72 against 5.49 us /
+# 10.75 against 11.21 us; the 32-joint tree (39,200, 187 s) 4.18 against 6.65 us but
+# 21.2 against 11.6 us a call, so above this the generic module keeps both.
+MAX_LANES_TRACED_OPERATIONS = 25_000
 # The wrenched dynamics kernels, one per link set, are the size of their plain dynamics
 # and pay where the derivatives do not: the 32-joint tree's forward dynamics with a
 # wrench (35,900 traced operations) compiled in 59 s here; a call through the API took
@@ -649,20 +656,27 @@ def folded_tree_parents(tree):
 def exists(tree, kernel):
     """Whether ``kernel`` is generated for this tree: task-space inertia and forward
     dynamics derivatives not with mimic joints, the derivatives up to
-    MAX_TRACED_OPERATIONS, the wrenched dynamics up to MAX_WRENCHED_DYNAMICS_OPERATIONS."""
+    MAX_TRACED_OPERATIONS (MAX_LANES_TRACED_OPERATIONS where their batch runs lanes), the
+    wrenched dynamics up to MAX_WRENCHED_DYNAMICS_OPERATIONS."""
     if kernel == "task_space_inertia":
         return not tree.coordinates.couples_hinges
     if kernel == "forward_dynamics_derivatives" and tree.coordinates.couples_hinges:
         return False        # (the generic module's dense path)
-    # with wrenches: the size without them (they add a few hundred operations)
-    kernel = kernel.replace("_derivatives_wrenches", "_derivatives")
-    if kernel in _CAPPED_TRACES:
-        key = (structure_key(tree), kernel)
+    # with wrenches: the size without them (they add a few hundred operations), and no
+    # batch: the plain cap
+    plain = kernel.replace("_derivatives_wrenches", "_derivatives")
+    if plain in _CAPPED_TRACES:
+        key = (structure_key(tree), plain)
         if key not in _traced_sizes:
-            tracing, _, _ = _CAPPED_TRACES[kernel](tree)
+            tracing, _, _ = _CAPPED_TRACES[plain](tree)
             _traced_sizes[key] = len(tracing.trace.ops)
-        cap = (MAX_WRENCHED_DYNAMICS_OPERATIONS if kernel in WRENCHED_KERNELS
-               else MAX_TRACED_OPERATIONS)
+        if plain != kernel:
+            cap = MAX_TRACED_OPERATIONS
+        elif kernel in WRENCHED_KERNELS:
+            cap = MAX_WRENCHED_DYNAMICS_OPERATIONS
+        else:
+            cap = MAX_LANES_TRACED_OPERATIONS if DERIVATIVE_LANES.get(kernel) else \
+                MAX_TRACED_OPERATIONS
         return _traced_sizes[key] <= cap
     return True
 

@@ -116,7 +116,8 @@ def _check_against_reference(fast, slow, rng, samples=4, frames=()):
 
 
 def test_a_large_tree_takes_the_generic_derivatives(rng, monkeypatch):
-    """Above MAX_TRACED_OPERATIONS no derivative kernel is generated (it would
+    """Above their caps (MAX_LANES_TRACED_OPERATIONS for the inverse dynamics
+    derivatives: 37,000 operations here) no derivative kernel is generated (it would
     compile for minutes); the generic module answers, held to the numpy path.  The
     wrenched dynamics take their own, larger cap."""
     source = random_tree_urdf(15, moving_joints=30)
@@ -138,6 +139,29 @@ def test_a_large_tree_takes_the_generic_derivatives(rng, monkeypatch):
     assert_close(fast.forward_dynamics(q, qd, qdd, wrenches),
                  slow.forward_dynamics(q, qd, qdd, wrenches), "FD with a wrench", 1e-10)
     assert fast._kernel_set.get("forward_dynamics_wrenches", (link,)) is None
+
+
+def test_a_kernel_whose_batch_runs_lanes_takes_the_larger_cap(monkeypatch):
+    """Between MAX_TRACED_OPERATIONS and MAX_LANES_TRACED_OPERATIONS only the inverse
+    dynamics derivatives are generated (their batch runs SIMD lanes): not their wrenched
+    version, which has no batch, nor the gravity and forward ones (caps lowered here to
+    the Panda's trace sizes, so that nothing compiles)."""
+    tree = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="off").tree
+    assert generator.DERIVATIVE_LANES["inverse_dynamics_derivatives"]
+    sizes = {kernel: len(generator._CAPPED_TRACES[kernel](tree)[0].trace.ops)
+             for kernel in ("inverse_dynamics_derivatives", "gravity_derivatives",
+                            "forward_dynamics_derivatives")}
+    smallest = min(sizes.values())
+    monkeypatch.setattr(generator, "MAX_TRACED_OPERATIONS", smallest - 1)
+    monkeypatch.setattr(generator, "MAX_LANES_TRACED_OPERATIONS",
+                        sizes["inverse_dynamics_derivatives"])
+    assert generator.exists(tree, "inverse_dynamics_derivatives")
+    for kernel in ("inverse_dynamics_derivatives_wrenches", "gravity_derivatives",
+                   "forward_dynamics_derivatives"):
+        assert not generator.exists(tree, kernel), kernel
+    monkeypatch.setattr(generator, "MAX_LANES_TRACED_OPERATIONS",
+                        sizes["inverse_dynamics_derivatives"] - 1)
+    assert not generator.exists(tree, "inverse_dynamics_derivatives")
 
 
 def test_prepared_kernels_that_are_not_generated_go_to_the_generic_module_at_once(rng):
