@@ -181,9 +181,10 @@ class Kernels:
         return self._modules[key]
 
     def get(self, kernel, frame=None):
-        """The callable for ``kernel`` (compiled and loaded), or None if not generated."""
+        """The callable for ``kernel`` (compiled and loaded), or None if not generated or
+        left to the generic module (a single call of a batch-only module)."""
         function = self._ready.get((kernel, frame))
-        if function is None:
+        if function is None and not generator.batch_only(self.tree, kernel):
             module = self._module(kernel.removesuffix("_batch"), frame)
             function = getattr(module, kernel, None)
             if function is not None:

@@ -681,6 +681,16 @@ def exists(tree, kernel):
     return True
 
 
+def batch_only(tree, kernel):
+    """Whether only the batch of ``kernel``'s module answers, its single calls going to the
+    generic module: a trace over MAX_TRACED_OPERATIONS, where a single call runs no faster
+    than the generic loops (the dual-arm robot's inverse dynamics derivatives, 24,200
+    operations: 9.8-10.1 against 7.2-9.4 us, two same-process A/Bs, 2026-11-27), but within
+    MAX_LANES_TRACED_OPERATIONS, where its lanes batch pays."""
+    return bool(DERIVATIVE_LANES.get(kernel)) and exists(tree, kernel) and \
+        _traced_sizes[(structure_key(tree), kernel)] > MAX_TRACED_OPERATIONS
+
+
 def kernel_key(tree, kernel, frame=None):
     """Hash naming the module of one kernel (of one frame for the per-frame kernels)."""
     base = structure_key(tree) if frame is None else frame_key(tree, frame)

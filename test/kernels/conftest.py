@@ -55,9 +55,13 @@ class TracedRobot:
         return tracing.trace, mass
 
     def compiled(self, kernel):
+        """The module's function ``kernel``, or None where no module is generated; also
+        the single call of a batch-only module (generator.batch_only), which the API
+        leaves to the generic module but its batch's rows are held to."""
         if self._compiled is None:
             self._compiled = Kernels(self.tree)
-        return self._compiled.get(kernel)
+        module = self._compiled._module(kernel.removesuffix("_batch"), None)
+        return None if module is None else getattr(module, kernel, None)
 
     def generated_source(self, kernel):
         """The C source of ``kernel``'s module, as the generator writes it."""

@@ -143,9 +143,9 @@ def test_a_large_tree_takes_the_generic_derivatives(rng, monkeypatch):
 
 def test_a_kernel_whose_batch_runs_lanes_takes_the_larger_cap(monkeypatch):
     """Between MAX_TRACED_OPERATIONS and MAX_LANES_TRACED_OPERATIONS only the inverse
-    dynamics derivatives are generated (their batch runs SIMD lanes): not their wrenched
-    version, which has no batch, nor the gravity and forward ones (caps lowered here to
-    the Panda's trace sizes, so that nothing compiles)."""
+    dynamics derivatives are generated (their batch runs SIMD lanes), and only their batch
+    answers: not their wrenched version, which has no batch, nor the gravity and forward
+    ones (caps lowered here to the Panda's trace sizes, so that nothing compiles)."""
     tree = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="off").tree
     assert generator.DERIVATIVE_LANES["inverse_dynamics_derivatives"]
     sizes = {kernel: len(generator._CAPPED_TRACES[kernel](tree)[0].trace.ops)
@@ -156,12 +156,40 @@ def test_a_kernel_whose_batch_runs_lanes_takes_the_larger_cap(monkeypatch):
     monkeypatch.setattr(generator, "MAX_LANES_TRACED_OPERATIONS",
                         sizes["inverse_dynamics_derivatives"])
     assert generator.exists(tree, "inverse_dynamics_derivatives")
+    assert generator.batch_only(tree, "inverse_dynamics_derivatives")
+    assert not generator.batch_only(tree, "inverse_dynamics_derivatives_batch")
     for kernel in ("inverse_dynamics_derivatives_wrenches", "gravity_derivatives",
                    "forward_dynamics_derivatives"):
         assert not generator.exists(tree, kernel), kernel
     monkeypatch.setattr(generator, "MAX_LANES_TRACED_OPERATIONS",
                         sizes["inverse_dynamics_derivatives"] - 1)
     assert not generator.exists(tree, "inverse_dynamics_derivatives")
+    monkeypatch.setattr(generator, "MAX_TRACED_OPERATIONS", 10**9)
+    monkeypatch.setattr(generator, "MAX_LANES_TRACED_OPERATIONS", 10**9)
+    assert not generator.batch_only(tree, "inverse_dynamics_derivatives")
+
+
+def test_a_batch_only_module_answers_batches_and_leaves_single_calls_generic(rng):
+    """The dual-arm robot's inverse dynamics derivatives are batch-only: after
+    prepare_kernels() its batch is the robot's own kernel, its single calls the generic
+    module's, and both agree with the numpy path."""
+    source = shipped_urdf("dual_arm_torso.urdf")
+    fast, slow = _pair(source)
+    name = "inverse_dynamics_derivatives"
+    assert generator.batch_only(fast.tree, name), "the robot no longer falls between the caps"
+    fast.prepare_kernels(wrenches=False)
+    assert fast._ready[name] is None
+    assert fast._fast.inverse_dynamics_derivatives is fast._generic[name]
+    batch = fast._ready[name + "_batch"]
+    assert batch is not None and batch is not fast._generic.get(name + "_batch")
+    Q, QD, QDD = rng.uniform(-2, 2, (3, 9, fast.dof))
+    rows = fast.inverse_dynamics_derivatives_batch(Q, QD, QDD)
+    for s in range(len(Q)):
+        expected = slow.inverse_dynamics_derivatives(Q[s], QD[s], QDD[s])
+        for part, answer, single in zip(expected, (rows[0][s], rows[1][s]),
+                                        fast.inverse_dynamics_derivatives(Q[s], QD[s], QDD[s])):
+            assert_close(answer, part, "batch-only kernel's row", TOL)
+            assert_close(single, part, "generic single call", TOL)
 
 
 def test_prepared_kernels_that_are_not_generated_go_to_the_generic_module_at_once(rng):
@@ -200,7 +228,8 @@ def test_generated_code_matches_reference(kind, source, rng):
     # Derivative kernels where generated (not too large; forward: no mimic coupling).
     for kernel in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives",
                    "gravity_derivatives"):
-        assert (fast._ready.get(kernel) is not None) == generator.exists(fast.tree, kernel)
+        assert (fast._ready.get(kernel) is not None) == (
+            generator.exists(fast.tree, kernel) and not generator.batch_only(fast.tree, kernel))
     if not fast.tree.has_mimic and fast.dof < 10:
         assert fast._ready.get("forward_dynamics_derivatives") is not None
 
