@@ -586,12 +586,13 @@ _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
 # 39,000, 137 s) and ran no faster than the generic module's loops (13 against 14 us),
 # which then answer.  Arms trace 5,000-8,000.
 MAX_TRACED_OPERATIONS = 15_000
-# A kernel whose batch runs SIMD lanes (DERIVATIVE_LANES) pays up to this size: its batch
-# beats the generic loops by more than its single call loses.  Measured 2026-11-27, same
-# process, per sample of 1,000 / per call, kernel against generic: the 19-joint dual-arm
-# robot with mimic grippers (24,200 operations, 69 s to compile) 1.72 against 5.49 us /
-# 10.75 against 11.21 us; the 32-joint tree (39,200, 187 s) 4.18 against 6.65 us but
-# 21.2 against 11.6 us a call, so above this the generic module keeps both.
+# A kernel whose batch runs SIMD lanes (DERIVATIVE_LANES) is generated up to this size for
+# that batch alone (batch_only: above MAX_TRACED_OPERATIONS its single calls stay with the
+# generic module).  Measured 2026-11-27, same process, per sample of 1,000 / per call,
+# kernel against generic: the 19-joint dual-arm robot with mimic grippers (24,200
+# operations, 69 s to compile) 1.72 against 5.49 us / 10.75 against 11.21 us; the
+# 32-joint tree (39,200, 187 s) 4.18 against 6.65 us / 21.2 against 11.6 us: its batch
+# would gain 1.6x for minutes of compile per robot.
 MAX_LANES_TRACED_OPERATIONS = 25_000
 # The wrenched dynamics kernels, one per link set, are the size of their plain dynamics
 # and pay where the derivatives do not: the 32-joint tree's forward dynamics with a
