@@ -666,20 +666,24 @@ def exists(tree, kernel):
     # with wrenches: the size without them (they add a few hundred operations), and no
     # batch: the plain cap
     plain = kernel.replace("_derivatives_wrenches", "_derivatives")
-    if plain in _CAPPED_TRACES:
-        key = (structure_key(tree), plain)
-        if key not in _traced_sizes:
-            tracing, _, _ = _CAPPED_TRACES[plain](tree)
-            _traced_sizes[key] = len(tracing.trace.ops)
-        if plain != kernel:
-            cap = MAX_TRACED_OPERATIONS
-        elif kernel in WRENCHED_KERNELS:
-            cap = MAX_WRENCHED_DYNAMICS_OPERATIONS
-        else:
-            cap = MAX_LANES_TRACED_OPERATIONS if DERIVATIVE_LANES.get(kernel) else \
-                MAX_TRACED_OPERATIONS
-        return _traced_sizes[key] <= cap
-    return True
+    if plain not in _CAPPED_TRACES:
+        return True
+    if plain == kernel and kernel in WRENCHED_KERNELS:
+        cap = MAX_WRENCHED_DYNAMICS_OPERATIONS
+    elif DERIVATIVE_LANES.get(kernel):
+        cap = MAX_LANES_TRACED_OPERATIONS
+    else:
+        cap = MAX_TRACED_OPERATIONS
+    return _traced_size(tree, plain) <= cap
+
+
+def _traced_size(tree, kernel):
+    """Traced operations of capped ``kernel`` for this tree's structure (traced once)."""
+    key = (structure_key(tree), kernel)
+    if key not in _traced_sizes:
+        tracing, _, _ = _CAPPED_TRACES[kernel](tree)
+        _traced_sizes[key] = len(tracing.trace.ops)
+    return _traced_sizes[key]
 
 
 def batch_only(tree, kernel):
@@ -688,8 +692,8 @@ def batch_only(tree, kernel):
     than the generic loops (the dual-arm robot's inverse dynamics derivatives, 24,200
     operations: 9.8-10.1 against 7.2-9.4 us, two same-process A/Bs, 2026-11-27), but within
     MAX_LANES_TRACED_OPERATIONS, where its lanes batch pays."""
-    return bool(DERIVATIVE_LANES.get(kernel)) and exists(tree, kernel) and \
-        _traced_sizes[(structure_key(tree), kernel)] > MAX_TRACED_OPERATIONS
+    return bool(DERIVATIVE_LANES.get(kernel)) and (
+        MAX_TRACED_OPERATIONS < _traced_size(tree, kernel) <= MAX_LANES_TRACED_OPERATIONS)
 
 
 def kernel_key(tree, kernel, frame=None):
