@@ -349,16 +349,20 @@ def _operand(x):
     return f"t{x}" if isinstance(x, int) else _constant(x)
 
 
-def _body(trace, outputs, indent="    ", lanes=False):
-    """C statements computing every live node, then ``outputs`` (list of (target, value)).
+def _body(trace, outputs, indent="    ", strides=None):
+    """C statements computing every live node, then ``outputs``: a list of ((array,
+    index), value).
 
     Every node is a ``const double`` of its own; guards (``value > threshold``
-    must hold, else status 2) follow the last node they read.  ``lanes``: the
-    same arithmetic on ``SOA_LANES`` consecutive samples at once (see
-    ``runtime.h``): nodes that read a sample are ``soa_vd`` vectors, nodes of
-    the parameters alone stay ``double`` (computed once per block), inputs are
-    gathered from the samples' rows and outputs scattered to theirs.
+    must hold, else status 2) follow the last node they read.  ``strides``
+    (``{array: C expression}``, every output array's): the same arithmetic on
+    ``SOA_LANES`` consecutive samples at once (see ``runtime.h``): nodes that
+    read a sample are ``soa_vd`` vectors, nodes of the parameters alone stay
+    ``double`` (computed once per block), inputs are gathered from the samples'
+    rows and outputs scattered to theirs, lane l's ``stride * l`` doubles after
+    lane 0's.
     """
+    lanes = strides is not None
     ops = trace.ops
     live = np.zeros(len(ops), dtype=bool)
     stack = [v.i for _, v in outputs if isinstance(v, Sym)]
@@ -416,12 +420,13 @@ def _body(trace, outputs, indent="    ", lanes=False):
                 check = f"{_operand(value)} > {_operand(threshold)}"
             lines.append(f"{indent}if (!({check}))")
             lines.append(f"{indent}    return SOA_SINGULAR;")
-    for target, value in outputs:
+    for (array, index), value in outputs:
         value = value.i if isinstance(value, Sym) else float(value)
         if lanes:
-            lines.append(f"{indent}SOA_SCATTER({target}, {_lanes(value, per_sample)});")
+            lines.append(f"{indent}soa_scatter(&{array}[{index}], {strides[array]}, "
+                         f"{_lanes(value, per_sample)});")
         else:
-            lines.append(f"{indent}{target} = {_operand(value)};")
+            lines.append(f"{indent}{array}[{index}] = {_operand(value)};")
     return lines, counts
 
 
@@ -430,6 +435,15 @@ def _lanes(x, per_sample):
     if isinstance(x, int) and per_sample[x]:
         return _operand(x)
     return f"soa_broadcast({_operand(x)})"
+
+
+# Doubles of a core's workspace per sample up to which its lanes core keeps a copy per lane
+# on the stack: at 8 lanes 256 KB, well within the 8 MB of a glibc thread's default (the
+# batch threads', runtime.h soa_in_parallel, and Python's).  The forward dynamics
+# derivatives' 4 n^2 (a 7-joint arm: 196; MAX_TRACED_OPERATIONS keeps n small), a mimic
+# robot's forward dynamics' n^2 (Talos, 32 joints: 1,024; a 64-joint one would be left
+# without lanes).
+MAX_LANES_WORKSPACE = 4096
 
 
 class _Module:
@@ -448,14 +462,16 @@ class _Module:
         self._links = ()           # the links a wrenched kernel reads wrenches of
         self._widths = {}
 
-    def kernel(self, name, arrays, outputs, trace, doc, shape, workspace=None, tail=None,
-               parts=1, links=()):
+    def kernel(self, name, arrays, outputs, trace, doc, shape, workspace=(), solve=None,
+               prelude=(), parts=1, links=()):
         """A core computing ``outputs`` from ``arrays`` and its single-sample wrapper.
 
         ``arrays``: (name, length) of the vector inputs, then ("p", length).
         ``shape``: (rows,) or (rows, cols) of the answer, or of each of ``parts``
-        answers (a tuple of arrays then).  ``workspace``: a local array the
-        outputs fill and ``tail`` (a C return statement) turns into ``out``.
+        answers (a tuple of arrays then).  ``workspace``: (name, length) of local
+        arrays the outputs fill and ``solve`` turns into ``out``: a C call
+        returning a status, with ``{name}`` for each of them and ``{out}``, after
+        the C lines ``prelude``.
         ``links``: the last vector input ``w`` holds the wrenches on these links,
         which the wrapper reads from a ``{link: wrench}`` dict before ``p``.
         """
@@ -473,12 +489,14 @@ class _Module:
         lines += [f"    if (soa_check({a}, {size}, {MAX_MAGNITUDE!r}))\n        return SOA_BAD_INPUT;"
                   for a, size in vectors]
         if workspace:
-            lines.append(f"    double {workspace};")
-        lines += body + [f"    {tail or 'return SOA_OK;'}", "}"]
-        self.lines += lines
-        # Vectorized across samples only where the outputs are the answer: a
-        # workspace (the mimic robots' Cholesky) stays per sample.
-        self._lane_sources[name] = None if workspace else (vectors, outputs, trace, counted)
+            lines.append(f"    double {', '.join(f'{a}[{size}]' for a, size in workspace)};")
+        lines += body + [f"    {line}" for line in prelude]
+        if solve:
+            lines.append(f"    return {solve.format(out='out', **{a: a for a, _ in workspace})};")
+        else:
+            lines.append("    return SOA_OK;")
+        self.lines += lines + ["}"]
+        self._lane_sources[name] = (vectors, outputs, trace, counted, workspace, solve, prelude)
         rows, cols = (shape + (0,))[:2]
         self._widths[name] = parts * rows * (cols or 1)       # doubles per sample
         if links:
@@ -499,7 +517,7 @@ class _Module:
 
         ``vectorized``: blocks of ``SOA_LANES`` samples go through a vectorized
         copy of the core (``single``_lanes), the remaining rows through the
-        core itself (always so for a core with a workspace).
+        core itself.
         """
         vectors = [a for a, _ in arrays if a != "p"]
         lanes = self._lanes_core(single) if vectorized else "NULL"
@@ -510,12 +528,16 @@ class _Module:
                       f"{dict(arrays)['p']}, {width}, {least}, {single}_core, {lanes})")
 
     def _lanes_core(self, single):
-        """Emit ``single``'s core over SOA_LANES consecutive samples; its name, or NULL."""
-        source = self._lane_sources.get(single)
-        if source is None:
+        """Emit ``single``'s core over SOA_LANES consecutive samples; its name.
+
+        A core with a workspace gets one copy of it per lane, which the traced
+        arithmetic fills for the block at once; then ``solve`` runs lane by lane.  Not
+        above MAX_LANES_WORKSPACE (then NULL: the batch runs the core sample by sample)."""
+        vectors, outputs, trace, counted, workspace, solve, prelude = self._lane_sources[single]
+        if sum(size for _, size in workspace) > MAX_LANES_WORKSPACE:
             return "NULL"
-        vectors, outputs, trace, counted = source
-        body, _ = _body(trace, outputs, lanes=True)
+        strides = {"out": "SOA_OUT_STRIDE", **{a: size for a, size in workspace}}
+        body, _ = _body(trace, outputs, strides=strides)
         lines = ["", f"/* {single} on SOA_LANES consecutive samples ({counted}, per block) */",
                  f"static int {single}_lanes(const double *const *inputs, "
                  "const double *restrict p, double *restrict out)", "{",
@@ -526,7 +548,19 @@ class _Module:
         # The samples of a block are consecutive rows: one check covers them.
         lines += [f"    if (soa_check({a}, SOA_LANES * {size}, {MAX_MAGNITUDE!r}))\n"
                   "        return SOA_BAD_INPUT;" for a, size in vectors]
-        self.lines += lines + body + ["    return SOA_OK;", "}"]
+        if workspace:
+            lines.append("    double " + ", ".join(f"{a}[SOA_LANES * {size}]"
+                                                  for a, size in workspace) + ";")
+        lines += body + [f"    {line}" for line in prelude]
+        if solve:
+            lane = solve.format(out="out + l * SOA_OUT_STRIDE",
+                                **{a: f"{a} + l * {size}" for a, size in workspace})
+            lines += ["    for (int l = 0; l < SOA_LANES; ++l) {",
+                      f"        const int status = {lane};",
+                      "        if (status != SOA_OK)",
+                      "            return status;",
+                      "    }"]
+        self.lines += lines + ["    return SOA_OK;", "}"]
         return f"{single}_lanes"
 
     def _wrapper(self, name, doc, call):
@@ -555,12 +589,12 @@ class _Module:
 
 
 def _vector_outputs(values, target="out"):
-    return [(f"{target}[{k}]", symbolic.fold(v)) for k, v in enumerate(values)]
+    return [((target, k), symbolic.fold(v)) for k, v in enumerate(values)]
 
 
 def _matrix_outputs(values, target="out", offset=0):
     rows, cols = values.shape
-    return [(f"{target}[{offset + i * cols + j}]", symbolic.fold(values[i, j]))
+    return [((target, offset + i * cols + j), symbolic.fold(values[i, j]))
             for i in range(rows) for j in range(cols)]
 
 
@@ -586,14 +620,17 @@ _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
 # 39,000, 137 s) and ran no faster than the generic module's loops (13 against 14 us),
 # which then answer.  Arms trace 5,000-8,000.
 MAX_TRACED_OPERATIONS = 15_000
-# A kernel whose batch runs SIMD lanes (DERIVATIVE_LANES) is generated up to this size for
-# that batch alone (batch_only: above MAX_TRACED_OPERATIONS its single calls stay with the
-# generic module).  Measured 2026-11-27, same process, per sample of 1,000 / per call,
+# The kernels of LANES_CAP_KERNELS are generated up to this size for their lanes batch
+# alone (batch_only: above MAX_TRACED_OPERATIONS their single calls stay with the generic
+# module).  Measured 2026-11-27, same process, per sample of 1,000 / per call,
 # kernel against generic: the 19-joint dual-arm robot with mimic grippers (24,200
 # operations, 69 s to compile) 1.72 against 5.49 us / 10.75 against 11.21 us; the
 # 32-joint tree (39,200, 187 s) 4.18 against 6.65 us / 21.2 against 11.6 us: its batch
 # would gain 1.6x for minutes of compile per robot.
 MAX_LANES_TRACED_OPERATIONS = 25_000
+# Measured for the inverse dynamics derivatives only: the forward ones (whose batch also
+# runs lanes) trace 1.5x as many operations and keep MAX_TRACED_OPERATIONS.
+LANES_CAP_KERNELS = ("inverse_dynamics_derivatives",)
 # The wrenched dynamics kernels, one per link set, are the size of their plain dynamics
 # and pay where the derivatives do not: the 32-joint tree's forward dynamics with a
 # wrench (35,900 traced operations) compiled in 59 s here; a call through the API took
@@ -608,17 +645,21 @@ _CAPPED_TRACES = {"inverse_dynamics_derivatives": trace_inverse_dynamics_derivat
                   "inverse_dynamics_wrenches": trace_inverse_dynamics,
                   "forward_dynamics_wrenches": trace_forward_dynamics}
 _traced_sizes = {}          # (structure key, kernel) -> operations
-# Whether the batches of the derivative kernels without a workspace run blocks of samples
-# through a lanes core (the forward one solves with M per sample, so never).  Measured
-# 2026-11-25, per sample, batch of 32 (one thread) / 1,000, without -> with lanes, and
-# the module's compile time (another job was using one of the two cores):
+# Whether the batches of the derivative kernels run blocks of samples through a lanes
+# core.  Measured 2026-11-25, per sample, batch of 32 (one thread) / 1,000, without -> with
+# lanes, and the module's compile time (another job was using one of the two cores):
 #   inverse dynamics derivatives: panda 1.18 -> 0.52 us (1.21 -> 0.55), compile 3.7 ->
 #     5.2 s; lbr_iiwa_14 1.19 -> 0.51 us (1.22 -> 0.56), compile 2.5 -> 6.4 s: 2.2-2.3x,
 #     worth the seconds of a background or prepare_kernels() compile;
 #   gravity derivatives: panda 0.234 -> 0.228 us (0.232 -> 0.215), compile 0.4 -> 0.8 s;
 #     lbr_iiwa_14 0.217 -> 0.235 us (0.214 -> 0.215), compile 0.4 -> 1.0 s: nothing
 #     gained (as for gravity_torques: 660 operations, memory-bound), compile doubled.
-DERIVATIVE_LANES = {"inverse_dynamics_derivatives": True, "gravity_derivatives": False}
+# 2026-11-27, batch of 1,000, without -> with lanes (one copy of M and of the right-hand
+# sides per lane, then the solve lane by lane), same process: forward dynamics
+# derivatives: panda 1.79 -> 0.62 us, lbr_iiwa_14 1.33 -> 0.49 us, ur5 1.31 -> 0.50 us
+# (2.6-2.9x), compile 5.9 -> 11.0 s (panda).
+DERIVATIVE_LANES = {"inverse_dynamics_derivatives": True, "forward_dynamics_derivatives": True,
+                    "gravity_derivatives": False}
 
 
 def folded_tree_parents(tree):
@@ -657,7 +698,7 @@ def folded_tree_parents(tree):
 def exists(tree, kernel):
     """Whether ``kernel`` is generated for this tree: task-space inertia and forward
     dynamics derivatives not with mimic joints, the derivatives up to
-    MAX_TRACED_OPERATIONS (MAX_LANES_TRACED_OPERATIONS where their batch runs lanes), the
+    MAX_TRACED_OPERATIONS (MAX_LANES_TRACED_OPERATIONS those of LANES_CAP_KERNELS), the
     wrenched dynamics up to MAX_WRENCHED_DYNAMICS_OPERATIONS."""
     if kernel == "task_space_inertia":
         return not tree.coordinates.couples_hinges
@@ -670,7 +711,7 @@ def exists(tree, kernel):
         return True
     if plain == kernel and kernel in WRENCHED_KERNELS:
         cap = MAX_WRENCHED_DYNAMICS_OPERATIONS
-    elif DERIVATIVE_LANES.get(kernel):
+    elif kernel in LANES_CAP_KERNELS:
         cap = MAX_LANES_TRACED_OPERATIONS
     else:
         cap = MAX_TRACED_OPERATIONS
@@ -692,7 +733,7 @@ def batch_only(tree, kernel):
     than the generic loops (the dual-arm robot's inverse dynamics derivatives, 24,200
     operations: 9.8-10.1 against 7.2-9.4 us, two same-process A/Bs, 2026-11-27), but within
     MAX_LANES_TRACED_OPERATIONS, where its lanes batch pays."""
-    return bool(DERIVATIVE_LANES.get(kernel)) and (
+    return kernel in LANES_CAP_KERNELS and (
         MAX_TRACED_OPERATIONS < _traced_size(tree, kernel) <= MAX_LANES_TRACED_OPERATIONS)
 
 
@@ -735,15 +776,17 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
             mass, rhs = answer
             parents = folded_tree_parents(tree)
             if parents is None:
-                solve, tail = "Cholesky", f"return soa_cholesky_solve(m, out, {dof}, 1);"
+                method, prelude = "Cholesky", ()
+                solve = f"soa_cholesky_solve({{m}}, {{out}}, {dof}, 1)"
             else:
-                solve = "the LTL of its tree's sparsity"
-                tail = (f"static const int up[{dof}] = {{{', '.join(map(str, parents))}}};\n"
-                        f"    return soa_tree_solve(m, out, {dof}, up);")
+                method = "the LTL of its tree's sparsity"
+                prelude = (f"static const int up[{dof}] = {{{', '.join(map(str, parents))}}};",)
+                solve = f"soa_tree_solve({{m}}, {{out}}, {dof}, up)"
             module.kernel(kernel, arrays, _matrix_outputs(mass, "m") + _vector_outputs(rhs),
                           t.trace, f"qdd = M^-1 (tau - h){wrenched}: mimic joints couple "
-                          f"hinges, so M and h, then {solve}", (dof,),
-                          workspace=f"m[{dof * dof}]", tail=tail, links=links)
+                          f"hinges, so M and h, then {method}", (dof,),
+                          workspace=(("m", dof * dof),), solve=solve, prelude=prelude,
+                          links=links)
         else:
             module.kernel(kernel, arrays, _vector_outputs(answer), t.trace,
                           f"qdd, articulated-body recursion{wrenched}", (dof,), links=links)
@@ -771,10 +814,10 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
         module.kernel(kernel, arrays, _matrix_outputs(mass, "m") + _matrix_outputs(
                           np.hstack((-dtau_dq, -dtau_dqd, np.eye(dof))), "b"), t.trace,
                       "(dqdd/dq, dqdd/dqd, M^-1): root-axes closed form at the articulated-body "
-                      "qdd, then Cholesky", (dof, dof), workspace=f"m[{dof * dof}], "
-                      f"b[{3 * dof * dof}]", tail=f"return soa_solve_parts(m, b, {dof}, 3, out);",
-                      parts=3)
-        module.batch(kernel + "_batch", kernel, arrays, vectorized=False)   # (a workspace)
+                      "qdd, then Cholesky", (dof, dof),
+                      workspace=(("m", dof * dof), ("b", 3 * dof * dof)),
+                      solve=f"soa_solve_parts({{m}}, {{b}}, {dof}, 3, {{out}})", parts=3)
+        module.batch(kernel + "_batch", kernel, arrays, DERIVATIVE_LANES[kernel])
     elif kernel == "gravity_derivatives" and exists(tree, kernel):
         t, arrays, dg_dq = trace_gravity_derivatives(tree)
         module.kernel(kernel, arrays, _matrix_outputs(dg_dq), t.trace,
@@ -792,7 +835,8 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
         t, arrays, compliance = trace_task_space_compliance(tree, frame)
         module.kernel(kernel, arrays, _matrix_outputs(compliance, "c"), t.trace,
                       f"Lambda of {frame}: compliance recursion, then a checked inversion",
-                      (6, 6), workspace="c[36]", tail="return soa_invert_spd_checked(c, out, 6);")
+                      (6, 6), workspace=(("c", 36),),
+                      solve="soa_invert_spd_checked({c}, {out}, 6)")
     else:
         raise ValueError(f"no kernel {kernel!r} for {title}")
     return module.source(), module.stats[kernel]

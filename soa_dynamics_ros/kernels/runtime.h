@@ -35,7 +35,9 @@ typedef int (*soa_core)(const double *const *inputs, const double *p, double *ou
  * soa_vd: lane l belongs to the block's l-th sample, whose input rows are
  * SOA_STRIDE (= dof) doubles apart and whose answers SOA_OUT_STRIDE (the
  * answer's width: dof, or parts * dof * dof for the derivatives); both are
- * enums in each lanes core. */
+ * enums in each lanes core.  A core that fills a workspace (M and right-hand
+ * sides) has one copy of it per lane, each lane's `size` doubles after the
+ * last, and solves lane by lane. */
 #if defined(__AVX512F__)
 #define SOA_LANES 8
 #else
@@ -58,7 +60,6 @@ static inline void soa_scatter(double *first, int stride, soa_vd value)
 }
 
 #define SOA_GATHER(array, index) soa_gather(&(array)[index], SOA_STRIDE)
-#define SOA_SCATTER(target, value) soa_scatter(&(target), SOA_OUT_STRIDE, value)
 
 static inline soa_vd soa_broadcast(double x)
 {

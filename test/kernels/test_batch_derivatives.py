@@ -2,12 +2,13 @@
 
 A robot's derivative kernel module carries a batch version (generator.py): (N, dof)
 inputs, one row of ``parts * dof * dof`` per sample.  Every row must be the single call's
-answer: exactly where the same core runs it (the forward derivatives, which solve per
-sample, the gravity derivatives, which have no lanes core, and the rows after the last
-block of lanes), to 1e-12 where a lanes core does; in a batch of a few blocks and a
-tail, and in one split over two threads.  The first failing sample is named whichever
-share it is in; through the API, ``kernels="c"`` and ``"auto"`` answer with these kernels
-as the generic module would, and a node's start-up never compiles one.
+answer: exactly where the same core runs it (the gravity derivatives, which have no lanes
+core), to 1e-12 where a lanes core does (the inverse and forward derivatives: the forward
+one's fills a copy of M and of the right-hand sides per lane, then solves lane by lane);
+in a batch of a few blocks and a tail, and in one split over two threads.  The first
+failing sample is named whichever share it is in; through the API, ``kernels="c"`` and
+``"auto"`` answer with these kernels as the generic module would, and a node's start-up
+never compiles one.
 """
 import os
 

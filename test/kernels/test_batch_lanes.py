@@ -102,12 +102,48 @@ def test_a_singular_hinge_in_a_block_is_status_2_of_the_first_sample(traced_robo
     assert isinstance(rows, np.ndarray) and np.all(np.isfinite(rows))
 
 
-@pytest.mark.parametrize("kernel", ["inverse_dynamics", "forward_dynamics"])
+@pytest.mark.parametrize("kernel", ["inverse_dynamics", "forward_dynamics",
+                                    "inverse_dynamics_derivatives",
+                                    "forward_dynamics_derivatives"])
 def test_the_batches_of_a_tree_robot_are_vectorized(kernel, traced_robot):
-    """Inverse and forward dynamics batches go through the lanes core (gravity's does not:
-    it measured no faster, see the generator)."""
+    """Inverse and forward dynamics batches and their derivatives' go through the lanes
+    core (gravity's does not: it measured no faster, see the generator)."""
     source = traced_robot(shipped_urdf("panda.urdf")).generated_source(kernel)
     assert f"{kernel}_core, {kernel}_lanes)" in source
+
+
+def test_a_workspace_too_large_for_the_stack_leaves_the_batch_sample_by_sample(
+        traced_robot, monkeypatch):
+    """A lanes core keeps a copy of its core's workspace per lane on the stack: above
+    MAX_LANES_WORKSPACE doubles a sample the batch runs the single core (lowered here
+    below the Panda's 4 x 7 x 7 for its forward dynamics derivatives)."""
+    from soa_dynamics_ros.kernels import generator
+    robot = traced_robot(shipped_urdf("panda.urdf"))
+    kernel = "forward_dynamics_derivatives"
+    monkeypatch.setattr(generator, "MAX_LANES_WORKSPACE", 4 * 7 * 7)
+    assert f"{kernel}_core, {kernel}_lanes)" in robot.generated_source(kernel)
+    monkeypatch.setattr(generator, "MAX_LANES_WORKSPACE", 4 * 7 * 7 - 1)
+    source = robot.generated_source(kernel)
+    assert f"{kernel}_core, NULL)" in source and f"{kernel}_lanes(" not in source
+
+
+@pytest.mark.parametrize("seed, solve", [(24, "soa_cholesky_solve"), (22, "soa_tree_solve")])
+def test_a_mimic_robot_solves_its_forward_dynamics_lane_by_lane(seed, solve, traced_robot, rng):
+    """Mimic joints couple hinges, so the forward dynamics kernel forms M and h and then
+    solves: its lanes core fills one M per lane and solves each, by the dense Cholesky or
+    by the LTL of M's tree sparsity (mimic joints within one branch), as the single core
+    does; every row of a batch, in blocks and in the tail, is the single core's answer."""
+    robot = traced_robot(random_tree_urdf(seed, moving_joints=12, mimic_fraction=0.3))
+    source = robot.generated_source("forward_dynamics")
+    lanes = source[source.index("forward_dynamics_lanes("):]
+    assert f"{solve}(m + l * " in lanes, "another solve than the single core's"
+    p = robot.parameters()
+    q, qd, tau = _inputs(robot, rng)
+    rows = robot.compiled("forward_dynamics_batch")(q, qd, tau, p)
+    assert isinstance(rows, np.ndarray), rows
+    for s in range(SAMPLES):
+        assert_close(rows[s], robot.compiled("forward_dynamics")(q[s], qd[s], tau[s], p),
+                     f"row {s}", TOL)
 
 
 def test_lanes_take_sine_and_cosine_of_an_angle_together():
