@@ -55,6 +55,7 @@ from ..algorithms.kinematics import body_placements, frame_placement, hinge_jaco
 from ..algorithms.mass_matrix import mass_matrix
 from ..algorithms.momentum import coriolis_transpose_product
 from ..algorithms.task_space import DEFAULT_RCOND, compliance_gather, frame_wrench_map
+from ..errors import SingularDynamicsError
 from ..multibody.spatial import (INERTIA_PARAMETER_COUNT as PARAMS_PER_BODY, homogeneous,
                                  inertia_to_parameters, parameters_to_inertia)
 from ..validation import MAX_MAGNITUDE
@@ -238,21 +239,55 @@ def trace_inverse_dynamics_derivatives(tree, links=()):
 
 
 def trace_forward_dynamics_derivatives(tree):
-    """``(dtau/dq, dtau/dqd)`` of the joints at ``qdd = FD(q, qd, tau)`` (articulated-body
-    recursion) and M, by the root-axes closed form: the kernel then solves with M.  Trees
-    without mimic coupling only (:func:`exists`)."""
+    """``(dtau/dq, dtau/dqd)`` of the joints at ``qdd = FD(q, qd, tau)`` and M, by the
+    root-axes closed form: the kernel then solves with M.  qdd by the articulated-body
+    recursion, or where mimic joints couple hinges by M and h and :func:`_traced_solve`
+    (as the reference's forward dynamics of such robots solves with M)."""
     arrays = [("q", tree.dof), ("qd", tree.dof), ("tau", tree.dof), ("p", _param_count(tree))]
     t = _Tracing(tree, arrays)
     c = t.coordinates
     q_hinge, qd_hinge = c.hinge_positions(t.inputs["q"]), c.hinge_rates(t.inputs["qd"])
-    bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
-                                     c.hinge_rates(t.inputs["tau"]))
-    qdd, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
+    mass = c.joint_mass_matrix(root_axes_derivatives.mass_matrix(t.symbolic_tree, q_hinge))
+    if c.couples_hinges:
+        bias = c.joint_forces(inverse_dynamics(t.symbolic_tree, q_hinge, qd_hinge,
+                                               np.zeros(tree.nb, dtype=object) + 0.0,
+                                               t.root_acceleration()))
+        qdd = _traced_solve(mass, t.inputs["tau"] - bias)
+    else:
+        bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
+                                         c.hinge_rates(t.inputs["tau"]))
+        qdd_hinge, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
+        qdd = c.joint_forces(qdd_hinge)
     hinge_matrices = root_axes_derivatives.inverse_dynamics_derivatives(
-        t.symbolic_tree, q_hinge, qd_hinge, c.hinge_rates(c.joint_forces(qdd)),
-        t.root_acceleration())
-    mass = root_axes_derivatives.mass_matrix(t.symbolic_tree, q_hinge)
-    return t, arrays, [c.joint_mass_matrix(matrix) for matrix in hinge_matrices + (mass,)]
+        t.symbolic_tree, q_hinge, qd_hinge, c.hinge_rates(qdd), t.root_acceleration())
+    return t, arrays, [c.joint_mass_matrix(matrix) for matrix in hinge_matrices] + [mass]
+
+
+def _traced_solve(mass, rhs):
+    """``M^-1 rhs`` for a symmetric positive definite (n, n) ``mass`` of traced values:
+    the LTDL factorization (RBDA 6.5: M = L^T D L, eliminating from the last joint, so
+    that a tree's sparsity in parent-first order fills nothing in; its zeros fold away in
+    the trace), then the two substitutions.  Each pivot is guarded > 0 (else the kernel's
+    status 2, as soa_cholesky_factor's where M is not positive definite)."""
+    n = len(rhs)
+    h = [[mass[i, j] for j in range(i + 1)] for i in range(n)]     # the lower triangle
+    for k in range(n - 1, -1, -1):
+        if not h[k][k] > 0.0:       # (a traced pivot records its guard and passes)
+            raise SingularDynamicsError(f"pivot {k} of the mass matrix is {h[k][k]}")
+        for i in range(k - 1, -1, -1):     # (row k's entries left of i still M's)
+            factor = h[k][i] / h[k][k]
+            for j in range(i + 1):
+                h[i][j] = h[i][j] - factor * h[k][j]
+            h[k][i] = factor
+    x = list(rhs)
+    for k in range(n - 1, -1, -1):          # L^T z = rhs
+        for i in range(k):
+            x[i] = x[i] - h[k][i] * x[k]
+    x = [x[k] / h[k][k] for k in range(n)]  # D w = z
+    for i in range(n):                      # L qdd = w
+        for j in range(i):
+            x[i] = x[i] - h[i][j] * x[j]
+    return np.array(x, dtype=object)
 
 
 def trace_gravity_derivatives(tree):
@@ -696,14 +731,12 @@ def folded_tree_parents(tree):
 
 
 def exists(tree, kernel):
-    """Whether ``kernel`` is generated for this tree: task-space inertia and forward
-    dynamics derivatives not with mimic joints, the derivatives up to
+    """Whether ``kernel`` is generated for this tree: task-space inertia not with mimic
+    joints, the derivatives up to
     MAX_TRACED_OPERATIONS (MAX_LANES_TRACED_OPERATIONS those of LANES_CAP_KERNELS), the
     wrenched dynamics up to MAX_WRENCHED_DYNAMICS_OPERATIONS."""
     if kernel == "task_space_inertia":
         return not tree.coordinates.couples_hinges
-    if kernel == "forward_dynamics_derivatives" and tree.coordinates.couples_hinges:
-        return False        # (the generic module's dense path)
     # with wrenches: the size without them (they add a few hundred operations), and no
     # batch: the plain cap
     plain = kernel.replace("_derivatives_wrenches", "_derivatives")

@@ -36,8 +36,9 @@ DERIVATIVES = {  # batch kernel: (single-sample kernel, (N, dof) inputs, matrice
 COUNTS = (19, 2 * 512 + 19)
 
 
-# The shipped robots, a random tree and an rtb-data arm with a mimic gripper (no forward
-# dynamics derivatives kernel); loaded in the test (the zoo one skips without rtb-data).
+# The shipped robots, a random tree and an rtb-data arm with a mimic gripper (its forward
+# derivatives solve for qdd with M and h); loaded in the test (the zoo one skips without
+# rtb-data).
 ZOO_ROBOT = "trossen_descriptions/urdf/vx300s.urdf.xacro"
 ROBOTS = ([pytest.param(lambda name=name: shipped_urdf(name), id=name) for name in SHIPPED_ROBOTS]
           + [pytest.param(lambda: random_tree_urdf(21, moving_joints=9, prismatic_fraction=0.25,

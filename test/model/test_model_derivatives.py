@@ -314,7 +314,7 @@ def test_bad_input_gets_a_specific_error(kernels):
         model.subgraph(["no_such_joint"])
 
 
-@pytest.mark.parametrize("kernels", ["off", "generic"])
+@pytest.mark.parametrize("kernels", ["off", "generic", "c"])
 def test_singular_mass_matrix_raises(kernels):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InertiaWarning)
@@ -328,9 +328,11 @@ def test_singular_mass_matrix_raises(kernels):
         with pytest.raises(SingularDynamicsError):
             robot.forward_dynamics_derivatives_batch(
                 np.zeros((2, robot.dof)), np.zeros((2, robot.dof)), np.ones((2, robot.dof)))
-        if kernels == "generic":
-            # The compiled path itself declines with status 2 (the numpy path then raises).
-            compiled = robot._generic["forward_dynamics_derivatives"]
+        if kernels != "off":
+            # The compiled path itself declines with status 2 (the numpy path then raises):
+            # the robot's own kernel with "c" (its pivots' guards, mimic joints too).
+            compiled = (robot._generic if kernels == "generic"
+                        else robot._ready)["forward_dynamics_derivatives"]
             assert compiled(np.asarray(q, dtype=float), ones, ones, robot._params) == 2
     # Inverse dynamics needs no inverse: a massless body simply has no torque.
     assert_close(model.inverse_dynamics_derivatives([0.3], [1.0], [2.0])[0], [[0.0]], "dtau/dq",
