@@ -213,14 +213,19 @@ def trace_forward_dynamics(tree, links=()):
     forces = _traced_body_forces(t, q_hinge, links)
     if t.coordinates.couples_hinges:
         mass = t.coordinates.joint_mass_matrix(mass_matrix(t.symbolic_tree, q_hinge))
-        bias = t.coordinates.joint_forces(inverse_dynamics(t.symbolic_tree, q_hinge, qd_hinge,
-                                               np.zeros(tree.nb, dtype=object) + 0.0,
-                                               t.root_acceleration(), forces))
-        return t, arrays, (mass, t.inputs["tau"] - bias)
+        return t, arrays, (mass, t.inputs["tau"] - _joint_bias(t, q_hinge, qd_hinge, forces))
     bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
                                      t.coordinates.hinge_rates(t.inputs["tau"]), forces)
     qdd, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
     return t, arrays, t.coordinates.joint_forces(qdd)
+
+
+def _joint_bias(t, q_hinge, qd_hinge, forces=None):
+    """h(q, qd) of the joints, ``G^T ID(q, qd, 0)`` (less the joint torques of the body
+    ``forces``): what a mimic robot's forward dynamics solves ``M qdd = tau - h`` with."""
+    return t.coordinates.joint_forces(inverse_dynamics(
+        t.symbolic_tree, q_hinge, qd_hinge, np.zeros(t.tree.nb, dtype=object) + 0.0,
+        t.root_acceleration(), forces))
 
 
 def trace_inverse_dynamics_derivatives(tree, links=()):
@@ -249,10 +254,7 @@ def trace_forward_dynamics_derivatives(tree):
     q_hinge, qd_hinge = c.hinge_positions(t.inputs["q"]), c.hinge_rates(t.inputs["qd"])
     mass = c.joint_mass_matrix(root_axes_derivatives.mass_matrix(t.symbolic_tree, q_hinge))
     if c.couples_hinges:
-        bias = c.joint_forces(inverse_dynamics(t.symbolic_tree, q_hinge, qd_hinge,
-                                               np.zeros(tree.nb, dtype=object) + 0.0,
-                                               t.root_acceleration()))
-        qdd = _traced_solve(mass, t.inputs["tau"] - bias)
+        qdd = _traced_solve(mass, t.inputs["tau"] - _joint_bias(t, q_hinge, qd_hinge))
     else:
         bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
                                          c.hinge_rates(t.inputs["tau"]))
