@@ -54,6 +54,7 @@ typedef struct {
     int nb, dof, rate_dof, nf, couples, params;
     int *parent, *type, *master, *rate_master, *frame_body;
     double *axis, *joint_rotation, *joint_translation, *hinge_map;
+    double *turn_sine, *turn_cosine;    /* E K and E K K of rotation joints (hinge_placement) */
     double *multiplier, *offset, *rate_multiplier, *frame_rotation, *frame_translation;
     /* workspace, per body unless said */
     double *q_hinge, *qd_hinge, *qdd_hinge, *qdd_given, *tau_hinge, *torque;
@@ -304,6 +305,24 @@ static inline void inertia_apply(const double *inertia, const double *x, double 
     }
 }
 
+/* I x of a body's inertia parameters as they are in p (mass m, first moment h and the
+ * six entries of J, body axes about the body origin: unpack_inertias' matrix)
+ * [m x_l - h x x_a; h x x_l + J x_a], without the 6x6 (24 products against 36) */
+__attribute__((always_inline))
+static inline void own_inertia_apply(const double *own, const double *x, double *out)
+{
+    double turned[3], pushed[3];
+    const double *h = own + 1, *w = x + 3;
+    cross(h, w, turned);
+    cross(h, x, pushed);
+    out[0] = own[0] * x[0] - turned[0];
+    out[1] = own[0] * x[1] - turned[1];
+    out[2] = own[0] * x[2] - turned[2];
+    out[3] = pushed[0] + own[4] * w[0] + own[5] * w[1] + own[6] * w[2];
+    out[4] = pushed[1] + own[5] * w[0] + own[7] * w[1] + own[8] * w[2];
+    out[5] = pushed[2] + own[6] * w[0] + own[8] * w[1] + own[9] * w[2];
+}
+
 /* ------------------------------------------------------------------ model data */
 /* Spatial inertias of the moving bodies from p (spatial.inertia_from_parameters). */
 static void unpack_inertias(Model *m, const double *p)
@@ -351,21 +370,23 @@ static void joint_forces(const Model *m, const double *hinge, double *out)
 /* joints.placement: the body's placement in its parent at the hinge coordinate.  Inlined
  * in the loops over bodies (local_placements, chain_placements): a call per body costs
  * ~5% of a frame pose. */
-__attribute__((always_inline)) static inline void hinge_placement(const Model *m, int body, double q, double *rotation,
-                            double *translation)
+__attribute__((always_inline)) static inline void hinge_placement(const Model *m, int body,
+                                                                  double *rotation,
+                                                                  double *translation)
 {
     const double *e = m->joint_rotation + 9 * body, *r = m->joint_translation + 3 * body;
-    const double *axis = m->axis + 3 * body;
+    double q = m->q_hinge[body];
     if (m->type[body] == JOINT_ROTATION) {
-        /* rotation_about_axis: I + sin(q) K + (1 - cos(q)) K K, with K K = a a^T - |a|^2 I */
-        double s = sin(q), c = 1.0 - cos(q), x = axis[0], y = axis[1], z = axis[2];
-        double squared = x * x + y * y + z * z;
-        double turn[9] = {1.0 + c * (x * x - squared), c * x * y - s * z, c * x * z + s * y,
-                          c * x * y + s * z, 1.0 + c * (y * y - squared), c * y * z - s * x,
-                          c * x * z - s * y, c * y * z + s * x, 1.0 + c * (z * z - squared)};
-        mat3_mul(e, turn, rotation);
+        /* E rotation_about_axis(q) = E + sin(q) E K + (1 - cos(q)) E K K, the products
+         * with E made once (make_model): 9 multiply-adds per entry pair instead of the
+         * turn and a 3x3 product per body and call */
+        const double *sine = m->turn_sine + 9 * body, *cosine = m->turn_cosine + 9 * body;
+        double s = sin(q), c = 1.0 - cos(q);
+        for (int k = 0; k < 9; ++k)
+            rotation[k] = e[k] + s * sine[k] + c * cosine[k];
         memcpy(translation, r, 3 * sizeof(double));
     } else {
+        const double *axis = m->axis + 3 * body;
         memcpy(rotation, e, 9 * sizeof(double));
         memcpy(translation, r, 3 * sizeof(double));
         if (m->type[body] == JOINT_TRANSLATION) {
@@ -383,8 +404,7 @@ static void local_placements(Model *m)
 {
     m->world_placed = 0;
     for (int body = 1; body < m->nb; ++body)
-        hinge_placement(m, body, m->q_hinge[body], m->local_rotation + 9 * body,
-                        m->local_translation + 3 * body);
+        hinge_placement(m, body, m->local_rotation + 9 * body, m->local_translation + 3 * body);
 }
 
 /* The root's placement in the root (rotations, translations of body 0). */
@@ -435,8 +455,7 @@ static void chain_placements(Model *m, int body)
     root_placement(m);
     while (depth > 0) {
         body = m->chain[--depth];
-        hinge_placement(m, body, m->q_hinge[body], m->local_rotation + 9 * body,
-                        m->local_translation + 3 * body);
+        hinge_placement(m, body, m->local_rotation + 9 * body, m->local_translation + 3 * body);
         compose_placement(m, body);
     }
 }
@@ -503,6 +522,25 @@ static int is_zero6(const double *v)
            && v[5] == 0.0;
 }
 
+/* inverse_dynamics.force_gather of m->force into m->torque (per hinge) */
+__attribute__((always_inline))
+static inline void force_gather(Model *m)
+{
+    const double *h = m->hinge_map;
+    double *f = m->force;
+    for (int body = m->nb - 1; body > 0; --body) {
+        m->torque[body] = dot6(h + 6 * body, f + 6 * body);
+        int parent = m->parent[body];
+        if (parent > 0) {
+            double carried[6];
+            carry_force(m, body, f + 6 * body, carried);
+            for (int k = 0; k < 6; ++k)
+                f[6 * parent + k] += carried[k];
+        }
+    }
+    m->torque[0] = 0.0;
+}
+
 /* inverse_dynamics.inverse_dynamics on hinge arrays (local_placements() current). */
 static void newton_euler(Model *m, const double *p, const double *qd, const double *qdd,
                          int with_forces)
@@ -530,29 +568,37 @@ static void newton_euler(Model *m, const double *p, const double *qd, const doub
             a[6 * body + k] = carried[k] + hb[k] * qdd[body] + product[k];
     }
     for (int body = 1; body < m->nb; ++body) {
-        const double *inertia = m->inertia + 36 * body;
+        const double *own = p + HEADER + PARAMS_PER_BODY * (body - 1);
         double momentum[6], accelerating[6], gyroscopic[6] = {0.0};
-        mat6_vec(inertia, a + 6 * body, accelerating);
+        own_inertia_apply(own, a + 6 * body, accelerating);
         if (!is_zero6(v + 6 * body)) {
-            mat6_vec(inertia, v + 6 * body, momentum);
+            own_inertia_apply(own, v + 6 * body, momentum);
             force_cross(v + 6 * body, momentum, gyroscopic);
         }
         for (int k = 0; k < 6; ++k)
             f[6 * body + k] = accelerating[k] + gyroscopic[k]
                               - (with_forces ? m->body_forces[6 * body + k] : 0.0);
     }
-    /* force_gather */
-    for (int body = m->nb - 1; body > 0; --body) {
-        m->torque[body] = dot6(h + 6 * body, f + 6 * body);
-        int parent = m->parent[body];
-        if (parent > 0) {
-            double carried[6];
-            carry_force(m, body, f + 6 * body, carried);
-            for (int k = 0; k < 6; ++k)
-                f[6 * parent + k] += carried[k];
-        }
+    force_gather(m);
+}
+
+/* newton_euler at rest (qd = qdd = 0, no wrenches), what gravity torques are: each
+ * body's acceleration is -g alone, whose angular half stays 0, so carrying it is a
+ * rotation (R^T a) and the body's force is (m a, h x a).  A third of newton_euler's
+ * arithmetic per body, the same force_gather. */
+static void rest_newton_euler(Model *m, const double *p)
+{
+    double *a = m->acceleration, *f = m->force;
+    a[0] = -p[0]; a[1] = -p[1]; a[2] = -p[2];
+    for (int body = 1; body < m->nb; ++body) {
+        const double *own = p + HEADER + PARAMS_PER_BODY * (body - 1);
+        double *ab = a + 3 * body, *fb = f + 6 * body;
+        mat3t_vec(m->local_rotation + 9 * body, a + 3 * m->parent[body], ab);
+        for (int k = 0; k < 3; ++k)
+            fb[k] = own[0] * ab[k];
+        cross(own + 1, ab, fb + 3);
     }
-    m->torque[0] = 0.0;
+    force_gather(m);
 }
 
 /* S (6) and the composite inertia (INERTIA_DOUBLES) per body in composite_body */
@@ -1435,6 +1481,11 @@ static int dense_hybrid_core(Model *m, const double *qd, const double *tau, cons
 static void inverse_core(Model *m, const double *qd, const double *qdd, const double *p,
                          int with_forces, double *out)
 {
+    if (!qd && !qdd && !with_forces) {
+        rest_newton_euler(m, p);
+        joint_forces(m, m->torque, out);
+        return;
+    }
     if (qd)
         hinge_rates(m, qd, m->qd_hinge);
     else
@@ -1575,7 +1626,6 @@ static PyObject *inverse_call(PyObject *const *args, Py_ssize_t nargs, int input
     PyObject *result = new_array(1, m->dof, 0, &out);
     if (!result)
         return NULL;
-    unpack_inertias(m, data[3]);
     hinge_positions(m, data[0]);
     placements(m, wrenched);
     if (wrenched)
@@ -2286,11 +2336,11 @@ static PyObject *forward_dynamics_batch(PyObject *self, PyObject *const *args, P
 
 /* ------------------------------------------------------------------ the model object */
 /* The one allocation holding a model's structure and workspace (nb, nf, rate_dof set):
- * per body the structure (24), then the workspace in the order lay_out takes it. */
+ * per body the structure (42), then the workspace in the order lay_out takes it. */
 static size_t model_block_bytes(const Model *m)
 {
     size_t nb = (size_t)m->nb, nf = (size_t)m->nf, n = m->rate_dof > 0 ? (size_t)m->rate_dof : 1;
-    size_t doubles = nb * (24 + 6 + 9 + 3 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + 2 * nb) + nf * (12 + 7)
+    size_t doubles = nb * (42 + 6 + 9 + 3 + 9 + 3 + 36 * 2 + 6 * 8 + 2 + 2 * nb) + nf * (12 + 7)
                      + n * n;
     size_t ints = nb * (8 + 2 * nb) + nf;
     return doubles * sizeof(double) + ints * sizeof(int) + 2 * nb;
@@ -2303,6 +2353,7 @@ static void lay_out(Model *m)
     double *d = (double *)m->block;
 #define TAKE(field, count) (m->field = d, d += (count))
     TAKE(axis, 3 * nb); TAKE(joint_rotation, 9 * nb); TAKE(joint_translation, 3 * nb);
+    TAKE(turn_sine, 9 * nb); TAKE(turn_cosine, 9 * nb);
     TAKE(hinge_map, 6 * nb); TAKE(multiplier, nb); TAKE(offset, nb); TAKE(rate_multiplier, nb);
     TAKE(frame_rotation, 9 * nf); TAKE(frame_translation, 3 * nf);
     TAKE(wrench_frames, nf); TAKE(wrench_values, 6 * nf);
@@ -2439,6 +2490,18 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
     memcpy(m->joint_rotation, data[3], 9 * nb * sizeof(double));
     memcpy(m->joint_translation, data[4], 3 * nb * sizeof(double));
     memcpy(m->hinge_map, data[5], 6 * nb * sizeof(double));
+    for (int b = 1; b < nb; ++b)
+        if (m->type[b] == JOINT_ROTATION) {
+            /* K = skew(a) and K K = a a^T - |a|^2 1 (joints.rotation_about_axis) */
+            const double *a = m->axis + 3 * b;
+            double squared = a[0] * a[0] + a[1] * a[1] + a[2] * a[2];
+            double skew[9] = {0.0, -a[2], a[1], a[2], 0.0, -a[0], -a[1], a[0], 0.0}, twice[9];
+            for (int i = 0; i < 3; ++i)
+                for (int j = 0; j < 3; ++j)
+                    twice[3 * i + j] = a[i] * a[j] - (i == j ? squared : 0.0);
+            mat3_mul(m->joint_rotation + 9 * b, skew, m->turn_sine + 9 * b);
+            mat3_mul(m->joint_rotation + 9 * b, twice, m->turn_cosine + 9 * b);
+        }
     for (int f = 0; f < nf; ++f)
         m->frame_body[f] = (int)data[11][f];
     memcpy(m->frame_rotation, data[12], 9 * nf * sizeof(double));
