@@ -69,24 +69,36 @@ static inline soa_vd soa_broadcast(double x)
     return value;
 }
 
+/* sin and cos of all lanes per call from glibc's vector math library (libmvec: its AVX2
+ * variants for 4 lanes, its AVX-512 ones for 8; build.py defines SOA_LIBMVEC and links
+ * it where the toolchain has it).  Lane by lane, libm's sincos took 2,650 of the 7,400
+ * instructions a sample of a 32-joint tree's inverse dynamics batch; these take 450
+ * (callgrind, 2026-11-27).  Their results may differ from libm's in the last bits
+ * (glibc bounds both to a few ulp). */
 #if defined(SOA_LIBMVEC) && SOA_LANES == 4 && defined(__AVX2__)
-/* sin and cos of 4 lanes per call from glibc's vector math library (libmvec, AVX2;
- * build.py defines SOA_LIBMVEC and links it where the toolchain has it).  Lane by lane,
- * libm's sincos took 2,650 of the 7,400 instructions a sample of a 32-joint tree's
- * inverse dynamics batch; these take 450 (callgrind, 2026-11-27).  Their results may
- * differ from libm's in the last bits (glibc bounds both to a few ulp). */
 #include <immintrin.h>
-__m256d _ZGVdN4v_sin(__m256d x);
-__m256d _ZGVdN4v_cos(__m256d x);
+typedef __m256d soa_mvec;
+#define SOA_MVEC_SIN _ZGVdN4v_sin
+#define SOA_MVEC_COS _ZGVdN4v_cos
+#elif defined(SOA_LIBMVEC) && SOA_LANES == 8 && defined(__AVX512F__)
+#include <immintrin.h>
+typedef __m512d soa_mvec;
+#define SOA_MVEC_SIN _ZGVeN8v_sin
+#define SOA_MVEC_COS _ZGVeN8v_cos
+#endif
+
+#if defined(SOA_MVEC_SIN)
+soa_mvec SOA_MVEC_SIN(soa_mvec x);
+soa_mvec SOA_MVEC_COS(soa_mvec x);
 
 static inline soa_vd soa_vsin(soa_vd x)
 {
-    return (soa_vd)_ZGVdN4v_sin((__m256d)x);
+    return (soa_vd)SOA_MVEC_SIN((soa_mvec)x);
 }
 
 static inline soa_vd soa_vcos(soa_vd x)
 {
-    return (soa_vd)_ZGVdN4v_cos((__m256d)x);
+    return (soa_vd)SOA_MVEC_COS((soa_mvec)x);
 }
 
 static inline void soa_vsincos(soa_vd x, soa_vd *sine, soa_vd *cosine)

@@ -159,8 +159,10 @@ def test_lanes_take_sine_and_cosine_of_an_angle_together():
 
 
 def test_lanes_take_vector_sine_and_cosine_where_the_toolchain_has_them(traced_robot):
-    """With glibc's libmvec (build.vector_math) and an AVX2 CPU, which this machine has,
-    the lanes' sin and cos come four lanes per call from libmvec; elsewhere from libm."""
+    """With glibc's libmvec (build.vector_math) the lanes' sin and cos come from it, all
+    lanes per call: its AVX-512 variant for 8 lanes where the CPU has AVX-512F, else its
+    AVX2 one for 4 where it has AVX2 (the machines here have had one or the other);
+    elsewhere from libm.  Exactly one of the two is imported."""
     import subprocess
     from soa_dynamics_ros.kernels import build
     robot = traced_robot(shipped_urdf("ur5.urdf"))
@@ -168,8 +170,12 @@ def test_lanes_take_vector_sine_and_cosine_where_the_toolchain_has_them(traced_r
     imported = subprocess.run(["nm", "-D", "--undefined-only", library], capture_output=True,
                               text=True, check=True).stdout
     defines, _ = build.vector_math()
-    avx2 = " avx2 " in f" {build._cpu()} "
-    assert ("_ZGVdN4v_sin" in imported) == bool(defines and avx2), (defines, avx2, library)
+    flags = f" {build._cpu()} "
+    avx512, avx2 = " avx512f " in flags, " avx2 " in flags
+    expected = ("_ZGVeN8v_sin" if avx512 else "_ZGVdN4v_sin") if defines and (avx512 or avx2) \
+        else None
+    for variant in ("_ZGVeN8v_sin", "_ZGVdN4v_sin"):
+        assert (variant in imported) == (variant == expected), (variant, defines, flags, library)
 
 
 def test_lanes_agree_with_the_single_core_at_large_angles(traced_robot, rng):
