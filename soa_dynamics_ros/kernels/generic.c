@@ -522,14 +522,14 @@ static int is_zero6(const double *v)
            && v[5] == 0.0;
 }
 
-/* inverse_dynamics.force_gather of m->force into m->torque (per hinge) */
+/* inverse_dynamics.force_gather: the body forces f (nb x 6, gathered in place) into
+ * hinge torques (per hinge) */
 __attribute__((always_inline))
-static inline void force_gather(Model *m)
+static inline void force_gather(const Model *m, double *f, double *torque)
 {
     const double *h = m->hinge_map;
-    double *f = m->force;
     for (int body = m->nb - 1; body > 0; --body) {
-        m->torque[body] = dot6(h + 6 * body, f + 6 * body);
+        torque[body] = dot6(h + 6 * body, f + 6 * body);
         int parent = m->parent[body];
         if (parent > 0) {
             double carried[6];
@@ -538,7 +538,7 @@ static inline void force_gather(Model *m)
                 f[6 * parent + k] += carried[k];
         }
     }
-    m->torque[0] = 0.0;
+    torque[0] = 0.0;
 }
 
 /* inverse_dynamics.inverse_dynamics on hinge arrays (local_placements() current). */
@@ -579,7 +579,7 @@ static void newton_euler(Model *m, const double *p, const double *qd, const doub
             f[6 * body + k] = accelerating[k] + gyroscopic[k]
                               - (with_forces ? m->body_forces[6 * body + k] : 0.0);
     }
-    force_gather(m);
+    force_gather(m, m->force, m->torque);
 }
 
 /* newton_euler at rest (qd = qdd = 0, no wrenches), what gravity torques are: each
@@ -598,7 +598,7 @@ static void rest_newton_euler(Model *m, const double *p)
             fb[k] = own[0] * ab[k];
         cross(own + 1, ab, fb + 3);
     }
-    force_gather(m);
+    force_gather(m, m->force, m->torque);
 }
 
 /* S (6) and the composite inertia (INERTIA_DOUBLES) per body in composite_body */
@@ -1383,16 +1383,7 @@ static int hybrid_core(Model *m, const double *qd, const double *tau, const doub
                 s += wrench_columns[((size_t)body * 6 + i) * columns + c] * nu[c];
             applied[6 * body + i] = s;
         }
-    for (int body = nb - 1; body > 0; --body) {
-        m->tau_hinge[body] = dot6(m->hinge_map + 6 * body, applied + 6 * body);
-        int parent = m->parent[body];
-        if (parent > 0) {
-            double carried_force[6];
-            carry_force(m, body, applied + 6 * body, carried_force);
-            for (int k = 0; k < 6; ++k)
-                applied[6 * parent + k] += carried_force[k];
-        }
-    }
+    force_gather(m, applied, m->tau_hinge);
     joint_forces(m, m->tau_hinge, out + n);
     for (int k = 0; k < count; ++k) {
         int frame = (int)frames[k], body = m->frame_body[frame];
