@@ -337,3 +337,37 @@ def test_singular_mass_matrix_raises(kernels):
     # Inverse dynamics needs no inverse: a massless body simply has no torque.
     assert_close(model.inverse_dynamics_derivatives([0.3], [1.0], [2.0])[0], [[0.0]], "dtau/dq",
                  0.0)
+
+
+# A distal link far too light to move against the arm (articulated inertia 1e-16 kg m^2
+# against the threshold 1e-13 x the largest inertia, 1e-13): singular by the
+# articulated-body recursion's rule, though its pivot is positive.
+NEARLY_MASSLESS_TIP = """<robot name="nearly_massless_tip">
+  <link name="base"/>
+  <link name="arm"><inertial><mass value="10"/><origin xyz="0.2 0 0"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <link name="tip"><inertial><mass value="1e-16"/><origin xyz="0.5 0 0"/><inertia ixx="1e-16" ixy="0" ixz="0" iyy="1e-16" iyz="0" izz="1e-16"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/>
+    <limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
+  <joint name="j2" type="revolute"><parent link="arm"/><child link="tip"/><origin xyz="0.4 0 0"/>
+    <axis xyz="0 0 1"/><limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
+</robot>"""
+
+
+@pytest.mark.parametrize("kernels", ["off", "generic", "c"])
+def test_a_hinge_below_the_singular_threshold_raises_as_forward_dynamics_does(kernels):
+    """The compiled forward derivatives take qdd from M by its LTDL, whose pivots on a
+    tree-ordered robot are the articulated-body recursion's hinge inertias: they guard at
+    its threshold, so a hinge that forward dynamics calls singular is singular here too
+    (its own kernel and the generic module decline with status 2), not a huge answer."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InertiaWarning)
+        robot = RobotModel.from_urdf(NEARLY_MASSLESS_TIP, kernels=kernels)
+    q, ones = np.array([0.3, -0.2]), np.ones(2)
+    with pytest.raises(SingularDynamicsError):
+        robot.forward_dynamics(q, ones, ones)
+    with pytest.raises(SingularDynamicsError):
+        robot.forward_dynamics_derivatives(q, ones, ones)
+    if kernels != "off":
+        compiled = (robot._generic if kernels == "generic"
+                    else robot._ready)["forward_dynamics_derivatives"]
+        assert compiled(q, ones, ones, robot._params) == 2
