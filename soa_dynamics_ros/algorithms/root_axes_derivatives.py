@@ -129,6 +129,47 @@ def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_accele
     each subtree like the inertias): ``-(E_i^T S_i).omega_j`` to the ancestor formula
     and ``-E_j omega_j`` to the subtree term.
     """
+    return _pair_derivatives(tree, _body_terms(tree, q_hinge, qd_hinge, qdd_hinge,
+                                               root_acceleration, wrenches))
+
+
+def terms_without_acceleration(tree, q_hinge, qd_hinge, root_acceleration):
+    """``(h, terms)``: the hinge torques at ``qdd = 0`` (``C qd + g``: h of
+    ``M qdd = tau - h``) and each body's terms there, for :func:`derivatives_at`.  A
+    forward dynamics derivative takes its ``qdd`` from M and this h, then the derivatives
+    at that ``qdd``, with no inverse dynamics pass of its own for h."""
+    terms = _body_terms(tree, q_hinge, qd_hinge, None, root_acceleration)
+    nb, parent, hinge_map = tree.nb, tree.parent, terms["hinge_map"]
+    gathered = list(terms["force"])
+    for body in range(nb - 1, 1, -1):
+        if parent[body] > 0:
+            gathered[parent[body]] = gathered[parent[body]] + gathered[body]
+    bias = np.zeros(nb, dtype=dtype_of(q_hinge, qd_hinge, root_acceleration,
+                                       tree.body_inertia))
+    for body in range(1, nb):
+        bias[body] = hinge_map[body] @ gathered[body]
+    return bias, terms
+
+
+def derivatives_at(tree, terms, qdd_hinge):
+    """``(dtau/dq_hinge, dtau/dqd_hinge)`` at ``qdd_hinge`` from
+    :func:`terms_without_acceleration`'s ``terms`` (consumed): what ``qdd`` adds along
+    the tree, ``a'_i = a'_parent + S_i qdd_i``, goes into each body's acceleration and,
+    as ``I_i a'_i``, its force."""
+    hinge_map, acceleration = terms["hinge_map"], terms["acceleration"]
+    force, inertia = terms["force"], terms["inertia"]
+    added = [np.zeros(6)] * tree.nb
+    for body in range(1, tree.nb):
+        added[body] = added[tree.parent[body]] + hinge_map[body] * qdd_hinge[body]
+        acceleration[body] = acceleration[body] + added[body]
+        force[body] = force[body] + inertia[body].apply(added[body])
+    return _pair_derivatives(tree, terms)
+
+
+def _body_terms(tree, q_hinge, qd_hinge, qdd_hinge, root_acceleration, wrenches=()):
+    """Per body in root axes (each before the sums over subtrees): S, v, a, its force
+    (less the wrenches), its inertia, B and E of the file comment; ``qdd_hinge`` None:
+    at ``qdd = 0``."""
     nb, parent = tree.nb, tree.parent
     rotations, translations = body_placements(tree, q_hinge)
     hinge_map, velocity, acceleration = [None] * nb, [np.zeros(6)] * nb, [root_acceleration] * nb
@@ -140,8 +181,9 @@ def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_accele
                                               tree.hinge_map[body])
         joint_velocity = s * qd_hinge[body]
         v = velocity[body] = velocity[up] + joint_velocity
-        a = acceleration[body] = (acceleration[up] + s * qdd_hinge[body]
-                                  + _motion_cross(v, joint_velocity))
+        a = acceleration[body] = acceleration[up] + _motion_cross(v, joint_velocity)
+        if qdd_hinge is not None:
+            a = acceleration[body] = a + s * qdd_hinge[body]
         inertia[body] = _Inertia.in_root(tree.body_inertia[body], rotations[body],
                                          translations[body])
         force[body] = inertia[body].apply(a) + _force_cross(v, inertia[body].apply(v))
@@ -155,6 +197,16 @@ def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_accele
         f_skew = _skew(f)
         e = np.vstack((f_skew, _skew(t) + _skew(point) @ f_skew))
         turning[frame.body] = e if turning[frame.body] is None else turning[frame.body] + e
+    return dict(hinge_map=hinge_map, velocity=velocity, acceleration=acceleration,
+                force=force, inertia=inertia, term=term, turning=turning)
+
+
+def _pair_derivatives(tree, terms):
+    """The sums over each subtree of ``terms`` (in place), then the pair formulas of the
+    file comment."""
+    nb, parent = tree.nb, tree.parent
+    hinge_map, velocity, acceleration = terms["hinge_map"], terms["velocity"], terms["acceleration"]
+    force, inertia, term, turning = terms["force"], terms["inertia"], terms["term"], terms["turning"]
     for body in range(nb - 1, 1, -1):       # sums over each subtree
         up = parent[body]
         if up > 0:
@@ -177,7 +229,7 @@ def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_accele
         if turning[body] is not None:
             pushed[body] = pushed[body] - turning[body] @ s[3:]
             turning_s[body] = turning[body].T @ s
-    dtype = dtype_of(q_hinge, qd_hinge, qdd_hinge, tree.body_inertia)
+    dtype = dtype_of(*hinge_map[1:], *velocity, *acceleration, tree.body_inertia)
     dtau_dq, dtau_dqd = np.zeros((nb, nb), dtype=dtype), np.zeros((nb, nb), dtype=dtype)
     for body in range(1, nb):
         hinge = body

