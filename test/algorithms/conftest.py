@@ -75,6 +75,16 @@ class HingeSpace:
                                                           root_acceleration)
         return dtau_dq[1:, 1:], dtau_dqd[1:, 1:], dg_dq[1:, 1:]
 
+    def root_axes_split(self, q, qd, qdd, gravity=GRAVITY):
+        """The closed form in the two steps the forward derivative kernels take: h at
+        ``qdd = 0`` from its own pass, then the derivatives once ``qdd`` is added:
+        ``(h, dtau/dq, dtau/dqd)``."""
+        bias, terms = root_axes_derivatives.terms_without_acceleration(
+            self.tree, self._hinge(q), self._hinge(qd), self._root_acceleration(gravity))
+        dtau_dq, dtau_dqd = root_axes_derivatives.derivatives_at(self.tree, terms,
+                                                                 self._hinge(qdd))
+        return bias[1:], dtau_dq[1:, 1:], dtau_dqd[1:, 1:]
+
     def mass_matrix(self, q):
         return mass_matrix(self.tree, self._hinge(q))[1:, 1:]
 

@@ -46,6 +46,22 @@ def test_the_root_axes_closed_form_matches_pinocchio_and_the_tangents(robot, rng
         assert_close(dg_dq, ref.gravity_derivatives(q), "closed-form dg/dq (Pinocchio)")
 
 
+def test_the_closed_form_in_two_steps_gives_the_bias_and_the_same_derivatives(robot, rng):
+    """What the forward derivative kernels trace: h from the closed form's pass at
+    qdd = 0 is inverse dynamics at qdd = 0 (the reference recursion), and the derivatives
+    after adding qdd along the tree are the one-step closed form's and the tangents'."""
+    hinges, _ = robot
+    for q, qd, qdd in random_states(hinges, STATES, rng):
+        bias, dtau_dq, dtau_dqd = hinges.root_axes_split(q, qd, qdd, TILTED_GRAVITY)
+        assert_close(bias, hinges.inverse_dynamics(q, qd, np.zeros(hinges.dof),
+                                                   gravity=TILTED_GRAVITY),
+                     "h from the closed form's pass", 1e-12)
+        expected_dq, expected_dqd = hinges.inverse_dynamics_derivatives(q, qd, qdd,
+                                                                        gravity=TILTED_GRAVITY)
+        assert_close(dtau_dq, expected_dq, "dtau/dq after adding qdd", 1e-12)
+        assert_close(dtau_dqd, expected_dqd, "dtau/dqd after adding qdd", 1e-12)
+
+
 def test_rate_derivative_vanishes_at_rest(robot, rng):
     # Coriolis and centrifugal torques are quadratic in qd: their derivative is 0 at qd = 0.
     hinges, _ = robot
