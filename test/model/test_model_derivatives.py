@@ -339,9 +339,10 @@ def test_singular_mass_matrix_raises(kernels):
                  0.0)
 
 
-# A distal link far too light to move against the arm (articulated inertia 1e-16 kg m^2
-# against the threshold 1e-13 x the largest inertia, 1e-13): singular by the
-# articulated-body recursion's rule, though its pivot is positive.
+# A distal link far too light to move against the arm (articulated inertia 1.25e-16 kg m^2
+# about its hinge against the threshold 1e-13 x the largest inertia entry, the arm's mass
+# 10: 1e-12): singular by the articulated-body recursion's rule, though its pivot is
+# positive.
 NEARLY_MASSLESS_TIP = """<robot name="nearly_massless_tip">
   <link name="base"/>
   <link name="arm"><inertial><mass value="10"/><origin xyz="0.2 0 0"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
