@@ -34,7 +34,7 @@ the forward-mode reference.
 """
 import numpy as np
 
-from ..multibody.spatial import dtype_of
+from ..multibody.spatial import dtype_of, mirror_upper
 from .kinematics import body_placements
 
 
@@ -71,13 +71,18 @@ class _Inertia:
     @classmethod
     def in_root(cls, inertia, rotation, translation):
         """A body inertia (body axes, about its origin) in root axes about the root origin:
-        ``R J R^T - m [p]x[p]x - [p]x[c]x - [c]x[p]x`` with ``c = R h``."""
+        ``R J R^T - m [p]x[p]x - [p]x[c]x - [c]x[p]x`` with ``c = R h``, written as
+        ``R J R^T + 2 (p.u) 1 - p u^T - u p^T`` with ``u = c + m p / 2``, and its lower
+        triangle taken from the upper.  That traces to a fifth fewer operations here, and
+        this is half of M's on a robot whose joint placements do not fold (iCub's whole
+        M: 10,031 -> 8,961)."""
         mass = inertia[0, 0]
         c = rotation @ np.array([inertia[5, 1], inertia[3, 2], inertia[4, 0]])
         p = translation
-        rotational = (rotation @ inertia[3:, 3:] @ rotation.T - mass * np.outer(p, p)
-                      - np.outer(c, p) - np.outer(p, c)
-                      + (mass * (p @ p) + 2.0 * (p @ c)) * np.eye(3))
+        u = c + (0.5 * mass) * p
+        rotational = mirror_upper(rotation @ inertia[3:, 3:] @ rotation.T
+                                  + (2.0 * (p @ u)) * np.eye(3)
+                                  - np.outer(p, u) - np.outer(u, p))
         return cls(mass, c + mass * p, rotational)
 
     def __add__(self, other):

@@ -95,10 +95,15 @@ def transformed_inertia(transform, inertia):
     compute 21 entries, not 36.  ``transform`` has a zero lower-left block; multiplying it
     on the right first leaves the denser left product only the upper triangle to form.
     """
-    product = transform.T @ (inertia @ transform)
-    lower = np.tril_indices(6, -1)
-    product[lower] = product.T[lower]
-    return product
+    return mirror_upper(transform.T @ (inertia @ transform))
+
+
+def mirror_upper(matrix):
+    """``matrix`` (square, changed in place) with its lower triangle set to its upper:
+    each mirrored pair is then one value, which a traced kernel computes once."""
+    lower = np.tril_indices(len(matrix), -1)
+    matrix[lower] = matrix.T[lower]
+    return matrix
 
 
 def spatial_inertia(mass, com, inertia_about_com):
