@@ -185,11 +185,18 @@ def trace_coriolis_transpose_product(tree):
     return t, arrays, t.coordinates.joint_forces(product)
 
 
+# Root axes take more loads and stores per operation than body frames: on G1 (43
+# joints) the root-axes M ran 12% slower with 5% fewer operations; on iCub they ran
+# alike at 16% fewer (2026-11-27, same machine).
+ROOT_AXES_MASS_MATRIX_SHARE = 0.85
+
+
 def trace_mass_matrix(tree):
-    """M(q) by the composite-body recursion in body frames or in root axes, whichever
-    traces to fewer operations: body frames on the arms (493 against 857 multiplications
-    on the Panda), root axes on a 32-joint tree with random axes (7,400 against 13,900),
-    whose constant joint placements do not fold away."""
+    """M(q) by the composite-body recursion in body frames, or in root axes where that
+    traces to at most :data:`ROOT_AXES_MASS_MATRIX_SHARE` of the operations: body frames
+    on the arms (493 against 857 multiplications on the Panda), root axes on a 32-joint
+    tree with random axes (6,800 against 13,900), whose constant joint placements do not
+    fold away."""
     traced = []
     for recursion in (mass_matrix, root_axes_derivatives.mass_matrix):
         arrays = [("q", tree.dof), ("p", _param_count(tree))]
@@ -198,26 +205,77 @@ def trace_mass_matrix(tree):
             recursion(t.symbolic_tree, t.coordinates.hinge_positions(t.inputs["q"])))
         _, counts = _body(t.trace, _matrix_outputs(mass))
         traced.append((sum(counts.values()), t, arrays, mass))
-    _, t, arrays, mass = min(traced, key=lambda candidate: candidate[0])
+    (body_frames, *body), (root_axes, *root) = traced
+    t, arrays, mass = root if root_axes <= ROOT_AXES_MASS_MATRIX_SHARE * body_frames else body
     return t, arrays, mass
 
 
 def trace_forward_dynamics(tree, links=()):
-    """Articulated-body forward dynamics; robots with mimic joints get (M, h) instead.
-    ``links``: wrenches on these links are an input too."""
-    arrays = [("q", tree.dof), ("qd", tree.dof), ("tau", tree.dof)] + _wrench_arrays(links) + [
-        ("p", _param_count(tree))]
-    t = _Tracing(tree, arrays)
-    q_hinge = t.coordinates.hinge_positions(t.inputs["q"])
-    qd_hinge = t.coordinates.hinge_rates(t.inputs["qd"])
-    forces = _traced_body_forces(t, q_hinge, links)
-    if t.coordinates.couples_hinges:
+    """``(t, arrays, answer, method)``: forward dynamics; ``links``: wrenches on these
+    links are an input too.  Robots with mimic joints get (M, h) as the answer, for the
+    kernel to solve.  Others get qdd, by whichever traces to the fewest operations:
+    the articulated-body recursion, or (where M's LTDL pivots are its hinge inertias,
+    :func:`_pivots_are_articulated`, so that they guard alike) M in body frames or in
+    root axes, h, and :func:`_traced_solve`.  On the 32-joint random tree, M in root
+    axes and h from the same pass (:func:`.root_axes_derivatives.terms_without_acceleration`)
+    trace to 21,200 operations against the recursion's 29,500 and ran in 2.8 against
+    4.4 us; M in body frames won on the Panda (2,200 against 2,400: 0.22 against 0.25
+    us); the recursion stayed on G1 and iCub (2026-11-27, same machine)."""
+    arrays = _forward_dynamics_arrays(tree, links)
+    if tree.coordinates.couples_hinges:
+        t = _Tracing(tree, arrays)
+        q_hinge = t.coordinates.hinge_positions(t.inputs["q"])
+        forces = _traced_body_forces(t, q_hinge, links)
         mass = t.coordinates.joint_mass_matrix(mass_matrix(t.symbolic_tree, q_hinge))
-        return t, arrays, (mass, t.inputs["tau"] - _joint_bias(t, q_hinge, qd_hinge, forces))
-    bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
-                                     t.coordinates.hinge_rates(t.inputs["tau"]), forces)
-    qdd, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
-    return t, arrays, t.coordinates.joint_forces(qdd)
+        bias = _joint_bias(t, q_hinge, t.coordinates.hinge_rates(t.inputs["qd"]), forces)
+        return t, arrays, (mass, t.inputs["tau"] - bias), "M and h"
+    _, t, qdd, method = min(forward_dynamics_traces(tree, links),
+                            key=lambda candidate: candidate[0])
+    return t, arrays, qdd, method
+
+
+def _forward_dynamics_arrays(tree, links):
+    return [("q", tree.dof), ("qd", tree.dof), ("tau", tree.dof)] + _wrench_arrays(links) + [
+        ("p", _param_count(tree))]
+
+
+def forward_dynamics_traces(tree, links=()):
+    """``[(operations, t, qdd, method)]``: each way :func:`trace_forward_dynamics` chooses
+    from on a robot without mimic joints."""
+    recursions = [None]
+    if _pivots_are_articulated(tree):
+        recursions += [mass_matrix, root_axes_derivatives.mass_matrix]
+    arrays = _forward_dynamics_arrays(tree, links)
+    return [_traced_forward_dynamics(tree, arrays, links, recursion) for recursion in recursions]
+
+
+def _traced_forward_dynamics(tree, arrays, links, recursion):
+    """``(operations, t, qdd, method)``: qdd by the articulated-body recursion
+    (``recursion`` None), or from M by ``recursion``, h and M's LTDL."""
+    t = _Tracing(tree, arrays)
+    c = t.coordinates
+    q_hinge, qd_hinge = c.hinge_positions(t.inputs["q"]), c.hinge_rates(t.inputs["qd"])
+    if recursion is None:
+        bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
+                                         c.hinge_rates(t.inputs["tau"]),
+                                         _traced_body_forces(t, q_hinge, links))
+        qdd, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
+        qdd, method = c.joint_forces(qdd), "articulated-body recursion"
+    else:
+        mass = c.joint_mass_matrix(recursion(t.symbolic_tree, q_hinge))
+        if recursion is root_axes_derivatives.mass_matrix:
+            w = t.inputs.get("w")
+            bias, _ = root_axes_derivatives.terms_without_acceleration(
+                t.symbolic_tree, q_hinge, qd_hinge, t.root_acceleration(),
+                [(tree.frames[link], w[6 * k:6 * k + 6]) for k, link in enumerate(links)])
+            bias, method = c.joint_forces(bias), "M in root axes, h from its pass, M's LTDL"
+        else:
+            bias = _joint_bias(t, q_hinge, qd_hinge, _traced_body_forces(t, q_hinge, links))
+            method = "M in body frames, h, M's LTDL"
+        qdd = _traced_solve(mass, t.inputs["tau"] - bias,
+                            t.symbolic_tree.singular_inertia_threshold())
+    _, counts = _body(t.trace, _vector_outputs(qdd))
+    return sum(counts.values()), t, qdd, method
 
 
 def _joint_bias(t, q_hinge, qd_hinge, forces=None):
@@ -811,8 +869,7 @@ def _traced_size(tree, kernel):
     """Traced operations of capped ``kernel`` for this tree's structure (traced once)."""
     key = (structure_key(tree), kernel)
     if key not in _traced_sizes:
-        tracing, _, _ = _CAPPED_TRACES[kernel](tree)
-        _traced_sizes[key] = len(tracing.trace.ops)
+        _traced_sizes[key] = len(_CAPPED_TRACES[kernel](tree)[0].trace.ops)
     return _traced_sizes[key]
 
 
@@ -859,26 +916,26 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
                       "M(q), composite-body recursion", (dof, dof))
     elif kernel in ("forward_dynamics", "forward_dynamics_wrenches"):
         links = frame if kernel in WRENCHED_KERNELS else ()
-        t, arrays, answer = trace_forward_dynamics(tree, links)
+        t, arrays, answer, method = trace_forward_dynamics(tree, links)
         wrenched = f", wrenches on {', '.join(links)}" if links else ""
         if tree.coordinates.couples_hinges:
             mass, rhs = answer
             parents = folded_tree_parents(tree)
             if parents is None:
-                method, prelude = "Cholesky", ()
+                factor, prelude = "Cholesky", ()
                 solve = f"soa_cholesky_solve({{m}}, {{out}}, {dof}, 1)"
             else:
-                method = "the LTL of its tree's sparsity"
+                factor = "the LTL of its tree's sparsity"
                 prelude = (f"static const int up[{dof}] = {{{', '.join(map(str, parents))}}};",)
                 solve = f"soa_tree_solve({{m}}, {{out}}, {dof}, up)"
             module.kernel(kernel, arrays, _matrix_outputs(mass, "m") + _vector_outputs(rhs),
                           t.trace, f"qdd = M^-1 (tau - h){wrenched}: mimic joints couple "
-                          f"hinges, so M and h, then {method}", (dof,),
+                          f"hinges, so {method}, then {factor}", (dof,),
                           workspace=(("m", dof * dof),), solve=solve, prelude=prelude,
                           links=links)
         else:
             module.kernel(kernel, arrays, _vector_outputs(answer), t.trace,
-                          f"qdd, articulated-body recursion{wrenched}", (dof,), links=links)
+                          f"qdd, {method}{wrenched}", (dof,), links=links)
         if not links:
             module.batch(kernel + "_batch", kernel, arrays)
     elif kernel == "inverse_dynamics_wrenches":

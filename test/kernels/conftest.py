@@ -50,6 +50,13 @@ class TracedRobot:
         tracing, _, torque = generator.trace_inverse_dynamics(self.tree)
         return tracing.trace, torque
 
+    def traced_forward_dynamics_ways(self, links=()):
+        """``{method: (trace, qdd)}``: every way the generator may trace this robot's
+        forward dynamics (no mimic joints), not only the one it keeps; ``links``: with
+        wrenches on these (input ``w``, 6 values per link)."""
+        return {method: (tracing.trace, qdd) for _, tracing, qdd, method
+                in generator.forward_dynamics_traces(self.tree, links)}
+
     def traced_mass_matrix(self):
         tracing, _, mass = generator.trace_mass_matrix(self.tree)
         return tracing.trace, mass

@@ -108,6 +108,30 @@ def test_traced_mass_matrix_is_pinocchios(robot, rng, evaluate_trace):
                      "traced M(q)", 1e-10)
 
 
+@pytest.mark.parametrize("urdf", [
+    pytest.param(open(shipped_urdf("panda.urdf")).read(), id="panda.urdf"),
+    pytest.param(random_tree_urdf(501, moving_joints=9, mimic_fraction=0.0), id="random501")])
+def test_each_way_of_tracing_forward_dynamics_is_pinocchios(urdf, traced_robot, rng,
+                                                             evaluate_trace):
+    """The generator keeps whichever of the articulated-body recursion and M (in body
+    frames or in root axes), h and M's LTDL traces smaller; each must be the dynamics,
+    with a wrench too."""
+    traced = traced_robot(urdf)
+    reference = PinocchioReference(urdf, traced.joint_names)
+    p = traced.parameters()
+    link = list(traced.tree.frames)[-1]
+    for links in ((), (link,)):
+        ways = traced.traced_forward_dynamics_ways(links)
+        assert len(ways) == 3, list(ways)
+        for q, qd, tau in random_states(traced, 3, rng):
+            wrench = rng.normal(size=6) * 10 if links else np.zeros(0)
+            inputs = {"q": q, "qd": qd, "tau": tau, "p": p, "w": wrench}
+            expected = reference.forward_dynamics(q, qd, tau, {link: wrench} if links else None)
+            for method, (trace, qdd) in ways.items():
+                assert_close(evaluate_trace(trace, qdd, inputs), expected,
+                             f"qdd by {method}, wrenches on {links}", 1e-9)
+
+
 def test_inertias_and_gravity_are_inputs_not_constants(robot, rng, evaluate_trace):
     # A payload or another gravity changes p only: the same trace must follow.
     traced, reference = robot

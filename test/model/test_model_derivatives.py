@@ -14,6 +14,7 @@ from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf, zoo_urdf_text
 from support.small_robots import MASSLESS, MASSLESS_MIMIC, SCALED_MIMIC_GRIPPER
 from soa_dynamics_ros import RobotModel
+from soa_dynamics_ros.kernels import generator
 from soa_dynamics_ros.model import derivatives as derivatives_module
 from soa_dynamics_ros.errors import (InertiaWarning, InvalidInputError, SingularDynamicsError,
                                      UnknownNameError)
@@ -356,10 +357,11 @@ NEARLY_MASSLESS_TIP = """<robot name="nearly_massless_tip">
 
 @pytest.mark.parametrize("kernels", ["off", "generic", "c"])
 def test_a_hinge_below_the_singular_threshold_raises_as_forward_dynamics_does(kernels):
-    """The compiled forward derivatives take qdd from M by its LTDL, whose pivots on a
-    tree-ordered robot are the articulated-body recursion's hinge inertias: they guard at
-    its threshold, so a hinge that forward dynamics calls singular is singular here too
-    (its own kernel and the generic module decline with status 2), not a huge answer."""
+    """The compiled forward derivatives, and forward dynamics where that traces smaller
+    (this robot's kernel), take qdd from M by its LTDL, whose pivots on a tree-ordered
+    robot are the articulated-body recursion's hinge inertias: they guard at its
+    threshold, so a hinge that the recursion calls singular is singular here too (the
+    kernels and the generic module decline with status 2), not a huge answer."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InertiaWarning)
         robot = RobotModel.from_urdf(NEARLY_MASSLESS_TIP, kernels=kernels)
@@ -369,6 +371,9 @@ def test_a_hinge_below_the_singular_threshold_raises_as_forward_dynamics_does(ke
     with pytest.raises(SingularDynamicsError):
         robot.forward_dynamics_derivatives(q, ones, ones)
     if kernels != "off":
-        compiled = (robot._generic if kernels == "generic"
-                    else robot._ready)["forward_dynamics_derivatives"]
-        assert compiled(q, ones, ones, robot._params) == 2
+        compiled = robot._generic if kernels == "generic" else robot._ready
+        for name in ("forward_dynamics", "forward_dynamics_derivatives"):
+            assert compiled[name](q, ones, ones, robot._params) == 2, name
+    if kernels == "c":
+        _, _, _, method = generator.trace_forward_dynamics(robot.tree)
+        assert "LTDL" in method
