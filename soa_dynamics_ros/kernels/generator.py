@@ -218,9 +218,10 @@ def trace_forward_dynamics(tree, links=()):
     :func:`_pivots_are_articulated`, so that they guard alike) M in body frames or in
     root axes, h, and :func:`_traced_solve`.  On the 32-joint random tree, M in root
     axes and h from the same pass (:func:`.root_axes_derivatives.terms_without_acceleration`)
-    trace to 21,200 operations against the recursion's 29,500 and ran in 2.8 against
-    4.4 us; M in body frames won on the Panda (2,200 against 2,400: 0.22 against 0.25
-    us); the recursion stayed on G1 and iCub (2026-11-27, same machine)."""
+    trace to 21,200 operations against the recursion's 29,900 and ran in 2.8 against
+    4.4 us; M in body frames won on the Panda (2,300 against 2,400: 0.22 against 0.25
+    us); iCub's ran alike either way (16,400 against 17,400 operations) and G1 keeps
+    the recursion (20,000 against 23,800) (2026-11-27, same machine)."""
     arrays = _forward_dynamics_arrays(tree, links)
     if tree.coordinates.couples_hinges:
         t = _Tracing(tree, arrays)
