@@ -138,14 +138,12 @@ def inverse_dynamics_derivatives(tree, q_hinge, qd_hinge, qdd_hinge, root_accele
                                                root_acceleration, wrenches))
 
 
-def terms_without_acceleration(tree, q_hinge, qd_hinge, root_acceleration, wrenches=()):
-    """``(h, terms)``: the hinge torques at ``qdd = 0`` (``C qd + g``, less the joint
-    torques of ``wrenches``, as :func:`inverse_dynamics_derivatives`': h of
+def terms_without_acceleration(tree, q_hinge, qd_hinge, root_acceleration):
+    """``(h, terms)``: the hinge torques at ``qdd = 0`` (``C qd + g``: h of
     ``M qdd = tau - h``) and each body's terms there, for :func:`derivatives_at`.  A
     forward dynamics derivative takes its ``qdd`` from M and this h, then the derivatives
-    at that ``qdd``, with no inverse dynamics pass of its own for h; a forward dynamics
-    kernel takes h alone."""
-    terms = _body_terms(tree, q_hinge, qd_hinge, None, root_acceleration, wrenches)
+    at that ``qdd``, with no inverse dynamics pass of its own for h."""
+    terms = _body_terms(tree, q_hinge, qd_hinge, None, root_acceleration)
     nb, parent, hinge_map = tree.nb, tree.parent, terms["hinge_map"]
     gathered = list(terms["force"])
     for body in range(nb - 1, 1, -1):

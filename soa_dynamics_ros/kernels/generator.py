@@ -213,15 +213,14 @@ def trace_mass_matrix(tree):
 def trace_forward_dynamics(tree, links=()):
     """``(t, arrays, answer, method)``: forward dynamics; ``links``: wrenches on these
     links are an input too.  Robots with mimic joints get (M, h) as the answer, for the
-    kernel to solve.  Others get qdd, by whichever traces to the fewest operations:
-    the articulated-body recursion, or (where M's LTDL pivots are its hinge inertias,
-    :func:`_pivots_are_articulated`, so that they guard alike) M in body frames or in
-    root axes, h, and :func:`_traced_solve`.  On the 32-joint random tree, M in root
-    axes and h from the same pass (:func:`.root_axes_derivatives.terms_without_acceleration`)
-    trace to 21,200 operations against the recursion's 29,900 and ran in 2.8 against
-    4.4 us; M in body frames won on the Panda (2,300 against 2,400: 0.22 against 0.25
-    us); iCub's ran alike either way (16,400 against 17,400 operations) and G1 keeps
-    the recursion (20,000 against 23,800) (2026-11-27, same machine)."""
+    kernel to solve.  Others get qdd, by whichever traces to fewer operations: the
+    articulated-body recursion, or (where M's LTDL pivots are its hinge inertias,
+    :func:`_pivots_are_articulated`, so that they guard alike) M in body frames, h and
+    :func:`_traced_solve`: on the Panda 2,300 against 2,400 operations, 0.22 against
+    0.25 us a kernel call (2026-11-27).  M in root axes is not offered: its inertias
+    about the root origin lose digits on light bodies far from it, and the solve
+    multiplies that by M's condition number (iCub's qdd 5e-11 off Pinocchio's, against
+    2e-12 by the recursion or M in body frames)."""
     arrays = _forward_dynamics_arrays(tree, links)
     if tree.coordinates.couples_hinges:
         t = _Tracing(tree, arrays)
@@ -230,8 +229,7 @@ def trace_forward_dynamics(tree, links=()):
         mass = t.coordinates.joint_mass_matrix(mass_matrix(t.symbolic_tree, q_hinge))
         bias = _joint_bias(t, q_hinge, t.coordinates.hinge_rates(t.inputs["qd"]), forces)
         return t, arrays, (mass, t.inputs["tau"] - bias), "M and h"
-    _, t, qdd, method = min(forward_dynamics_traces(tree, links),
-                            key=lambda candidate: candidate[0])
+    _, t, qdd, method = min(forward_dynamics_traces(tree, links), key=lambda way: way[0])
     return t, arrays, qdd, method
 
 
@@ -243,38 +241,28 @@ def _forward_dynamics_arrays(tree, links):
 def forward_dynamics_traces(tree, links=()):
     """``[(operations, t, qdd, method)]``: each way :func:`trace_forward_dynamics` chooses
     from on a robot without mimic joints."""
-    recursions = [None]
-    if _pivots_are_articulated(tree):
-        recursions += [mass_matrix, root_axes_derivatives.mass_matrix]
     arrays = _forward_dynamics_arrays(tree, links)
-    return [_traced_forward_dynamics(tree, arrays, links, recursion) for recursion in recursions]
+    return [_traced_forward_dynamics(tree, arrays, links, by_mass_matrix)
+            for by_mass_matrix in ([False, True] if _pivots_are_articulated(tree) else [False])]
 
 
-def _traced_forward_dynamics(tree, arrays, links, recursion):
-    """``(operations, t, qdd, method)``: qdd by the articulated-body recursion
-    (``recursion`` None), or from M by ``recursion``, h and M's LTDL."""
+def _traced_forward_dynamics(tree, arrays, links, by_mass_matrix):
+    """``(operations, t, qdd, method)``: qdd by the articulated-body recursion, or from
+    M in body frames, h and M's LTDL."""
     t = _Tracing(tree, arrays)
     c = t.coordinates
     q_hinge, qd_hinge = c.hinge_positions(t.inputs["q"]), c.hinge_rates(t.inputs["qd"])
-    if recursion is None:
+    forces = _traced_body_forces(t, q_hinge, links)
+    if by_mass_matrix:
+        qdd = _traced_solve(c.joint_mass_matrix(mass_matrix(t.symbolic_tree, q_hinge)),
+                            t.inputs["tau"] - _joint_bias(t, q_hinge, qd_hinge, forces),
+                            t.symbolic_tree.singular_inertia_threshold())
+        method = "M, h and M's LTDL"
+    else:
         bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
-                                         c.hinge_rates(t.inputs["tau"]),
-                                         _traced_body_forces(t, q_hinge, links))
+                                         c.hinge_rates(t.inputs["tau"]), forces)
         qdd, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
         qdd, method = c.joint_forces(qdd), "articulated-body recursion"
-    else:
-        mass = c.joint_mass_matrix(recursion(t.symbolic_tree, q_hinge))
-        if recursion is root_axes_derivatives.mass_matrix:
-            w = t.inputs.get("w")
-            bias, _ = root_axes_derivatives.terms_without_acceleration(
-                t.symbolic_tree, q_hinge, qd_hinge, t.root_acceleration(),
-                [(tree.frames[link], w[6 * k:6 * k + 6]) for k, link in enumerate(links)])
-            bias, method = c.joint_forces(bias), "M in root axes, h from its pass, M's LTDL"
-        else:
-            bias = _joint_bias(t, q_hinge, qd_hinge, _traced_body_forces(t, q_hinge, links))
-            method = "M in body frames, h, M's LTDL"
-        qdd = _traced_solve(mass, t.inputs["tau"] - bias,
-                            t.symbolic_tree.singular_inertia_threshold())
     _, counts = _body(t.trace, _vector_outputs(qdd))
     return sum(counts.values()), t, qdd, method
 

@@ -51,7 +51,7 @@ class TracedRobot:
         return tracing.trace, torque
 
     def traced_forward_dynamics_ways(self, links=()):
-        """``{method: (trace, qdd)}``: every way the generator may trace this robot's
+        """``{method: (trace, qdd)}``: each way the generator may trace this robot's
         forward dynamics (no mimic joints), not only the one it keeps; ``links``: with
         wrenches on these (input ``w``, 6 values per link)."""
         return {method: (tracing.trace, qdd) for _, tracing, qdd, method

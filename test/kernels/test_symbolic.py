@@ -113,23 +113,23 @@ def test_traced_mass_matrix_is_pinocchios(robot, rng, evaluate_trace):
     pytest.param(random_tree_urdf(501, moving_joints=9, mimic_fraction=0.0), id="random501")])
 def test_each_way_of_tracing_forward_dynamics_is_pinocchios(urdf, traced_robot, rng,
                                                              evaluate_trace):
-    """The generator keeps whichever of the articulated-body recursion and M (in body
-    frames or in root axes), h and M's LTDL traces smaller; each must be the dynamics,
-    with a wrench too."""
+    """The generator keeps whichever of the articulated-body recursion and M, h and M's
+    LTDL traces smaller; each must be the dynamics, with a wrench too, to round-off (M
+    in root axes was not: 5e-11 off on iCub, whose M is ill-conditioned)."""
     traced = traced_robot(urdf)
     reference = PinocchioReference(urdf, traced.joint_names)
     p = traced.parameters()
     link = list(traced.tree.frames)[-1]
     for links in ((), (link,)):
         ways = traced.traced_forward_dynamics_ways(links)
-        assert len(ways) == 3, list(ways)
+        assert len(ways) == 2, list(ways)
         for q, qd, tau in random_states(traced, 3, rng):
             wrench = rng.normal(size=6) * 10 if links else np.zeros(0)
             inputs = {"q": q, "qd": qd, "tau": tau, "p": p, "w": wrench}
             expected = reference.forward_dynamics(q, qd, tau, {link: wrench} if links else None)
             for method, (trace, qdd) in ways.items():
                 assert_close(evaluate_trace(trace, qdd, inputs), expected,
-                             f"qdd by {method}, wrenches on {links}", 1e-9)
+                             f"qdd by {method}, wrenches on {links}", 1e-12)
 
 
 def test_inertias_and_gravity_are_inputs_not_constants(robot, rng, evaluate_trace):
