@@ -203,8 +203,7 @@ def trace_mass_matrix(tree):
         t = _Tracing(tree, arrays)
         mass = t.coordinates.joint_mass_matrix(
             recursion(t.symbolic_tree, t.coordinates.hinge_positions(t.inputs["q"])))
-        _, counts = _body(t.trace, _matrix_outputs(mass))
-        traced.append((sum(counts.values()), t, arrays, mass))
+        traced.append((_operations(t.trace, _matrix_outputs(mass)), t, arrays, mass))
     (body_frames, *body), (root_axes, *root) = traced
     t, arrays, mass = root if root_axes <= ROOT_AXES_MASS_MATRIX_SHARE * body_frames else body
     return t, arrays, mass
@@ -263,8 +262,7 @@ def _traced_forward_dynamics(tree, arrays, links, by_mass_matrix):
                                          c.hinge_rates(t.inputs["tau"]), forces)
         qdd, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
         qdd, method = c.joint_forces(qdd), "articulated-body recursion"
-    _, counts = _body(t.trace, _vector_outputs(qdd))
-    return sum(counts.values()), t, qdd, method
+    return _operations(t.trace, _vector_outputs(qdd)), t, qdd, method
 
 
 def _joint_bias(t, q_hinge, qd_hinge, forces=None):
@@ -454,6 +452,27 @@ def _operand(x):
     return f"t{x}" if isinstance(x, int) else _constant(x)
 
 
+def _live(trace, outputs):
+    """Which nodes of ``trace`` the ``outputs`` (as for :func:`_body`) and the guards read."""
+    live = np.zeros(len(trace.ops), dtype=bool)
+    stack = [v.i for _, v in outputs if isinstance(v, Sym)]
+    stack += [i for guard in trace.guards for i in guard if isinstance(i, int)]
+    while stack:
+        i = stack.pop()
+        if live[i]:
+            continue
+        live[i] = True
+        op, a, b = trace.ops[i]
+        if op != INPUT:
+            stack += [x for x in (a, b) if isinstance(x, int)]
+    return live
+
+
+def _operations(trace, outputs):
+    """The operations (inputs read included) of the C :func:`_body` would print."""
+    return int(_live(trace, outputs).sum())
+
+
 def _body(trace, outputs, indent="    ", strides=None):
     """C statements computing every live node, then ``outputs``: a list of ((array,
     index), value).
@@ -472,17 +491,7 @@ def _body(trace, outputs, indent="    ", strides=None):
     """
     lanes = strides is not None
     ops = trace.ops
-    live = np.zeros(len(ops), dtype=bool)
-    stack = [v.i for _, v in outputs if isinstance(v, Sym)]
-    stack += [i for guard in trace.guards for i in guard if isinstance(i, int)]
-    while stack:
-        i = stack.pop()
-        if live[i]:
-            continue
-        live[i] = True
-        op, a, b = ops[i]
-        if op != INPUT:
-            stack += [x for x in (a, b) if isinstance(x, int)]
+    live = _live(trace, outputs)
     guards_after = {}
     for value, threshold in trace.guards:
         last = max(x for x in (value, threshold) if isinstance(x, int))
@@ -500,6 +509,7 @@ def _body(trace, outputs, indent="    ", strides=None):
         if lanes and live[i] and op in (SIN, COS):
             angles.setdefault(a, {})[op] = i
     lines, counts = [], {}
+    emitted = np.zeros(len(ops), dtype=bool)
 
     def declare(i, text):
         lines.append(f"{indent}const {'soa_vd' if per_sample[i] else 'double'} t{i} = {text};")
@@ -535,7 +545,6 @@ def _body(trace, outputs, indent="    ", strides=None):
         for array, index, value in stores_after.pop(i, ()):
             store(array, index, value)
 
-    emitted = np.zeros(len(ops), dtype=bool)
     for i, (op, a, b) in enumerate(ops):
         if not live[i] or op == INPUT:
             continue
