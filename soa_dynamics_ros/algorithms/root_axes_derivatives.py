@@ -34,64 +34,9 @@ the forward-mode reference.
 """
 import numpy as np
 
-from ..multibody.spatial import dtype_of, mirror_upper
+from ..multibody.root_axes import Inertia, cross, force_cross, motion_cross, motion_to_root
+from ..multibody.spatial import dtype_of, skew
 from .kinematics import body_placements
-
-
-def _cross(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                     a[0] * b[1] - a[1] * b[0]])
-
-
-def _skew(a):
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-
-
-def _motion_cross(v, m):
-    """``v x m`` of motion vectors ``[linear; angular]``."""
-    return np.concatenate((_cross(v[3:], m[:3]) + _cross(v[:3], m[3:]), _cross(v[3:], m[3:])))
-
-
-def _force_cross(v, f):
-    """``v x* f``: motion ``v`` acting on force ``f = [force; moment]``."""
-    return np.concatenate((_cross(v[3:], f[:3]), _cross(v[3:], f[3:]) + _cross(v[:3], f[:3])))
-
-
-def _motion_to_root(rotation, translation, motion):
-    angular = rotation @ motion[3:]
-    return np.concatenate((rotation @ motion[:3] + _cross(translation, angular), angular))
-
-
-class _Inertia:
-    """A spatial inertia ``[[m 1, -[h]x], [[h]x, J]]`` as m, h and J."""
-
-    def __init__(self, mass, moment, rotational):
-        self.mass, self.moment, self.rotational = mass, moment, rotational
-
-    @classmethod
-    def in_root(cls, inertia, rotation, translation):
-        """A body inertia (body axes, about its origin) in root axes about the root origin:
-        ``R J R^T - m [p]x[p]x - [p]x[c]x - [c]x[p]x`` with ``c = R h``, written as
-        ``R J R^T + 2 (p.u) 1 - p u^T - u p^T`` with ``u = c + m p / 2``, and its lower
-        triangle taken from the upper.  That traces to a fifth fewer operations here, and
-        this is half of M's on a robot whose joint placements do not fold (iCub's whole
-        M: 10,031 -> 8,961)."""
-        mass = inertia[0, 0]
-        c = rotation @ np.array([inertia[5, 1], inertia[3, 2], inertia[4, 0]])
-        p = translation
-        u = c + (0.5 * mass) * p
-        rotational = mirror_upper(rotation @ inertia[3:, 3:] @ rotation.T
-                                  + (2.0 * (p @ u)) * np.eye(3)
-                                  - np.outer(p, u) - np.outer(u, p))
-        return cls(mass, c + mass * p, rotational)
-
-    def __add__(self, other):
-        return _Inertia(self.mass + other.mass, self.moment + other.moment,
-                        self.rotational + other.rotational)
-
-    def apply(self, x):
-        return np.concatenate((self.mass * x[:3] - _cross(self.moment, x[3:]),
-                               _cross(self.moment, x[:3]) + self.rotational @ x[3:]))
 
 
 class _VelocityTerm:
@@ -106,19 +51,19 @@ class _VelocityTerm:
         and momentum I v = (p, l)."""
         momentum = inertia.apply(velocity)
         u, omega, h = velocity[:3], velocity[3:], inertia.moment
-        spun = _skew(omega) @ inertia.rotational
+        spun = skew(omega) @ inertia.rotational
         b22 = (spun + spun.T - np.outer(u, h) - np.outer(h, u) + 2.0 * (h @ u) * np.eye(3)
-               - _skew(momentum[3:]))
+               - skew(momentum[3:]))
         return cls(momentum[:3], b22)
 
     def __add__(self, other):
         return _VelocityTerm(self.momentum + other.momentum, self.b22 + other.b22)
 
     def apply(self, x):
-        return np.concatenate((-2.0 * _cross(self.momentum, x[3:]), self.b22 @ x[3:]))
+        return np.concatenate((-2.0 * cross(self.momentum, x[3:]), self.b22 @ x[3:]))
 
     def transpose_apply(self, x):
-        return np.concatenate((np.zeros(3), 2.0 * _cross(self.momentum, x[:3])
+        return np.concatenate((np.zeros(3), 2.0 * cross(self.momentum, x[:3])
                                + self.b22.T @ x[3:]))
 
 
@@ -183,25 +128,25 @@ def _body_terms(tree, q_hinge, qd_hinge, qdd_hinge, root_acceleration, wrenches=
     turning = [None] * nb           # E of the file comment's wrenches, per body (6 x 3)
     for body in range(1, nb):
         up = parent[body]
-        s = hinge_map[body] = _motion_to_root(rotations[body], translations[body],
+        s = hinge_map[body] = motion_to_root(rotations[body], translations[body],
                                               tree.hinge_map[body])
         joint_velocity = s * qd_hinge[body]
         v = velocity[body] = velocity[up] + joint_velocity
-        a = acceleration[body] = acceleration[up] + _motion_cross(v, joint_velocity)
+        a = acceleration[body] = acceleration[up] + motion_cross(v, joint_velocity)
         if qdd_hinge is not None:
             a = acceleration[body] = a + s * qdd_hinge[body]
-        inertia[body] = _Inertia.in_root(tree.body_inertia[body], rotations[body],
+        inertia[body] = Inertia.in_root(tree.body_inertia[body], rotations[body],
                                          translations[body])
-        force[body] = inertia[body].apply(a) + _force_cross(v, inertia[body].apply(v))
+        force[body] = inertia[body].apply(a) + force_cross(v, inertia[body].apply(v))
         term[body] = _VelocityTerm.of_body(inertia[body], v)
     for frame, wrench in wrenches:
         if frame.body == 0:
             continue                        # on the root: it moves nothing
         point = rotations[frame.body] @ frame.translation + translations[frame.body]
         f, t = wrench[:3], wrench[3:]
-        force[frame.body] = force[frame.body] - np.concatenate((f, t + _cross(point, f)))
-        f_skew = _skew(f)
-        e = np.vstack((f_skew, _skew(t) + _skew(point) @ f_skew))
+        force[frame.body] = force[frame.body] - np.concatenate((f, t + cross(point, f)))
+        f_skew = skew(f)
+        e = np.vstack((f_skew, skew(t) + skew(point) @ f_skew))
         turning[frame.body] = e if turning[frame.body] is None else turning[frame.body] + e
     return dict(hinge_map=hinge_map, velocity=velocity, acceleration=acceleration,
                 force=force, inertia=inertia, term=term, turning=turning)
@@ -225,9 +170,9 @@ def _pair_derivatives(tree, terms):
     turned, carried, pushed, spun, inertia_s, term_s, turning_s = ([None] * nb for _ in range(7))
     for body in range(1, nb):
         s, up = hinge_map[body], parent[body]
-        w = turned[body] = _motion_cross(s, velocity[up])
-        u = carried[body] = _motion_cross(s, acceleration[up]) - _motion_cross(w, velocity[up])
-        pushed[body] = (_force_cross(s, force[body]) - inertia[body].apply(u)
+        w = turned[body] = motion_cross(s, velocity[up])
+        u = carried[body] = motion_cross(s, acceleration[up]) - motion_cross(w, velocity[up])
+        pushed[body] = (force_cross(s, force[body]) - inertia[body].apply(u)
                         - term[body].apply(w))
         spun[body] = term[body].apply(s) - 2.0 * inertia[body].apply(w)
         inertia_s[body] = inertia[body].apply(s)
@@ -261,9 +206,9 @@ def mass_matrix(tree, q_hinge):
     rotations, translations = body_placements(tree, q_hinge)
     hinge_map, inertia = [None] * nb, [None] * nb
     for body in range(1, nb):
-        hinge_map[body] = _motion_to_root(rotations[body], translations[body],
+        hinge_map[body] = motion_to_root(rotations[body], translations[body],
                                           tree.hinge_map[body])
-        inertia[body] = _Inertia.in_root(tree.body_inertia[body], rotations[body],
+        inertia[body] = Inertia.in_root(tree.body_inertia[body], rotations[body],
                                          translations[body])
     for body in range(nb - 1, 1, -1):
         if parent[body] > 0:
@@ -290,7 +235,7 @@ def gravity_derivatives(tree, q_hinge, root_acceleration):
     for body in range(1, nb):
         rotation, translation = rotations[body], translations[body]
         inertia = tree.body_inertia[body]
-        hinge_map[body] = _motion_to_root(rotation, translation, tree.hinge_map[body])
+        hinge_map[body] = motion_to_root(rotation, translation, tree.hinge_map[body])
         mass[body] = inertia[0, 0]
         moment[body] = (rotation @ np.array([inertia[5, 1], inertia[3, 2], inertia[4, 0]])
                         + mass[body] * translation)
@@ -299,9 +244,9 @@ def gravity_derivatives(tree, q_hinge, root_acceleration):
         if up > 0:
             mass[up] = mass[up] + mass[body]
             moment[up] = moment[up] + moment[body]
-    linear = [None] + [mass[b] * hinge_map[b][:3] + _cross(hinge_map[b][3:], moment[b])
+    linear = [None] + [mass[b] * hinge_map[b][:3] + cross(hinge_map[b][3:], moment[b])
                        for b in range(1, nb)]
-    turned = [None] + [_cross(gravity, hinge_map[b][3:]) for b in range(1, nb)]
+    turned = [None] + [cross(gravity, hinge_map[b][3:]) for b in range(1, nb)]
     dtype = dtype_of(q_hinge, tree.body_inertia)
     dg_dq = np.zeros((nb, nb), dtype=dtype)
     for body in range(1, nb):
