@@ -15,7 +15,7 @@ import pytest
 from oracles.pinocchio_reference import PinocchioReference
 from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf
-from soa_dynamics_ros.algorithms import root_axes_derivatives
+from soa_dynamics_ros.algorithms import aligned_frames, root_axes_derivatives
 from soa_dynamics_ros.algorithms.derivatives import (gravity_derivatives,
                                                      inverse_dynamics_derivatives)
 from soa_dynamics_ros.algorithms.forward_dynamics import forward_dynamics
@@ -38,6 +38,7 @@ class HingeSpace:
         self.tree = BodyTree(parse_urdf(urdf_xml))
         self.joint_names = [joint.name for joint in self.tree.joints]  # body 1, 2, ... order
         self.dof = self.tree.nb - 1   # as a model's, so support.numerics.random_states fits
+        self.frame_names = list(self.tree.frames)   # and random_wrenches
 
     @staticmethod
     def _hinge(values):
@@ -87,6 +88,18 @@ class HingeSpace:
 
     def mass_matrix(self, q):
         return mass_matrix(self.tree, self._hinge(q))[1:, 1:]
+
+    def aligned_mass_matrix(self, q):
+        """M by the compiled form in frames at each body's origin with root axes."""
+        return aligned_frames.mass_matrix(self.tree, self._hinge(q))[1:, 1:]
+
+    def aligned_inverse_dynamics(self, q, qd, qdd=None, wrenches=None, gravity=GRAVITY):
+        """Torques by the same form; ``qdd`` None: h; ``wrenches``: {link: [f; t]}, root
+        axes about the link origin."""
+        return aligned_frames.inverse_dynamics(
+            self.tree, self._hinge(q), self._hinge(qd), None if qdd is None else self._hinge(qdd),
+            self._root_acceleration(gravity),
+            [(self.tree.frames[link], wrench) for link, wrench in (wrenches or {}).items()])[1:]
 
     def forward_dynamics(self, q, qd, tau, body_forces=None, gravity=GRAVITY):
         return forward_dynamics(self.tree, self._hinge(q), self._hinge(qd), self._hinge(tau),
