@@ -47,7 +47,7 @@ import hashlib
 
 import numpy as np
 
-from ..algorithms import articulated_body, root_axes_derivatives
+from ..algorithms import aligned_frames, articulated_body, root_axes_derivatives
 from ..algorithms.external_forces import (applied_wrench, forces_on_bodies,
                                           gravity_root_acceleration)
 from ..algorithms.inverse_dynamics import inverse_dynamics
@@ -185,41 +185,44 @@ def trace_coriolis_transpose_product(tree):
     return t, arrays, t.coordinates.joint_forces(product)
 
 
-# Root axes take more loads and stores per operation than body frames: on G1 (43
-# joints) the root-axes M ran 12% slower with 5% fewer operations; on iCub they ran
-# alike at 16% fewer (2026-11-27, same machine).
-ROOT_AXES_MASS_MATRIX_SHARE = 0.85
+# Frames with root axes take more loads and stores per operation than body frames:
+# on G1 (43 joints) M in aligned frames traced 7% fewer operations and ran alike;
+# on iCub 28% fewer and ran 17% faster (2026-11-27, same machine).
+ALIGNED_FRAMES_MASS_MATRIX_SHARE = 0.85
 
 
 def trace_mass_matrix(tree):
-    """M(q) by the composite-body recursion in body frames, or in root axes where that
-    traces to at most :data:`ROOT_AXES_MASS_MATRIX_SHARE` of the operations: body frames
-    on the arms (493 against 857 multiplications on the Panda), root axes on a 32-joint
-    tree with random axes (6,800 against 13,900), whose constant joint placements do not
-    fold away."""
+    """``(t, arrays, M)``: M(q) by the composite-body recursion in body frames, or in
+    frames at each body's origin with root axes
+    (:mod:`~soa_dynamics_ros.algorithms.aligned_frames`) where that traces to at most
+    :data:`ALIGNED_FRAMES_MASS_MATRIX_SHARE` of the operations: body frames on the arms
+    (1,015 against 1,331 operations on the Panda), aligned frames on a 32-joint tree
+    with random axes (13,200 against 25,400), whose constant joint placements do not
+    fold away, and on iCub (8,000 against 11,100)."""
+    (body_frames, *body), (aligned, *other) = mass_matrix_traces(tree)
+    return tuple(other if aligned <= ALIGNED_FRAMES_MASS_MATRIX_SHARE * body_frames else body)
+
+
+def mass_matrix_traces(tree):
+    """``[(operations, t, arrays, M)]``: M traced in body frames, then in aligned frames."""
     traced = []
-    for recursion in (mass_matrix, root_axes_derivatives.mass_matrix):
+    for recursion in (mass_matrix, aligned_frames.mass_matrix):
         arrays = [("q", tree.dof), ("p", _param_count(tree))]
         t = _Tracing(tree, arrays)
         mass = t.coordinates.joint_mass_matrix(
             recursion(t.symbolic_tree, t.coordinates.hinge_positions(t.inputs["q"])))
         traced.append((_operations(t.trace, _matrix_outputs(mass)), t, arrays, mass))
-    (body_frames, *body), (root_axes, *root) = traced
-    t, arrays, mass = root if root_axes <= ROOT_AXES_MASS_MATRIX_SHARE * body_frames else body
-    return t, arrays, mass
+    return traced
 
 
 def trace_forward_dynamics(tree, links=()):
     """``(t, arrays, answer, method)``: forward dynamics; ``links``: wrenches on these
     links are an input too.  Robots with mimic joints get (M, h) as the answer, for the
-    kernel to solve.  Others get qdd, by whichever traces to fewer operations: the
-    articulated-body recursion, or (where M's LTDL pivots are its hinge inertias,
-    :func:`_pivots_are_articulated`, so that they guard alike) M in body frames, h and
-    :func:`_traced_solve`: on the Panda 2,300 against 2,400 operations, 0.22 against
-    0.25 us a kernel call (2026-11-27).  M in root axes is not offered: its inertias
-    about the root origin lose digits on light bodies far from it, and the solve
-    multiplies that by M's condition number (iCub's qdd 5e-11 off Pinocchio's, against
-    2e-12 by the recursion or M in body frames)."""
+    kernel to solve.  Others get qdd by whichever of :func:`forward_dynamics_traces`
+    traces to the fewest operations: on the Panda M, h and M's LTDL in body frames
+    (2,300 against 2,400 by the articulated-body recursion, 0.22 against 0.25 us a
+    kernel call, 2026-11-27), on a 32-joint tree with random axes the same in aligned
+    frames (22,100 against 29,900)."""
     arrays = _forward_dynamics_arrays(tree, links)
     if tree.coordinates.couples_hinges:
         t = _Tracing(tree, arrays)
@@ -237,32 +240,83 @@ def _forward_dynamics_arrays(tree, links):
         ("p", _param_count(tree))]
 
 
+ARTICULATED, BODY_FRAMES_SOLVE, ALIGNED_FRAMES_SOLVE = (
+    "articulated-body recursion", "M, h and M's LTDL in body frames",
+    "M, h and M's LTDL in aligned frames")
+
+
 def forward_dynamics_traces(tree, links=()):
     """``[(operations, t, qdd, method)]``: each way :func:`trace_forward_dynamics` chooses
-    from on a robot without mimic joints."""
+    from on a robot without mimic joints.  The articulated-body recursion always; M, h
+    and M's LTDL where its pivots are the recursion's hinge inertias
+    (:func:`_pivots_are_articulated`), so that both guard alike; in aligned frames only
+    where :func:`_aligned_solve_is_precise`."""
     arrays = _forward_dynamics_arrays(tree, links)
-    return [_traced_forward_dynamics(tree, arrays, links, by_mass_matrix)
-            for by_mass_matrix in ([False, True] if _pivots_are_articulated(tree) else [False])]
+    ways = [ARTICULATED]
+    if _pivots_are_articulated(tree):
+        ways.append(BODY_FRAMES_SOLVE)
+        if _aligned_solve_is_precise(tree):
+            ways.append(ALIGNED_FRAMES_SOLVE)
+    return [_traced_forward_dynamics(tree, arrays, links, way) for way in ways]
 
 
-def _traced_forward_dynamics(tree, arrays, links, by_mass_matrix):
-    """``(operations, t, qdd, method)``: qdd by the articulated-body recursion, or from
-    M in body frames, h and M's LTDL."""
+def _traced_forward_dynamics(tree, arrays, links, way):
+    """``(operations, t, qdd, way)``: qdd by one of :func:`forward_dynamics_traces`."""
     t = _Tracing(tree, arrays)
     c = t.coordinates
     q_hinge, qd_hinge = c.hinge_positions(t.inputs["q"]), c.hinge_rates(t.inputs["qd"])
-    forces = _traced_body_forces(t, q_hinge, links)
-    if by_mass_matrix:
-        qdd = _traced_solve(c.joint_mass_matrix(mass_matrix(t.symbolic_tree, q_hinge)),
-                            t.inputs["tau"] - _joint_bias(t, q_hinge, qd_hinge, forces),
-                            t.symbolic_tree.singular_inertia_threshold())
-        method = "M, h and M's LTDL"
-    else:
+    if way == ARTICULATED:
         bodies = articulated_body.gather(t.symbolic_tree, q_hinge, qd_hinge,
-                                         c.hinge_rates(t.inputs["tau"]), forces)
+                                         c.hinge_rates(t.inputs["tau"]),
+                                         _traced_body_forces(t, q_hinge, links))
         qdd, _ = articulated_body.scatter(t.symbolic_tree, bodies, t.root_acceleration())
-        qdd, method = c.joint_forces(qdd), "articulated-body recursion"
-    return _operations(t.trace, _vector_outputs(qdd)), t, qdd, method
+        qdd = c.joint_forces(qdd)
+    else:
+        if way == BODY_FRAMES_SOLVE:
+            mass = mass_matrix(t.symbolic_tree, q_hinge)
+            bias = _joint_bias(t, q_hinge, qd_hinge, _traced_body_forces(t, q_hinge, links))
+        else:
+            w = t.inputs.get("w")
+            mass = aligned_frames.mass_matrix(t.symbolic_tree, q_hinge)
+            bias = c.joint_forces(aligned_frames.inverse_dynamics(
+                t.symbolic_tree, q_hinge, qd_hinge, None, t.root_acceleration(),
+                [(tree.frames[link], w[6 * k:6 * k + 6]) for k, link in enumerate(links)]))
+        qdd = _traced_solve(c.joint_mass_matrix(mass), t.inputs["tau"] - bias,
+                            t.symbolic_tree.singular_inertia_threshold())
+    return _operations(t.trace, _vector_outputs(qdd)), t, qdd, way
+
+
+# A solve multiplies the error of M by its condition number, and M in root axes
+# carries more: on iCub (condition 1e5 to 6e8) qdd by aligned frames was 1e-12 to
+# 4e-11 off Pinocchio's, by body frames 5e-14 to 8e-13; on the random tree
+# (condition up to 1e4) 9e-15 off the recursion's (2026-11-27).
+ALIGNED_SOLVE_AGREEMENT = 1e-13
+
+
+def _aligned_solve_is_precise(tree, samples=8):
+    """Whether qdd by M, h and M's LTDL in aligned frames agrees with the
+    articulated-body recursion's to :data:`ALIGNED_SOLVE_AGREEMENT` (relative to
+    max(1, |qdd|)) at ``samples`` random states of this robot, evaluated in floats."""
+    c, rng = tree.coordinates, np.random.default_rng(0)
+    root_acceleration = gravity_root_acceleration(np.array([0.0, 0.0, -9.81]))
+    for _ in range(samples):
+        q, qd, tau = (rng.uniform(-np.pi, np.pi, tree.dof), rng.normal(size=tree.dof),
+                      rng.normal(size=tree.dof))
+        q_hinge, qd_hinge = c.hinge_positions(q), c.hinge_rates(qd)
+        try:
+            bodies = articulated_body.gather(tree, q_hinge, qd_hinge, c.hinge_rates(tau))
+            expected = c.joint_forces(
+                articulated_body.scatter(tree, bodies, root_acceleration)[0])
+            bias = c.joint_forces(aligned_frames.inverse_dynamics(
+                tree, q_hinge, qd_hinge, None, root_acceleration))
+            qdd = _traced_solve(c.joint_mass_matrix(aligned_frames.mass_matrix(tree, q_hinge)),
+                                tau - bias, tree.singular_inertia_threshold())
+        except SingularDynamicsError:
+            return False
+        if np.max(np.abs(qdd - expected)) > ALIGNED_SOLVE_AGREEMENT * max(
+                1.0, np.max(np.abs(expected))):
+            return False
+    return True
 
 
 def _joint_bias(t, q_hinge, qd_hinge, forces=None):

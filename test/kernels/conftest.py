@@ -61,6 +61,11 @@ class TracedRobot:
         tracing, _, mass = generator.trace_mass_matrix(self.tree)
         return tracing.trace, mass
 
+    def traced_mass_matrix_ways(self):
+        """``[(trace, M)]``: each way the generator may trace M, not only the one it keeps."""
+        return [(tracing.trace, mass) for _, tracing, _, mass
+                in generator.mass_matrix_traces(self.tree)]
+
     def compiled(self, kernel):
         """The module's function ``kernel``, or None where no module is generated; also
         the single call of a batch-only module (generator.batch_only), which the API

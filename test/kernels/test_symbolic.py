@@ -8,7 +8,7 @@ import pytest
 from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close, random_states
 from support.robot_generator import random_tree_urdf
-from support.robots import shipped_urdf
+from support.robots import example_robot_text, shipped_urdf
 from soa_dynamics_ros.kernels.symbolic import ADD, MUL, SUB, Sym, Trace
 from soa_dynamics_ros.multibody.spatial import (force_cross, motion_cross, motion_transform,
                                                 rotation_about_axis)
@@ -114,15 +114,16 @@ def test_traced_mass_matrix_is_pinocchios(robot, rng, evaluate_trace):
 def test_each_way_of_tracing_forward_dynamics_is_pinocchios(urdf, traced_robot, rng,
                                                              evaluate_trace):
     """The generator keeps whichever of the articulated-body recursion and M, h and M's
-    LTDL traces smaller; each must be the dynamics, with a wrench too, to round-off (M
-    in root axes was not: 5e-11 off on iCub, whose M is ill-conditioned)."""
+    LTDL (in body frames or in aligned frames) traces smaller; each must be the
+    dynamics, with a wrench too, to round-off (M about the root origin was not: 5e-11
+    off on iCub, whose M is ill-conditioned)."""
     traced = traced_robot(urdf)
     reference = PinocchioReference(urdf, traced.joint_names)
     p = traced.parameters()
     link = list(traced.tree.frames)[-1]
     for links in ((), (link,)):
         ways = traced.traced_forward_dynamics_ways(links)
-        assert len(ways) == 2, list(ways)
+        assert len(ways) == 3, list(ways)
         for q, qd, tau in random_states(traced, 3, rng):
             wrench = rng.normal(size=6) * 10 if links else np.zeros(0)
             inputs = {"q": q, "qd": qd, "tau": tau, "p": p, "w": wrench}
@@ -130,6 +131,29 @@ def test_each_way_of_tracing_forward_dynamics_is_pinocchios(urdf, traced_robot, 
             for method, (trace, qdd) in ways.items():
                 assert_close(evaluate_trace(trace, qdd, inputs), expected,
                              f"qdd by {method}, wrenches on {links}", 1e-12)
+
+
+def test_aligned_frames_are_not_offered_where_their_solve_loses_digits(traced_robot):
+    """iCub's M reaches condition 1e5 to 6e8: solved in aligned frames its qdd is 1e-12
+    to 4e-11 off Pinocchio's, so its forward dynamics keeps the body-frame ways."""
+    traced = traced_robot(example_robot_text("icub_description/robots/icub.urdf"))
+    ways = list(traced.traced_forward_dynamics_ways())
+    assert len(ways) == 2 and not any("aligned" in way for way in ways), ways
+
+
+@pytest.mark.parametrize("urdf", ROBOTS)
+def test_each_way_of_tracing_the_mass_matrix_is_pinocchios(urdf, traced_robot, rng,
+                                                           evaluate_trace):
+    """M traced in body frames and in aligned frames (the generator keeps the cheaper)."""
+    traced = traced_robot(urdf)
+    reference = PinocchioReference(urdf, traced.joint_names)
+    p = traced.parameters()
+    ways = traced.traced_mass_matrix_ways()
+    assert len(ways) == 2
+    for q, _, _ in random_states(traced, 3, rng):
+        for trace, mass in ways:
+            assert_close(evaluate_trace(trace, mass, {"q": q, "p": p}), reference.mass_matrix(q),
+                         "traced M(q)", 1e-12)
 
 
 def test_inertias_and_gravity_are_inputs_not_constants(robot, rng, evaluate_trace):

@@ -1,4 +1,5 @@
-"""Where the repository and its shipped robot descriptions are."""
+"""Where the repository, its shipped robot descriptions and the third-party robots are."""
+import importlib.metadata
 import pathlib
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -18,6 +19,25 @@ def zoo_urdf_text(relative):
     rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
     root = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
     return read_description_text(str(root / relative), package_paths=[str(root)])
+
+
+def example_robots_folder():
+    """Where pip put example-robot-data's robots (a data-only wheel: no module to import),
+    or None."""
+    try:
+        distribution = importlib.metadata.distribution("example-robot-data")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return pathlib.Path(distribution.locate_file(
+        "cmeel.prefix/share/example-robot-data/robots")).resolve()
+
+
+def example_robot_text(relative):
+    """The text of example-robot-data's plain URDF ``relative`` (under its robots/
+    folder); fails without example-robot-data, which requirements-dev.txt installs."""
+    folder = example_robots_folder()
+    assert folder is not None, "example-robot-data: scripts/setup.sh installs it"
+    return (folder / relative).read_text()
 
 
 # What a link without <inertial> gets where a zoo description has none (the KUKA,

@@ -11,7 +11,6 @@ macros are not robots; they are recognised by their content.
 Tiago, ANYmal, Unitree, UR, Panda, ...) ships plain URDFs; its floating-base
 robots load as fixed-base trees, as Pinocchio builds them without a root joint.
 """
-import importlib.metadata
 import os
 import pathlib
 import warnings
@@ -22,7 +21,7 @@ import pytest
 
 from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close, random_states
-from support.robots import with_inertias
+from support.robots import example_robots_folder, with_inertias
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.errors import (DescriptionWarning, InertiaWarning,
                                      SingularDynamicsError, URDFError)
@@ -30,19 +29,7 @@ from soa_dynamics_ros.description.urdf import read_description_text
 
 rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
 ZOO = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
-
-
-def _example_robots_folder():
-    """Where pip put example-robot-data's robots (a data-only wheel: no module to import)."""
-    try:
-        distribution = importlib.metadata.distribution("example-robot-data")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    return pathlib.Path(distribution.locate_file(
-        "cmeel.prefix/share/example-robot-data/robots")).resolve()
-
-
-EXAMPLE_ROBOTS = _example_robots_folder()
+EXAMPLE_ROBOTS = example_robots_folder()
 # The robots' ids name their package: "rtbdata/<path>" or "example-robot-data/<path>".
 SOURCES = {"rtbdata": ZOO, "example-robot-data": EXAMPLE_ROBOTS}
 # xacro statements that define things without instantiating any link.
