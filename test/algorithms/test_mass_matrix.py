@@ -1,15 +1,25 @@
-"""Composite-body mass matrix (algorithms/mass_matrix.py) against Pinocchio's crba."""
+"""Composite-body mass matrix (algorithms/mass_matrix.py, aligned_frames.py) against
+Pinocchio's crba."""
 import numpy as np
+import pytest
 
 from support.numerics import assert_close, random_states
 
 STATES = 10
 
 
-def test_mass_matrix_against_pinocchio(robot, rng):
+# Body frames (algorithms/mass_matrix.py), and frames at each body's origin with root
+# axes (algorithms/aligned_frames.py), which kernels of robots whose joint placements do
+# not fold are traced from.
+FORMS = ["mass_matrix", "aligned_mass_matrix"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_mass_matrix_against_pinocchio(robot, rng, form):
     hinges, reference = robot
     for q, _, _ in random_states(hinges, STATES, rng):
-        assert_close(hinges.mass_matrix(q), reference.mass_matrix(q), "M(q)", 1e-10)
+        assert_close(getattr(hinges, form)(q), reference.mass_matrix(q), f"M(q) by {form}",
+                     1e-12)
 
 
 def test_mass_matrix_is_symmetric_positive_definite(robot, rng):
