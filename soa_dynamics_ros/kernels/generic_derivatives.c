@@ -859,6 +859,7 @@ typedef struct {
     npy_intp widths[3];
     int kind, inputs, stream;
     size_t answer_at;               /* where in a sample's space its answer is made */
+    size_t answer_size;             /* doubles of one sample's answer */
     double *out;
 } DerivativeBatch;
 
@@ -889,7 +890,7 @@ static int derivative_batch_sample(Model *m, const void *batch, double *space, n
         if (soa_check(sample[k], (int)b->widths[k], SOA_MAX_MAGNITUDE))
             return SOA_BAD_INPUT;
     }
-    size_t nn = (size_t)m->rate_dof * m->rate_dof, size = derivative_outputs[b->kind] * nn;
+    size_t nn = (size_t)m->rate_dof * m->rate_dof, size = b->answer_size;
     double *target = b->out + (size_t)s * size, *first = b->stream ? space + b->answer_at : target;
     double *out[3] = {first, first + nn, first + 2 * nn};
     Wrenches none = {NULL, NULL, 0};
@@ -922,7 +923,7 @@ static PyObject *derivatives_batch(PyObject *const *args, Py_ssize_t nargs, int 
         count = PyArray_DIM((PyArrayObject *)args[1 + k], 0);
     }
     npy_intp n = m->rate_dof, shape[4] = {count, derivative_outputs[kind], n, n};
-    size_t size = (size_t)derivative_outputs[kind] * n * n;
+    size_t size = batch.answer_size = (size_t)derivative_outputs[kind] * n * n;
     /* answers that outgrow the caches are streamed out (stream_copy) */
     batch.stream = (size_t)count * size * sizeof(double) >= SOA_SPARE_MIN_BYTES;
     batch.answer_at = derivative_doubles(m);
