@@ -313,8 +313,8 @@ def _aligned_solve_is_precise(tree, samples=8):
                                 tau - bias, tree.singular_inertia_threshold())
         except SingularDynamicsError:
             return False
-        if np.max(np.abs(qdd - expected)) > ALIGNED_SOLVE_AGREEMENT * max(
-                1.0, np.max(np.abs(expected))):
+        if np.max(np.abs(qdd - expected), initial=0.0) > ALIGNED_SOLVE_AGREEMENT * np.max(
+                np.abs(expected), initial=1.0):
             return False
     return True
 
