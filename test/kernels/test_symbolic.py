@@ -9,6 +9,7 @@ from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close, random_states
 from support.robot_generator import random_tree_urdf
 from support.robots import example_robot_text, shipped_urdf
+from support.small_robots import FIXED_ONLY
 from soa_dynamics_ros.kernels.symbolic import ADD, MUL, SUB, Sym, Trace
 from soa_dynamics_ros.multibody.spatial import (force_cross, motion_cross, motion_transform,
                                                 rotation_about_axis)
@@ -139,6 +140,12 @@ def test_aligned_frames_are_not_offered_where_their_solve_loses_digits(traced_ro
     traced = traced_robot(example_robot_text("icub_description/robots/icub.urdf"))
     ways = list(traced.traced_forward_dynamics_ways())
     assert len(ways) == 2 and not any("aligned" in way for way in ways), ways
+
+
+def test_a_robot_without_moving_joints_traces_every_way_empty(traced_robot):
+    traced = traced_robot(FIXED_ONLY)
+    ways = traced.traced_forward_dynamics_ways()
+    assert len(ways) == 3 and all(len(qdd) == 0 for _, qdd in ways.values()), ways
 
 
 @pytest.mark.parametrize("urdf", ROBOTS)
