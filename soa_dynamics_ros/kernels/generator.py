@@ -150,15 +150,19 @@ def _wrench_arrays(links):
     return [("w", 6 * len(links))] if links else []
 
 
+def _traced_link_wrenches(t, links):
+    """``[(frame, wrench)]``: each link's frame and its 6 symbolic values of ``w``."""
+    w = t.inputs.get("w")
+    return [(t.tree.frames[link], w[6 * k:6 * k + 6]) for k, link in enumerate(links)]
+
+
 def _traced_body_forces(t, q_hinge, links):
     """Body-frame wrenches of the symbolic link wrenches ``w``, or None without links."""
     if not links:
         return None
     placements = body_placements(t.tree, q_hinge)
-    w = t.inputs["w"]
-    return forces_on_bodies(t.tree, [
-        applied_wrench(t.tree, placements, t.tree.frames[link], w[6 * k:6 * k + 6])
-        for k, link in enumerate(links)])
+    return forces_on_bodies(t.tree, [applied_wrench(t.tree, placements, frame, wrench)
+                                     for frame, wrench in _traced_link_wrenches(t, links)])
 
 
 def trace_inverse_dynamics(tree, with_qd=True, with_qdd=True, links=()):
@@ -276,11 +280,10 @@ def _traced_forward_dynamics(tree, arrays, links, way):
             mass = mass_matrix(t.symbolic_tree, q_hinge)
             bias = _joint_bias(t, q_hinge, qd_hinge, _traced_body_forces(t, q_hinge, links))
         else:
-            w = t.inputs.get("w")
             mass = aligned_frames.mass_matrix(t.symbolic_tree, q_hinge)
             bias = c.joint_forces(aligned_frames.inverse_dynamics(
                 t.symbolic_tree, q_hinge, qd_hinge, None, t.root_acceleration(),
-                [(tree.frames[link], w[6 * k:6 * k + 6]) for k, link in enumerate(links)]))
+                _traced_link_wrenches(t, links)))
         qdd = _traced_solve(c.joint_mass_matrix(mass), t.inputs["tau"] - bias,
                             t.symbolic_tree.singular_inertia_threshold())
     return _operations(t.trace, _vector_outputs(qdd)), t, qdd, way
@@ -334,11 +337,9 @@ def trace_inverse_dynamics_derivatives(tree, links=()):
         ("p", _param_count(tree))]
     t = _Tracing(tree, arrays)
     c = t.coordinates
-    w = t.inputs.get("w")
     hinge_matrices = root_axes_derivatives.inverse_dynamics_derivatives(
         t.symbolic_tree, c.hinge_positions(t.inputs["q"]), c.hinge_rates(t.inputs["qd"]),
-        c.hinge_rates(t.inputs["qdd"]), t.root_acceleration(),
-        [(tree.frames[link], w[6 * k:6 * k + 6]) for k, link in enumerate(links)])
+        c.hinge_rates(t.inputs["qdd"]), t.root_acceleration(), _traced_link_wrenches(t, links))
     return t, arrays, [c.joint_mass_matrix(matrix) for matrix in hinge_matrices]
 
 
