@@ -35,7 +35,7 @@ the forward-mode reference.
 import numpy as np
 
 from ..multibody.root_axes import Inertia, cross, force_cross, motion_cross, motion_to_root
-from ..multibody.spatial import dtype_of, skew
+from ..multibody.spatial import dtype_of, first_moment, skew
 from .kinematics import body_placements
 
 
@@ -237,8 +237,7 @@ def gravity_derivatives(tree, q_hinge, root_acceleration):
         inertia = tree.body_inertia[body]
         hinge_map[body] = motion_to_root(rotation, translation, tree.hinge_map[body])
         mass[body] = inertia[0, 0]
-        moment[body] = (rotation @ np.array([inertia[5, 1], inertia[3, 2], inertia[4, 0]])
-                        + mass[body] * translation)
+        moment[body] = rotation @ first_moment(inertia) + mass[body] * translation
     for body in range(nb - 1, 1, -1):
         up = parent[body]
         if up > 0:

@@ -9,7 +9,7 @@ from them carry no multiplications by structural zeros.  Orderings are those of
 """
 import numpy as np
 
-from .spatial import mirror_upper
+from .spatial import first_moment, mirror_upper
 
 
 def cross(a, b):
@@ -46,7 +46,7 @@ class Inertia:
         """A body inertia (6x6, body axes, about its origin) in root axes, about the same
         origin."""
         return cls(inertia[0, 0],
-                   rotation @ np.array([inertia[5, 1], inertia[3, 2], inertia[4, 0]]),
+                   rotation @ first_moment(inertia),
                    mirror_upper(rotation @ inertia[3:, 3:] @ rotation.T))
 
     @classmethod

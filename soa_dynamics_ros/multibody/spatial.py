@@ -139,13 +139,17 @@ def inertia_from_parameters(mass, first_moment, rotational, dtype=float):
         [-mcy, mcx, 0.0, ixz, iyz, izz]], dtype=dtype)
 
 
+def first_moment(inertia):
+    """The first moment ``m c`` of spatial inertias ``(..., 6, 6)`` (its lower-left block
+    is ``[m c]x``), as ``(..., 3)``."""
+    return np.stack((inertia[..., 5, 1], inertia[..., 3, 2], inertia[..., 4, 0]), axis=-1)
+
+
 def inertia_to_parameters(inertia):
     """The :data:`INERTIA_PARAMETER_COUNT` parameters of spatial inertias ``(..., 6, 6)``."""
     parameters = np.empty(inertia.shape[:-2] + (INERTIA_PARAMETER_COUNT,))
     parameters[..., 0] = inertia[..., 0, 0]
-    parameters[..., 1] = inertia[..., 5, 1]
-    parameters[..., 2] = inertia[..., 3, 2]
-    parameters[..., 3] = inertia[..., 4, 0]
+    parameters[..., 1:4] = first_moment(inertia)
     for column, (i, j) in enumerate(_ROTATIONAL_ENTRIES, start=4):
         parameters[..., column] = inertia[..., i, j]
     return parameters
