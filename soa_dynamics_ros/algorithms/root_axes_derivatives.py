@@ -129,14 +129,14 @@ def _body_terms(tree, q_hinge, qd_hinge, qdd_hinge, root_acceleration, wrenches=
     for body in range(1, nb):
         up = parent[body]
         s = hinge_map[body] = motion_to_root(rotations[body], translations[body],
-                                              tree.hinge_map[body])
+                                             tree.hinge_map[body])
         joint_velocity = s * qd_hinge[body]
         v = velocity[body] = velocity[up] + joint_velocity
         a = acceleration[body] = acceleration[up] + motion_cross(v, joint_velocity)
         if qdd_hinge is not None:
             a = acceleration[body] = a + s * qdd_hinge[body]
         inertia[body] = Inertia.in_root(tree.body_inertia[body], rotations[body],
-                                         translations[body])
+                                        translations[body])
         force[body] = inertia[body].apply(a) + force_cross(v, inertia[body].apply(v))
         term[body] = _VelocityTerm.of_body(inertia[body], v)
     for frame, wrench in wrenches:
@@ -207,9 +207,9 @@ def mass_matrix(tree, q_hinge):
     hinge_map, inertia = [None] * nb, [None] * nb
     for body in range(1, nb):
         hinge_map[body] = motion_to_root(rotations[body], translations[body],
-                                          tree.hinge_map[body])
+                                         tree.hinge_map[body])
         inertia[body] = Inertia.in_root(tree.body_inertia[body], rotations[body],
-                                         translations[body])
+                                        translations[body])
     for body in range(nb - 1, 1, -1):
         if parent[body] > 0:
             inertia[parent[body]] = inertia[parent[body]] + inertia[body]
