@@ -111,7 +111,9 @@ def test_traced_mass_matrix_is_pinocchios(robot, rng, evaluate_trace):
 
 @pytest.mark.parametrize("urdf", [
     pytest.param(open(shipped_urdf("panda.urdf")).read(), id="panda.urdf"),
-    pytest.param(random_tree_urdf(501, moving_joints=9, mimic_fraction=0.0), id="random501")])
+    pytest.param(random_tree_urdf(501, moving_joints=9, mimic_fraction=0.0), id="random501"),
+    # a robot nobody here wrote whose forward dynamics kernel is in aligned frames
+    pytest.param(example_robot_text("xarm_description/urdf/xarm7.urdf"), id="xarm7")])
 def test_each_way_of_tracing_forward_dynamics_is_pinocchios(urdf, traced_robot, rng,
                                                              evaluate_trace):
     """The generator keeps whichever of the articulated-body recursion and M, h and M's
