@@ -46,6 +46,7 @@ class EmbeddedModelNode(Node):
         self.stats = diagnostics.Statistics()
         self._messages = None           # conversions.FeedforwardMessages of live.command_joints
         self._transport_age = TransportAge()
+        self._joint_states = conversions.JointStateReader()
         self._log = ThrottledLog(self.get_logger())     # for what can repeat every message
         self.feedforward_publisher = self.create_publisher(Float64MultiArray, "~/feedforward", 1)
         self.feedforward_state_publisher = self.create_publisher(JointState, "~/feedforward_state", 1)
@@ -73,12 +74,13 @@ class EmbeddedModelNode(Node):
                              reliability=ReliabilityPolicy.RELIABLE)
             self.create_subscription(String, "/robot_description", self._on_robot_description, qos)
         best_effort = config["joint_states_reliability"] == "best_effort"
-        # Freshness needs each state's arrival time (MessageInfo).
+        # Freshness needs each state's arrival time (MessageInfo); serialized, the
+        # state is read without building a message object (JointStateReader).
         subscribe_with_info(
             self, JointState, "joint_states", self._on_joint_states,
             QoSProfile(depth=config["joint_states_depth"], history=HistoryPolicy.KEEP_LAST,
                        reliability=(ReliabilityPolicy.BEST_EFFORT if best_effort
-                                    else ReliabilityPolicy.RELIABLE)))
+                                    else ReliabilityPolicy.RELIABLE)), raw=True)
         self.create_subscription(Float64MultiArray, "~/desired_acceleration",
                                  self._on_desired_acceleration, 10)
         self.create_subscription(JointTrajectoryPoint, "~/desired_state", self._on_desired_state, 10)
@@ -158,17 +160,17 @@ class EmbeddedModelNode(Node):
         return conversions.parameters_result()
 
     # ------------------------------------------------------------------ feedforward
-    def _on_joint_states(self, message, info):
+    def _on_joint_states(self, serialized, info):
         taken = time.monotonic()
         try:
-            self._handle_joint_states(message, info, taken)
+            self._handle_joint_states(serialized, info, taken)
         except Exception as error:  # noqa: BLE001 - the control loop's callback must never die
             self.stats.rejected += 1
             self.stats.last_rejection = f"internal error: {error}"
             self._log.error("joint_states failed", 5.0, f"joint_states handling failed: {error}\n"
                                                         f"{traceback.format_exc()}")
 
-    def _handle_joint_states(self, message, info, taken):
+    def _handle_joint_states(self, serialized, info, taken):
         """Merge a joint state and answer it, unless it waited in the queue past state_timeout.
 
         Freshness is judged from publication (TransportAge: the source
@@ -197,18 +199,19 @@ class EmbeddedModelNode(Node):
                            f"middleware received it; state_timeout {live.state_timeout} s): "
                            "dropped", taken)
             return
-        names, positions, velocities = conversions.joint_state_arrays(message)
+        try:
+            state = self._joint_states.read(serialized)
+        except SoaDynamicsError as error:
+            self._reject(str(error))
+            return
         arrival = taken - max(waited, 0.0)
-        update = live.update_state(names, positions, velocities, arrival,
-                                   conversions.joint_state_efforts(message))
+        update = live.update_state(state.names, state.positions, state.velocities, arrival,
+                                   state.efforts)
         if update.unknown:
             self._log.warning("unknown joints", 10.0, "joint_states names unknown to the model "
                                                       f"are ignored: {update.unknown}")
         if not update.accepted:
-            self.stats.rejected += 1
-            self.stats.last_rejection = update.error
-            self._log.warning("joint_states rejected", 2.0,
-                              f"joint_states message rejected: {update.error}")
+            self._reject(update.error)
             return
         if update.effort_error:
             self.stats.rejected_efforts += 1
@@ -216,11 +219,16 @@ class EmbeddedModelNode(Node):
             self._log.warning("efforts rejected", 2.0,
                               f"joint_states efforts not used: {update.effort_error}")
         if update.updated:   # a message about other joints only measured nothing of ours
-            self._publish_feedforward(live, taken, message.header.stamp)
+            self._publish_feedforward(live, taken, state.stamp)
         if update.updated and update.efforts_taken:
             # After the feedforward, which the arm waits for; never from a state whose
             # efforts were refused (its positions with older efforts would mislead).
-            self._publish_estimate(message.header.stamp, arrival, taken)
+            self._publish_estimate(state.stamp, arrival, taken)
+
+    def _reject(self, reason):
+        self.stats.rejected += 1
+        self.stats.last_rejection = reason
+        self._log.warning("joint_states rejected", 2.0, f"joint_states message rejected: {reason}")
 
     def _withhold(self, reason, now):
         self.stats.withheld += 1

@@ -153,18 +153,19 @@ def make_executor(kind):
     raise SoaDynamicsError(f"executor must be one of {EXECUTORS}, not {kind!r}")
 
 
-def subscribe_with_info(node, message_type, topic, callback, qos):
+def subscribe_with_info(node, message_type, topic, callback, qos, raw=False):
     """A subscription calling ``callback(message, MessageInfo)`` under every executor.
 
     rclpy 9.1.2's EventsExecutor passes (message, info) as one tuple where the
     other executors pass two arguments, and fails on a two-argument callback:
     the callback it gets takes both forms, and is declared as wanting the info.
+    ``raw``: the message comes serialized (bytes), as rclpy's ``raw`` subscription gives it.
     """
     def receive(message, info=None):
         if info is None:
             message, info = message
         callback(message, info)
-    subscription = node.create_subscription(message_type, topic, receive, qos)
+    subscription = node.create_subscription(message_type, topic, receive, qos, raw=raw)
     subscription._callback_type = Subscription.CallbackType.WithMessageInfo
     return subscription
 

@@ -84,6 +84,14 @@ def test_refusals_are_explained_and_the_node_lives_on(tmp_path):
         time.sleep(0.5)
         assert all(m.header.stamp.sec != 4242 for _, m in feedforward)
 
+        # 10. bytes that are no JointState (a raw publisher): refused and explained; the
+        # next state is answered.
+        states.publish(b"\x00\x01\x00\x00" + b"\xff" * 40)
+        diagnostics_with(statuses, "no JointState serialization")
+        answered = len(feedforward)
+        wait_for(lambda: states.publish(JointState(name=NAMES, position=POSE))
+                 or len(feedforward) > answered, what="a feedforward after the garbage")
+
         # 5. an absurd desired state: refused with a log line and a diagnostic.
         desired = client.publisher(JointTrajectoryPoint, "/robust/desired_state")
         desired.publish(JointTrajectoryPoint(positions=[1e49] * 7))
