@@ -466,18 +466,33 @@ def description_from_element(root_element, parse_link=parse_link_element,
                       stacklevel=2)
         for joint in locked:
             joint.mimic = None
-    for joint in joints.values():
-        if joint.mimic is not None:
-            master = joints.get(joint.mimic.joint)
-            if master is None:
-                raise URDFError(f"joint {joint.name!r} mimics unknown joint "
-                                f"{joint.mimic.joint!r}", "mimic", joint.line)
-            if not joint_model(master.type).moving:
-                raise URDFError(f"joint {joint.name!r} mimics {master.name!r}, a {master.type} "
-                                "joint, which has no position to follow", "mimic", joint.line)
+    # A <mimic> naming no joint that moves is a broken file (example-robot-data's
+    # alex_psyonic_hands.urdf names "index_q1" for "Left_index_q1"); Pinocchio and KDL
+    # ignore <mimic>, MoveIt logs it and goes on.  The joint moves on its own.  One warning.
+    unfollowable = [(joint, _unfollowable(joints.get(joint.mimic.joint), joint.mimic.joint))
+                    for joint in joints.values() if joint.mimic is not None]
+    unfollowable = [(joint, why) for joint, why in unfollowable if why]
+    if unfollowable:
+        listed = ", ".join(f"{joint.name!r} (line {joint.line}, mimics {why})"
+                           for joint, why in unfollowable)
+        warnings.warn(f"robot {name!r}: the <mimic> of {len(unfollowable)} joint(s) names no "
+                      f"joint that moves and is ignored (each moves on its own): {listed}",
+                      DescriptionWarning, stacklevel=2)
+        for joint, _ in unfollowable:
+            joint.mimic = None
     for joint in joints.values():
         _check_mimic_chain(joints, joint)
     return RobotDescription(name, links, joints, root)
+
+
+def _unfollowable(master, name):
+    """Why a <mimic> of joint ``name`` (``master``, None if there is none) cannot be
+    followed, or ""."""
+    if master is None:
+        return f"unknown joint {name!r}"
+    if not joint_model(master.type).moving:
+        return f"{name!r}, a {master.type} joint"
+    return ""
 
 
 def _check_mimic_chain(joints, joint):

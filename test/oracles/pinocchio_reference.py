@@ -19,10 +19,12 @@ class PinocchioReference:
         self.joint_names = list(joint_names)
         column = {name: i for i, name in enumerate(self.joint_names)}
         robot = ET.fromstring(urdf_xml)
+        moving = set(self.model.names[1:])     # Pinocchio's joints: the URDF's moving ones
         mimics = {}
         for joint in robot.findall("joint"):
             tag = joint.find("mimic")
-            if tag is not None:
+            # A <mimic> of a joint that does not move (or does not exist) is followed by nothing.
+            if tag is not None and tag.get("joint") in moving:
                 mimics[joint.get("name")] = (tag.get("joint"), float(tag.get("multiplier", 1)),
                                              float(tag.get("offset", 0)))
         # For each Pinocchio joint: (idx_q, idx_v, nq, {column: multiplier}, offset).

@@ -53,10 +53,6 @@ NOT_LOADABLE = {
     # prefix, which ROS 1 xacro accepted (deprecated) and xacro 2 ignores: the
     # file itself is broken for current xacro, and the error names the cause.
     "rtbdata/kuka_description/kuka_kr210/urdf/kr210l150.xacro": r"name 'deg' is not defined",
-    # Its fingers' second joints mimic "index_q1", "middle_q1", ..., and the file's joints
-    # are "Left_index_q1" and "Right_index_q1": a broken file (Pinocchio ignores mimic tags).
-    "example-robot-data/alex_description/urdf/alex_psyonic_hands.urdf":
-        r"joint 'Left_index_q2' mimics unknown joint 'index_q1'",
     # An empty <robot>: xacro output of a file that only defines macros.
     "example-robot-data/ur_description/urdf/ur3.urdf": r"robot '' has no links",
 }
