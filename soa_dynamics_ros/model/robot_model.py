@@ -120,13 +120,16 @@ def _compile_in_background(job):
 
 
 def _forward_at_wrench_torques(forward, torques_with_wrenches):
-    """Forward dynamics with wrenches as ``forward`` (a mimic robot's own kernel, no
-    wrenches) at tau + G^T sum J^T w: qdd is linear in tau.  It answers until the robot's
-    wrenched kernel for those links is ready, or for good above its trace cap.  The
-    generic module's path for mimic robots forms M by a general composite-body pass: a
-    32-joint humanoid with mimic grippers (Talos) answered at 1.05x Pinocchio's aba(fext)
-    through it.  What the generic function declines (its status: _wrenched_fallback
-    converts, or the numpy path names the problem) goes back."""
+    """Forward dynamics with wrenches as ``forward`` (the robot's own kernel, no wrenches)
+    at tau + G^T sum J^T w: qdd is linear in tau.  It answers until the robot's wrenched
+    kernel for those links is ready, or for good above that kernel's trace cap.  The
+    generic module's own wrenched pass ran slower everywhere: for mimic robots it forms M
+    by a general composite-body pass (Talos, 32 joints with mimic grippers, answered at
+    1.05x Pinocchio's aba(fext) through it); for the 101-joint TIAGo dual
+    (example-robot-data), over the cap, its articulated-body pass took 14-25 us where
+    this takes 7.2 (the plain kernel 6.2; 2026-11-28).  What the generic function declines
+    (its status: _wrenched_fallback converts, or the numpy path names the problem) goes
+    back."""
     def forward_dynamics_wrenches(q, qd, tau, wrenches, params):
         torques = torques_with_wrenches(q, tau, wrenches, params)
         if type(torques) is not _NDARRAY:
@@ -292,8 +295,7 @@ class RobotModel:
             # with no kernel of its own (a derivative kernel above the size cap) the
             # generic function answers for good, without _pending's asking
             setattr(self._fast, key, function or self._generic.get(key, _no_kernel))
-            if (key == "forward_dynamics" and function is not None
-                    and self.tree.coordinates.couples_hinges and self._generic):
+            if key == "forward_dynamics" and function is not None and self._generic:
                 # what no wrenched kernel of its own answers (none yet, none for these
                 # links, or none for good: over the trace cap)
                 self._fast.forward_dynamics_wrenches = _forward_at_wrench_torques(
