@@ -191,8 +191,12 @@ def trace_coriolis_transpose_product(tree):
 
 # Frames with root axes take more loads and stores per operation than body frames:
 # on G1 (43 joints) M in aligned frames traced 7% fewer operations and ran alike;
-# on iCub 28% fewer and ran 17% faster (2026-11-27, same machine).
-ALIGNED_FRAMES_MASS_MATRIX_SHARE = 0.85
+# on iCub 28% fewer and ran 17% faster (2026-11-27, same machine).  Example-robot-data
+# robots the bench does not list (2026-11-28; traced share, callgrind instructions a
+# call body -> aligned, time): Alex with Psyonic hands 0.86, 22.2k -> 19.6k, 15% faster;
+# Centauro 0.86, 16.2k -> 14.8k, between 3% slower and 15% faster over four processes;
+# SO-101 0.89, 2.66k -> 2.44k but 5% slower; the Puma 0.96, 25% slower.
+ALIGNED_FRAMES_MASS_MATRIX_SHARE = 0.87
 
 
 def trace_mass_matrix(tree):
