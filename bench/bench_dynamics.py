@@ -13,7 +13,7 @@ both libraries in turn (the VM's speed drifts); batches are
 per sample over 10,000 samples (1,000 for the derivatives) against Pinocchio
 looped from Python.  Ratios < 1: faster than Pinocchio.  The cold start is bench_cold.py.
 
-    python bench/bench_dynamics.py                  # every robot (~10-20 min)
+    python bench/bench_dynamics.py                  # every robot (~40 min)
     python bench/bench_dynamics.py --robots panda   # some robots
     python bench/bench_dynamics.py --quick          # smoke (CI): dual-arm robot, few repeats
 

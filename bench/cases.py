@@ -100,6 +100,27 @@ ROBOTS = [
      _example_robot("icub_description/robots/icub.urdf")),
     ("g1", "example-robot-data: Unitree G1 with hands (43 joints; fixed base)",
      _example_robot("g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf")),
+    # Ten more of example-robot-data, swept on 2026-11-28: TIAGo dual's forward dynamics
+    # with a wrench read 0.61x (now its own kernel at tau + J^T w) and Centauro's mass
+    # matrix 0.50-0.58x (aligned frames since); every other row met its target.
+    ("baxter", "example-robot-data: Baxter (dual arm, 17 joints)",
+     _example_robot("baxter_description/urdf/baxter.urdf")),
+    ("romeo", "example-robot-data: Romeo (humanoid, 33 joints, massless finger links: "
+     "singular M; fixed base)", _example_robot("romeo_description/urdf/romeo.urdf")),
+    ("tiago_dual", "example-robot-data: TIAGo dual with hands (101 joints; fixed base)",
+     _example_robot("tiago_description/robots/tiago_dual.urdf")),
+    ("centauro", "example-robot-data: Centauro (39 joints; fixed base)",
+     _example_robot("centauro_description/urdf/centauro.urdf")),
+    ("kinova", "example-robot-data: Kinova Jaco 6-DOF with fingers",
+     _example_robot("kinova_description/robots/kinova.urdf")),
+    ("z1", "example-robot-data: Unitree Z1 (7 joints)", _example_robot("z1_description/urdf/z1.urdf")),
+    ("solo12", "example-robot-data: Solo12 (quadruped, 12 joints; fixed base)",
+     _example_robot("solo_description/robots/solo12.urdf")),
+    ("anymal_kinova", "example-robot-data: ANYmal B with a Kinova arm (18 joints; fixed base)",
+     _example_robot("anymal_b_simple_description/robots/anymal-kinova.urdf")),
+    ("alex_psyonic", "example-robot-data: Alex with Psyonic hands (39 joints, broken <mimic> "
+     "tags ignored; fixed base)", _example_robot("alex_description/urdf/alex_psyonic_hands.urdf")),
+    ("pr2", "example-robot-data: PR2 (20 joints)", _example_robot("pr2_description/urdf/pr2.urdf")),
 ]
 QUICK_ROBOTS = ["dual_arm_torso"]
 
