@@ -455,34 +455,35 @@ def description_from_element(root_element, parse_link=parse_link_element,
         raise URDFError(f"robot {name!r} has no links", "robot", root_element.line)
     root = _check_topology(name, links, joints, root_element)
     # Reduced models (Talos's talos_reduced.urdf) lock joints by making them fixed and
-    # keep their <mimic>: a joint that cannot move follows nothing.  One warning for all.
-    locked = [joint for joint in joints.values()
-              if joint.mimic is not None and not joint_model(joint.type).moving]
-    if locked:
-        listed = ", ".join(f"{joint.name!r} (line {joint.line}, mimics {joint.mimic.joint!r})"
-                           for joint in locked)
-        warnings.warn(f"robot {name!r}: a fixed joint cannot follow another; the <mimic> of "
-                      f"{len(locked)} fixed joint(s) is ignored: {listed}", DescriptionWarning,
-                      stacklevel=2)
-        for joint in locked:
-            joint.mimic = None
+    # keep their <mimic>: a joint that cannot move follows nothing.
+    _ignore_mimics(name, [(joint, repr(joint.mimic.joint)) for joint in joints.values()
+                          if joint.mimic is not None and not joint_model(joint.type).moving],
+                   "a fixed joint cannot follow another; the <mimic> of {} fixed joint(s) is "
+                   "ignored")
     # A <mimic> naming no joint that moves is a broken file (example-robot-data's
     # alex_psyonic_hands.urdf names "index_q1" for "Left_index_q1"); Pinocchio and KDL
-    # ignore <mimic>, MoveIt logs it and goes on.  The joint moves on its own.  One warning.
+    # ignore <mimic>, MoveIt logs it and goes on.  The joint moves on its own.
     unfollowable = [(joint, _unfollowable(joints.get(joint.mimic.joint), joint.mimic.joint))
                     for joint in joints.values() if joint.mimic is not None]
-    unfollowable = [(joint, why) for joint, why in unfollowable if why]
-    if unfollowable:
-        listed = ", ".join(f"{joint.name!r} (line {joint.line}, mimics {why})"
-                           for joint, why in unfollowable)
-        warnings.warn(f"robot {name!r}: the <mimic> of {len(unfollowable)} joint(s) names no "
-                      f"joint that moves and is ignored (each moves on its own): {listed}",
-                      DescriptionWarning, stacklevel=2)
-        for joint, _ in unfollowable:
-            joint.mimic = None
+    _ignore_mimics(name, [(joint, why) for joint, why in unfollowable if why],
+                   "the <mimic> of {} joint(s) names no joint that moves and is ignored "
+                   "(each moves on its own)")
     for joint in joints.values():
         _check_mimic_chain(joints, joint)
     return RobotDescription(name, links, joints, root)
+
+
+def _ignore_mimics(name, ignored, explanation):
+    """Drop the <mimic> of each ``(joint, what it names)`` in ``ignored``, with one
+    DescriptionWarning for all: ``explanation`` (its ``{}`` the count), then the list."""
+    if not ignored:
+        return
+    listed = ", ".join(f"{joint.name!r} (line {joint.line}, mimics {what})"
+                       for joint, what in ignored)
+    warnings.warn(f"robot {name!r}: {explanation.format(len(ignored))}: {listed}",
+                  DescriptionWarning, stacklevel=3)
+    for joint, _ in ignored:
+        joint.mimic = None
 
 
 def _unfollowable(master, name):
