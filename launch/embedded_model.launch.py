@@ -6,7 +6,7 @@
 Equivalent without launch (as on machines where launch is not installable):
 
     soa_dynamics_node --ros-args --params-file config/panda.yaml \
-        -r ~/feedforward:=/effort_controller/commands
+        -r '~/feedforward:=/effort_controller/commands'
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument

@@ -8,7 +8,7 @@ Equivalent without launch (as on machines where launch is not installable;
 
     soa_dynamics_sim --ros-args --params-file config/panda_sim.yaml &
     soa_dynamics_node --ros-args --params-file config/panda.yaml \
-        -r ~/feedforward:=/effort_controller/commands
+        -r '~/feedforward:=/effort_controller/commands'
 
 The sim speaks what Gazebo + gz_ros2_control + an effort
 forward_command_controller/ForwardCommandController named effort_controller

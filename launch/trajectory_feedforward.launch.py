@@ -13,8 +13,8 @@ Equivalent without launch:
 
     soa_dynamics_node --ros-args --params-file config/panda.yaml \
         -p feedforward_mode:=off -p robot_compensates_gravity:=false \
-        -r ~/trajectory_in:=/planned_trajectory \
-        -r ~/trajectory_out:=/joint_trajectory_controller/joint_trajectory
+        -r '~/trajectory_in:=/planned_trajectory' \
+        -r '~/trajectory_out:=/joint_trajectory_controller/joint_trajectory'
 
 The ~/feedforward stream is off: the trajectory controller owns the effort
 command interface, and its points carry the feedforward.

@@ -3,7 +3,7 @@ with the node's trajectory feedforward (rclpy; the demo and the system test use 
 
 Processes (started by the caller): ``soa_dynamics_sim`` with
 ``controller:=joint_trajectory`` and the task's ``gains.<joint>.*``, and
-``soa_dynamics_node`` with ``-r ~/trajectory_out:=/joint_trajectory_controller/joint_trajectory``.
+``soa_dynamics_node`` with ``-r '~/trajectory_out:=/joint_trajectory_controller/joint_trajectory'``.
 Each run resets the sim (time stands still until a trajectory arrives), then
 
 * without feedforward: this process publishes the trajectory, efforts empty
