@@ -146,10 +146,8 @@ def _rebuild_warning(path, problem):
 
 
 def _loadable(directory, name):
-    """Whether module ``name`` is loaded or would load from ``directory`` with no build
-    (a file that would be rebuilt is warned about once)."""
-    if name in sys.modules:
-        return True
+    """Whether module ``name`` would load from ``directory`` with no build (a file that
+    would be rebuilt is warned about once)."""
     if store.directory_problem(directory) is not None:
         return False
     path = directory / f"{name}{build.EXTENSION}"

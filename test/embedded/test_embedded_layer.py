@@ -201,7 +201,9 @@ def _kernel_cache(tmp_path, monkeypatch, with_generic):
     prebuilt = tmp_path / "prebuilt"
     prebuilt.mkdir()
     if with_generic:    # a copy of the one this process uses (setup.sh installs it)
-        shutil.copy(kernels.generic_module().__file__, prebuilt)
+        library = kernels.generic_module().__file__
+        shutil.copy(library, prebuilt)
+        shutil.copy(kernels.build.record_path(library), prebuilt)   # or it is not loaded
     monkeypatch.setenv("SOA_DYNAMICS_PREBUILT", str(prebuilt))
     monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(tmp_path / "cache"))
 

@@ -282,3 +282,56 @@ def test_an_installed_generic_module_is_checked_too(tmp_path):
     log = run(script, tmp_path / "cache", "", SOA_DYNAMICS_PREBUILT=str(prebuilt))
     assert "installed False" in log, log
     assert len(warnings(log)) == 1 and "building it into the kernel cache" in warnings(log)[0]
+
+
+# A node's start-up (its model host, as soa_dynamics_node runs it): the robot on stdin.
+START_UP = """
+import logging, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(levelname)s %(message)s")
+from soa_dynamics_ros.embedded.model_host import ModelHost
+from soa_dynamics_ros.ros.parameters import PARAMETERS
+urdf = sys.stdin.read()
+config = {name: spec.default for name, spec in PARAMETERS.items()}
+config.update(robot_description=urdf, kernels="auto", package_paths=[], command_joints=[],
+              payloads=[])
+host = ModelHost(config, logging.getLogger("node"))
+try:
+    host.load_now(urdf, "parameters")
+    print("serving:", host.kernels_status())
+finally:
+    host.close()
+"""
+
+
+def _installed_generic_module(directory):
+    """``directory`` holding a copy of the generic module this process uses, as installed."""
+    from soa_dynamics_ros import kernels
+    directory.mkdir()
+    library = kernels.generic_module().__file__
+    shutil.copy(library, directory)
+    shutil.copy(build.record_path(library), directory)
+    return directory
+
+
+@pytest.mark.parametrize("corrupt", ["generic module", "robot's kernel"])
+def test_a_corrupt_module_in_the_cache_never_ends_a_node_start_up(tmp_path, corrupt):
+    """The node starts (the warm-up child is to rebuild), with one warning."""
+    from soa_dynamics_ros.kernels import generic
+    urdf = two_links(0.6)
+    kernels = tmp_path / "cache" / "kernels"
+    environment = {"SOA_DYNAMICS_PREBUILT": str(tmp_path / "prebuilt")}
+    if corrupt == "generic module":
+        kernels.mkdir(parents=True, mode=0o700)
+        (kernels / f"{generic.module_name()}{build.EXTENSION}").write_bytes(b"\x7fELF" * 100)
+        status = "numpy path (kernels compiling)"
+    else:
+        _installed_generic_module(tmp_path / "prebuilt")
+        run("import runpy; runpy.run_module('soa_dynamics_ros.embedded.warmup', "
+            "run_name='__main__')", tmp_path / "cache", urdf, **environment)
+        gravity = next(kernels.glob(f"soa_kernels_gravity_torques_*{build.EXTENSION}"))
+        gravity.write_bytes(gravity.read_bytes()[:1000])
+        status = "generic compiled module (this robot's kernels compiling)"
+    log = run(START_UP, tmp_path / "cache", urdf, **environment)
+    assert f"serving: {status}" in log, log
+    rebuilding = [line for line in log.splitlines() if "rebuilding it" in line]
+    assert len(rebuilding) == 1 and rebuilding[0].startswith("WARNING"), log
