@@ -183,7 +183,7 @@ def _load_module(name, make_source, label, directory=None,
             try:
                 module = build.load(name, path)
             except ImportError as error:
-                problem = f"does not load ({str(error).splitlines()[0][:200]})"
+                problem = f"does not load ({' '.join(str(error).split())[:300]})"
         if problem not in (None, store.MISSING):
             store.warn_once(_rebuild_warning(path, problem))
         compiled = module is None
