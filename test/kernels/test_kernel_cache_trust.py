@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from support.robots import REPO
+from support.small_robots import two_link_arm
 from oracles.pinocchio_reference import PinocchioReference
 from soa_dynamics_ros.kernels import build
 
@@ -43,21 +44,6 @@ else:
 """.replace("Q", repr(Q))
 
 
-def two_links(length):
-    """A two-link arm whose elbow is ``length`` from its shoulder (the structure, so the
-    module names, differ with it)."""
-    inertia = '<inertia ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.01"/>'
-    return f"""<robot name="arm_{length}">
-  <link name="base"/>
-  <link name="upper"><inertial><mass value="2"/><origin xyz="0.2 0 0.01"/>{inertia}</inertial></link>
-  <link name="lower"><inertial><mass value="1.5"/><origin xyz="0.15 0.02 0"/>{inertia}</inertial></link>
-  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
-    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="100" velocity="2"/></joint>
-  <joint name="elbow" type="revolute"><parent link="upper"/><child link="lower"/>
-    <origin xyz="{length} 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="100" velocity="2"/></joint>
-</robot>"""
-
-
 BUILT_LENGTH = 0.4
 
 
@@ -78,7 +64,7 @@ def warnings(log):
 def assert_right_answer(log, length):
     answer = [line for line in log.splitlines() if line.startswith("answer")]
     assert answer, log
-    expected = PinocchioReference(two_links(length), ["shoulder", "elbow"]).inverse_dynamics(
+    expected = PinocchioReference(two_link_arm(length), ["shoulder", "elbow"]).inverse_dynamics(
         np.array(Q), np.zeros(2), np.zeros(2))
     np.testing.assert_allclose(eval(answer[0].split(" ", 1)[1]), expected, rtol=0, atol=1e-12)
 
@@ -92,9 +78,9 @@ def library(kernels):
 @pytest.fixture(scope="module")
 def built_cache(tmp_path_factory):
     """A kernel cache root whose kernels directory holds the gravity kernel of
-    ``two_links(BUILT_LENGTH)``, as its build left it."""
+    ``two_link_arm(BUILT_LENGTH)``, as its build left it."""
     root = tmp_path_factory.mktemp("built_cache")
-    log = run(GRAVITY_RUN, root, two_links(BUILT_LENGTH))
+    log = run(GRAVITY_RUN, root, two_link_arm(BUILT_LENGTH))
     assert "compiling kernel" in log and not warnings(log), log
     return root
 
@@ -128,12 +114,12 @@ def _corrupt(path, how):
 def test_a_corrupt_module_is_rebuilt_with_one_warning_and_answers_right(cache, how):
     module = library(cache)
     _corrupt(module, how)
-    log = run(GRAVITY_RUN, cache.parent, two_links(BUILT_LENGTH))
+    log = run(GRAVITY_RUN, cache.parent, two_link_arm(BUILT_LENGTH))
     assert len(warnings(log)) == 1 and "rebuilding it" in warnings(log)[0], log
     assert "compiling kernel" in log
     assert_right_answer(log, BUILT_LENGTH)
     # rebuilt: the next process loads it with no warning
-    log = run(GRAVITY_RUN, cache.parent, two_links(BUILT_LENGTH))
+    log = run(GRAVITY_RUN, cache.parent, two_link_arm(BUILT_LENGTH))
     assert "loaded from cache" in log and not warnings(log), log
 
 
@@ -159,7 +145,7 @@ def test_a_planted_module_never_runs_and_is_rebuilt(cache, tmp_path, record):
     os.chmod(module, 0o755)
     if record == "its record removed":
         build.record_path(module).unlink()
-    log = run(GRAVITY_RUN, cache.parent, two_links(BUILT_LENGTH))
+    log = run(GRAVITY_RUN, cache.parent, two_link_arm(BUILT_LENGTH))
     assert not marker.exists()
     assert len(warnings(log)) == 1 and "rebuilding it" in warnings(log)[0], log
     assert_right_answer(log, BUILT_LENGTH)
@@ -180,7 +166,7 @@ def _owned_by_nobody(path):
 def test_a_module_others_may_write_or_own_is_refused_and_rebuilt(cache, change, which):
     module = library(cache)
     change(module if which == "module" else build.record_path(module))
-    log = run(GRAVITY_RUN, cache.parent, two_links(BUILT_LENGTH))
+    log = run(GRAVITY_RUN, cache.parent, two_link_arm(BUILT_LENGTH))
     assert len(warnings(log)) == 1 and "rebuilding it" in warnings(log)[0], log
     assert "compiling kernel" in log
     assert_right_answer(log, BUILT_LENGTH)
@@ -192,7 +178,7 @@ def test_a_module_others_may_write_or_own_is_refused_and_rebuilt(cache, change, 
 @pytest.mark.parametrize("change", [_writable_by_group, _owned_by_nobody])
 def test_a_cache_directory_others_may_write_or_own_turns_compiled_kernels_off(cache, change):
     change(cache)
-    log = run(GRAVITY_RUN, cache.parent, two_links(BUILT_LENGTH))
+    log = run(GRAVITY_RUN, cache.parent, two_link_arm(BUILT_LENGTH))
     assert "refused: compiled kernels are unavailable: the kernel cache" in log, log
     assert len(warnings(log)) == 1 and "compiled kernels are off" in warnings(log)[0], log
     assert "loaded from cache" not in log and "compiling" not in log
@@ -208,7 +194,7 @@ def test_a_model_with_an_untrusted_cache_answers_from_numpy(cache):
               "model = RobotModel.from_urdf(sys.stdin.read())\n"
               f"print('kernels', model.kernels)\n"
               f"print('answer', model.gravity_torques({Q!r}).tolist())\n")
-    log = run(script, cache.parent, two_links(BUILT_LENGTH))
+    log = run(script, cache.parent, two_link_arm(BUILT_LENGTH))
     assert "kernels ('auto', None)" in log, log
     assert len(warnings(log)) == 1 and "compiled kernels are off" in warnings(log)[0], log
     assert_right_answer(log, BUILT_LENGTH)
@@ -236,7 +222,7 @@ def test_the_cache_evicts_the_least_recently_used_modules_down_to_its_bound(cach
     kept = library(cache)
     oldest, older, old = (_fake_module(cache, f"soa_kernels_unused{i}", 1.0, age)
                           for i, age in enumerate((3000, 2000, 1000)))
-    log = run(GRAVITY_RUN, cache.parent, two_links(0.45), SOA_DYNAMICS_CACHE_MAX_MB="2.5")
+    log = run(GRAVITY_RUN, cache.parent, two_link_arm(0.45), SOA_DYNAMICS_CACHE_MAX_MB="2.5")
     assert_right_answer(log, 0.45)
     assert _megabytes(cache) <= 2.5
     assert not oldest.exists() and not build.record_path(oldest).exists()
@@ -248,7 +234,7 @@ def test_eviction_never_takes_a_module_the_process_uses(cache):
     """A bound below what one module takes: everything else goes, the new module stays."""
     before = library(cache)
     _fake_module(cache, "soa_kernels_unused", 1.0, 10)
-    log = run(GRAVITY_RUN, cache.parent, two_links(0.5), SOA_DYNAMICS_CACHE_MAX_MB="0.001")
+    log = run(GRAVITY_RUN, cache.parent, two_link_arm(0.5), SOA_DYNAMICS_CACHE_MAX_MB="0.001")
     assert_right_answer(log, 0.5)
     [built] = cache.glob(f"soa_kernels_*{build.EXTENSION}")
     assert built != before and build.record_path(built).exists()
@@ -261,8 +247,8 @@ def test_a_used_module_outlives_an_older_unused_one(cache):
     source = module.with_name(module.name.removesuffix(build.EXTENSION) + ".c")
     for path in (module, build.record_path(module), source):
         os.utime(path, (path.stat().st_mtime - 5000,) * 2)
-    assert "loaded from cache" in run(GRAVITY_RUN, cache.parent, two_links(BUILT_LENGTH))
-    run(GRAVITY_RUN, cache.parent, two_links(0.55), SOA_DYNAMICS_CACHE_MAX_MB="0.4")
+    assert "loaded from cache" in run(GRAVITY_RUN, cache.parent, two_link_arm(BUILT_LENGTH))
+    run(GRAVITY_RUN, cache.parent, two_link_arm(0.55), SOA_DYNAMICS_CACHE_MAX_MB="0.4")
     assert module.exists() and not (cache / f"soa_kernels_unused{build.EXTENSION}").exists()
 
 
@@ -317,7 +303,7 @@ def _installed_generic_module(directory):
 def test_a_corrupt_module_in_the_cache_never_ends_a_node_start_up(tmp_path, corrupt):
     """The node starts (the warm-up child is to rebuild), with one warning."""
     from soa_dynamics_ros.kernels import generic
-    urdf = two_links(0.6)
+    urdf = two_link_arm(0.6)
     kernels = tmp_path / "cache" / "kernels"
     environment = {"SOA_DYNAMICS_PREBUILT": str(tmp_path / "prebuilt")}
     if corrupt == "generic module":
