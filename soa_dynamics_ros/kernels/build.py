@@ -108,6 +108,14 @@ def record_path(library):
     return library.with_name(library.name.removesuffix(EXTENSION) + RECORD_SUFFIX)
 
 
+def sha256_of(file):
+    """The hex SHA-256 of an open binary file's bytes (hashlib.file_digest is Python 3.11+)."""
+    digest = hashlib.sha256()
+    for block in iter(lambda: file.read(1 << 20), b""):
+        digest.update(block)
+    return digest.hexdigest()
+
+
 def _remove_leftovers(directory):
     """Delete temporary files of builds whose process died (killed mid-compile)."""
     for leftover in directory.glob(".soa_*"):
@@ -152,7 +160,7 @@ def build(source, name, directory, optimization=KERNEL_OPTIMIZATION):
                                    f"({' '.join(command)}):\n{errors[-4000:]}")
         os.chmod(partial_library, LIBRARY_MODE)
         with open(partial_library, "rb") as library:
-            digest = hashlib.file_digest(library, "sha256").hexdigest()
+            digest = sha256_of(library)
         descriptor = os.open(partial_record, os.O_WRONLY | os.O_CREAT | os.O_EXCL, RECORD_MODE)
         with os.fdopen(descriptor, "w") as record:
             record.write(digest + "\n")

@@ -12,7 +12,6 @@ The cache (not an installation's directory) is bounded:
 :data:`MAX_MB_ENV` megabytes, the least recently used modules evicted after
 each build.
 """
-import hashlib
 import logging
 import math
 import os
@@ -135,7 +134,7 @@ def library_problem(library):
         identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
         if _verified.get(str(library)) == (identity, expected):
             return None
-        digest = hashlib.file_digest(file, "sha256").hexdigest()
+        digest = build.sha256_of(file)
     if digest != expected:
         return "does not match the hash recorded when it was built (corrupt or replaced)"
     _verified[str(library)] = (identity, expected)
