@@ -9,7 +9,6 @@ arms, each test's of its own lengths (its own module names), and each test compi
 small kernel (the module fixture compiled the first).
 """
 import os
-import pathlib
 import shutil
 import stat
 import subprocess
@@ -40,8 +39,8 @@ except ImportError as error:
     print("refused:", error)
 else:
     p = generator.pack_parameters(tree, (0.0, 0.0, -9.81))
-    print("answer", gravity_torques(np.array(Q), p).tolist())
-""".replace("Q", repr(Q))
+    print("answer", gravity_torques(np.array(Q_VALUES), p).tolist())
+""".replace("Q_VALUES", repr(Q))
 
 
 BUILT_LENGTH = 0.4
