@@ -29,11 +29,10 @@ def main(argv=None):
     os.nice(19)
     logging.basicConfig(level=logging.INFO, format="[kernels] %(message)s")
     from .. import RobotModel
-    from ..kernels import cache_dir
+    from ..kernels import ensure_cache_dir
     from ..kernels.generator import structure_key
     model = RobotModel.from_urdf(sys.stdin.read(), kernels="c")
-    directory = cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = ensure_cache_dir()
     with open(directory / f".warm-{structure_key(model.tree)}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         # (not the derivative and wrenched kernels: the node never compiles them)

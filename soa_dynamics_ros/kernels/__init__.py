@@ -27,6 +27,14 @@ kernels``, or ``$SOA_DYNAMICS_PREBUILT``), so that an emptied or new kernel
 cache (a robot never seen, a fresh ``SOA_DYNAMICS_CACHE``) still answers
 every call compiled from the first one.  Without it there, it is built into
 the cache at first need.
+
+Nothing is loaded by name alone (:mod:`.store`): a module file is loaded only
+from a directory this user (or root) owns and nobody else may write, when the
+file is so owned and guarded too and its bytes hash to what its build
+recorded.  A file that fails (corrupt, truncated, planted) is rebuilt, with a
+warning; a cache directory that fails turns compiled kernels off (numpy
+answers), with a warning.  The cache is created private (0700) and bounded
+(``$SOA_DYNAMICS_CACHE_MAX_MB``, least recently used modules evicted).
 """
 import concurrent.futures
 import hashlib
@@ -40,6 +48,7 @@ import time
 from . import build
 from . import generator
 from . import generic
+from . import store
 
 logger = logging.getLogger("soa_dynamics_ros.kernels")
 
@@ -53,9 +62,24 @@ _lock = threading.Lock()
 _locks = {}                 # module name -> lock held while it is built or imported
 
 
+def _unavailable():
+    """Why compiled kernels cannot be used here, or None: no toolchain
+    (:func:`build.toolchain_problem`), or a kernel cache that may not be trusted
+    (warned about once)."""
+    problem = build.toolchain_problem()
+    if problem is None:
+        directory = cache_dir()
+        untrusted = store.directory_problem(directory)
+        if untrusted is not None:
+            problem = (f"the kernel cache {directory} {untrusted} (it must be yours and "
+                       f"private: chmod 700, or set SOA_DYNAMICS_CACHE)")
+            store.warn_once(f"compiled kernels are off: {problem}")
+    return problem
+
+
 def compiler_available():
-    """Whether kernels can be compiled here (see :func:`build.toolchain_problem`)."""
-    return build.toolchain_problem() is None
+    """Whether kernels can be compiled and loaded here (a toolchain and a trusted cache)."""
+    return _unavailable() is None
 
 
 def default_backend():
@@ -67,6 +91,14 @@ def cache_dir():
     root = os.environ.get("SOA_DYNAMICS_CACHE")
     path = pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "soa_dynamics_ros"
     return path / "kernels"
+
+
+def ensure_cache_dir():
+    """:func:`cache_dir`, created private (0700) if missing; UntrustedDirectoryError (an
+    ImportError) when it exists and others could write to it or own it."""
+    directory = cache_dir()
+    store.make_directory(directory, private=True)
+    return directory
 
 
 def prebuilt_dir():
@@ -102,6 +134,29 @@ def _module_lock(name):
         return _locks.setdefault(name, threading.Lock())
 
 
+def _in_use():
+    """Names of the modules this process loaded or is building or loading (never evicted)."""
+    with _lock:
+        busy = {name for name, lock in _locks.items() if lock.locked()}
+    return busy | set(sys.modules)
+
+
+def _rebuild_warning(path, problem):
+    return f"kernel module {path} {problem}: rebuilding it"
+
+
+def _loadable(directory, name):
+    """Whether module ``name`` would load from ``directory`` with no build (a file that
+    would be rebuilt is warned about once)."""
+    if store.directory_problem(directory) is not None:
+        return False
+    path = directory / f"{name}{build.EXTENSION}"
+    problem = store.library_problem(path)
+    if problem not in (None, store.MISSING):
+        store.warn_once(_rebuild_warning(path, problem))
+    return problem is None
+
+
 def _load_module(name, make_source, label, directory=None,
                  optimization=build.KERNEL_OPTIMIZATION):
     """The compiled module ``make_source()`` describes: imported, built first if needed.
@@ -110,21 +165,38 @@ def _load_module(name, make_source, label, directory=None,
     Returns ``(module, seconds)``.  Different modules build concurrently (the
     compiler runs as a child process); one module is built once per process.
     ``directory`` is where it is looked for and built (default: the cache);
-    ``optimization``: the compiler's -O option.
+    ``optimization``: the compiler's -O option.  A file there that may not be
+    loaded (:func:`store.library_problem`) or fails to load is rebuilt, with
+    a warning.  After a build into the cache, the cache is held to its bound.
     """
     with _module_lock(name):
         if name in sys.modules:
             return sys.modules[name], 0.0
         started = time.perf_counter()
         directory = cache_dir() if directory is None else directory
+        in_cache = directory == cache_dir()
+        store.make_directory(directory, private=in_cache)
         path = directory / f"{name}{build.EXTENSION}"
-        compiled = not path.exists()
+        module = None
+        problem = store.library_problem(path)
+        if problem is None:
+            try:
+                module = build.load(name, path)
+            except ImportError as error:
+                problem = f"does not load ({' '.join(str(error).split())[:300]})"
+        if problem not in (None, store.MISSING):
+            store.warn_once(_rebuild_warning(path, problem))
+        compiled = module is None
         if compiled:
             logger.info("compiling kernel %s (seconds)", label)
             source, stats = make_source()
             build.build(source, name, directory, optimization)
-        module = build.load(name, path)
+            module = build.load(name, path)
         sys.modules[name] = module
+        if in_cache and compiled:
+            store.evict(directory, _in_use())
+        elif in_cache:
+            store.touch(path)
         seconds = time.perf_counter() - started
         if compiled and stats:
             logger.info("kernel %s compiled in %.2f s (%d mul, %d add)", label, seconds,
@@ -152,7 +224,7 @@ class Kernels:
     def __init__(self, tree, backend="c", name="robot"):
         if backend not in BACKENDS:
             raise ValueError(f"unknown kernel backend {backend!r}; expected one of {BACKENDS}")
-        problem = build.toolchain_problem()
+        problem = _unavailable()
         if problem is not None:
             raise ImportError(f"compiled kernels are unavailable: {problem}")
         self.tree = tree
@@ -227,17 +299,25 @@ class Kernels:
         """Whether :meth:`prepare` would only load (every module is compiled in the cache)."""
         directory = cache_dir()
         return all(
-            (directory / f"{_module_name(kernel, generator.kernel_key(self.tree, kernel, frame))}"
-                         f"{build.EXTENSION}").exists()
+            _loadable(directory, _module_name(kernel, generator.kernel_key(self.tree, kernel,
+                                                                           frame)))
             for kernel, frame in self._wanted(frames, derivatives, wrenches)
             if generator.exists(self.tree, kernel))
 
 
 def _generic_directory():
-    """The installation's directory when it holds the generic module, else the cache."""
+    """The installation's directory when it holds a generic module that may be loaded, else
+    the cache (with a warning when the installation's may not be)."""
     prebuilt = prebuilt_dir()
-    if (prebuilt / f"{generic.module_name()}{build.EXTENSION}").exists():
+    library = prebuilt / f"{generic.module_name()}{build.EXTENSION}"
+    problem = store.directory_problem(prebuilt)
+    problem = (f"is in a directory that {problem}" if problem is not None
+               else store.library_problem(library))
+    if problem is None:
         return prebuilt
+    if os.path.lexists(library):
+        store.warn_once(f"the installed generic kernel module {library} {problem}: building it "
+                        f"into the kernel cache instead (scripts/setup.sh reinstalls it)")
     return cache_dir()
 
 
@@ -254,7 +334,7 @@ def install_generic_module():
 
 
 def _generic(directory):
-    problem = build.toolchain_problem()
+    problem = _unavailable()
     if problem is not None:
         raise ImportError(f"compiled kernels are unavailable: {problem}")
     name = generic.module_name()
@@ -265,7 +345,7 @@ def _generic(directory):
 
 def generic_cached():
     """Whether :func:`generic_module` would only load (the installation or the cache has it)."""
-    return (_generic_directory() / f"{generic.module_name()}{build.EXTENSION}").exists()
+    return _loadable(_generic_directory(), generic.module_name())
 
 
 def compiled_tree(tree):
@@ -278,4 +358,5 @@ def pack_parameters(tree, gravity, out=None):
 
 
 __all__ = ["Kernels", "BACKENDS", "compiler_available", "default_backend", "cache_dir",
-           "prebuilt_dir", "generic_module", "install_generic_module", "generic_cached", "compiled_tree", "pack_parameters"]
+           "ensure_cache_dir", "prebuilt_dir", "generic_module", "install_generic_module",
+           "generic_cached", "compiled_tree", "pack_parameters"]

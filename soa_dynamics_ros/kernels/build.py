@@ -35,6 +35,12 @@ FLAGS = ("-march=native", "-fno-math-errno", "-std=gnu11", "-fPIC", "-shared")
 KERNEL_OPTIMIZATION = "-O2"
 GENERIC_OPTIMIZATION = "-O3"
 EXTENSION = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+# Beside each library, the SHA-256 of its bytes as built (see .store): the loader
+# loads no library whose bytes differ.
+RECORD_SUFFIX = ".sha256"
+# Whatever the umask: the loader refuses files that group or others may write.
+LIBRARY_MODE = 0o755
+RECORD_MODE = 0o644
 
 
 class KernelBuildError(RuntimeError):
@@ -96,9 +102,23 @@ def toolchain_id():
     return digest.hexdigest()[:8]
 
 
+def record_path(library):
+    """The file holding the SHA-256 the build recorded for ``library`` (a module's path)."""
+    library = pathlib.Path(library)
+    return library.with_name(library.name.removesuffix(EXTENSION) + RECORD_SUFFIX)
+
+
+def sha256_of(file):
+    """The hex SHA-256 of an open binary file's bytes (hashlib.file_digest is Python 3.11+)."""
+    digest = hashlib.sha256()
+    for block in iter(lambda: file.read(1 << 20), b""):
+        digest.update(block)
+    return digest.hexdigest()
+
+
 def _remove_leftovers(directory):
     """Delete temporary files of builds whose process died (killed mid-compile)."""
-    for leftover in directory.glob(".soa_kernels_*"):
+    for leftover in directory.glob(".soa_*"):
         try:
             pid = int(leftover.name.split(".")[2])
             os.kill(pid, 0)
@@ -114,18 +134,20 @@ def build(source, name, directory, optimization=KERNEL_OPTIMIZATION):
     ``optimization``: the compiler's -O option (:data:`GENERIC_OPTIMIZATION` for the
     generic module).
 
-    The source is kept beside the library (``name.c``) for readers.  Files are
+    The source is kept beside the library (``name.c``) for readers, and the
+    SHA-256 of the library in ``name.sha256`` (:func:`record_path`) for the
+    loader.  Files are
     written under temporary names (with this process's id) in the same folder
     and renamed, so no process ever sees half a file under a final name; a
     build's temporary files are removed when it fails, and by the next build
     when its process was killed.  The compiler runs under
     :mod:`.compile_guard`, which kills it if this process dies.
     """
-    directory.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(directory)
     path = directory / f"{name}{EXTENSION}"
     partial_source = directory / f".{name}.{os.getpid()}.c"
     partial_library = directory / f".{name}.{os.getpid()}{EXTENSION}"
+    partial_record = directory / f".{name}.{os.getpid()}{RECORD_SUFFIX}"
     defines, libraries = vector_math()
     command = [compiler(), optimization, *FLAGS, *defines, f"-I{RUNTIME_DIR}",
                f"-I{_python_include()}", f"-I{np.get_include()}", str(partial_source), "-o",
@@ -136,10 +158,18 @@ def build(source, name, directory, optimization=KERNEL_OPTIMIZATION):
         if returncode != 0:
             raise KernelBuildError(f"compiling {partial_source.name} failed "
                                    f"({' '.join(command)}):\n{errors[-4000:]}")
+        os.chmod(partial_library, LIBRARY_MODE)
+        with open(partial_library, "rb") as library:
+            digest = sha256_of(library)
+        descriptor = os.open(partial_record, os.O_WRONLY | os.O_CREAT | os.O_EXCL, RECORD_MODE)
+        with os.fdopen(descriptor, "w") as record:
+            record.write(digest + "\n")
+        # The record first: a process that finds the new library finds its record.
+        os.replace(partial_record, record_path(path))
         os.replace(partial_library, path)
         os.replace(partial_source, directory / f"{name}.c")
     finally:
-        for leftover in (partial_source, partial_library):
+        for leftover in (partial_source, partial_library, partial_record):
             leftover.unlink(missing_ok=True)
     return path
 

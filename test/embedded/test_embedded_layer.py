@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from support.robots import REPO, shipped_urdf
+from support.small_robots import two_link_arm
 from support.waiting import wait_for
 from oracles.pinocchio_reference import PinocchioReference
 from soa_dynamics_ros import RobotModel
@@ -180,17 +181,7 @@ def test_a_refused_description_keeps_the_model_and_says_why(host, logger):
 
 
 # Two links, so that its kernels compile in seconds in the warm-up child.
-TWO_LINKS = """<robot name="two_links">
-  <link name="base"/>
-  <link name="upper"><inertial><origin xyz="0.2 0 0"/><mass value="2"/>
-    <inertia ixx="0.01" iyy="0.03" izz="0.03" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="lower"><inertial><origin xyz="0.15 0 0.01"/><mass value="1.5"/>
-    <inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
-    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="100" velocity="2"/></joint>
-  <joint name="elbow" type="revolute"><parent link="upper"/><child link="lower"/>
-    <origin xyz="0.4 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="100" velocity="2"/></joint>
-</robot>"""
+TWO_LINKS = two_link_arm(elbow=0.4)
 # The warm-up child compiles at the lowest CPU priority on a machine shared with other tests.
 WARMUP_TIMEOUT = 180.0
 
@@ -201,7 +192,9 @@ def _kernel_cache(tmp_path, monkeypatch, with_generic):
     prebuilt = tmp_path / "prebuilt"
     prebuilt.mkdir()
     if with_generic:    # a copy of the one this process uses (setup.sh installs it)
-        shutil.copy(kernels.generic_module().__file__, prebuilt)
+        library = kernels.generic_module().__file__
+        shutil.copy(library, prebuilt)
+        shutil.copy(kernels.build.record_path(library), prebuilt)   # or it is not loaded
     monkeypatch.setenv("SOA_DYNAMICS_PREBUILT", str(prebuilt))
     monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(tmp_path / "cache"))
 

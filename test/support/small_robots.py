@@ -75,3 +75,20 @@ POINT_ONTO_AXIS = """<robot name="point_onto_axis">
   <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><axis xyz="0 1 0"/>
     <limit effort="1" velocity="1" lower="-3" upper="3"/></joint>
 </robot>"""
+
+
+def two_link_arm(elbow):
+    """Two links on hinges about y, the elbow ``elbow`` m from the shoulder: its kernels
+    compile in seconds, and each elbow length is a structure of its own (its own kernel
+    module names)."""
+    return f"""<robot name="two_links">
+  <link name="base"/>
+  <link name="upper"><inertial><origin xyz="0.2 0 0"/><mass value="2"/>
+    <inertia ixx="0.01" iyy="0.03" izz="0.03" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="lower"><inertial><origin xyz="0.15 0 0.01"/><mass value="1.5"/>
+    <inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="100" velocity="2"/></joint>
+  <joint name="elbow" type="revolute"><parent link="upper"/><child link="lower"/>
+    <origin xyz="{elbow} 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="100" velocity="2"/></joint>
+</robot>"""

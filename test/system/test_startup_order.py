@@ -46,6 +46,7 @@ from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
 from support.sim_harness import stamp_seconds
 from soa_dynamics_ros import kernels
+from soa_dynamics_ros.kernels import build
 from soa_dynamics_ros.description.urdf import read_description_text
 from soa_dynamics_ros.ros.parameters import PARAMETERS
 from soa_dynamics_ros.sim.arm import LOCKSTEP_TIMEOUT
@@ -112,9 +113,12 @@ def _start_node(log_dir):
 
 
 def _with_generic_module(directory):
-    """``directory`` created, holding a copy of the generic module this test process uses."""
+    """``directory`` created, holding a copy of the generic module this test process uses
+    (and its hash record, without which it is not loaded)."""
     directory.mkdir(parents=True)
-    shutil.copy(kernels.generic_module().__file__, directory)
+    library = kernels.generic_module().__file__
+    shutil.copy(library, directory)
+    shutil.copy(build.record_path(library), directory)
     return directory
 
 
