@@ -50,7 +50,7 @@ def _declared_name(package_xml):
 def _search(package, root, unreadable):
     """The shallowest folder under ``root`` that is ``package`` (breadth-first, bounded).
 
-    Folders that cannot be listed are skipped and added to ``unreadable``
+    What cannot be listed or looked at is skipped and added to ``unreadable``
     (path, reason), so that a package not found can say where it may be.
     """
     level = [root]
@@ -59,12 +59,18 @@ def _search(package, root, unreadable):
         for directory in level:
             try:
                 entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
-                folders = [entry for entry in entries
-                           if entry.is_dir() and not entry.name.startswith(".")]
-                holds_package_xml = any(e.name == "package.xml" and e.is_file() for e in entries)
             except OSError as error:
                 unreadable.append((directory, error.strerror or type(error).__name__))
                 continue
+            holds_package_xml, folders = False, []
+            for entry in entries:
+                try:      # (a symbolic link is followed: to a loop, or where it may not look)
+                    if entry.name == "package.xml" and entry.is_file():
+                        holds_package_xml = True
+                    elif entry.is_dir() and not entry.name.startswith("."):
+                        folders.append(entry)
+                except OSError as error:
+                    unreadable.append((entry.path, error.strerror or type(error).__name__))
             if holds_package_xml and (
                     _declared_name(os.path.join(directory, "package.xml")) == package):
                 return directory
@@ -94,7 +100,7 @@ def find_package(package, package_paths=()):
         found = _search(package, os.fspath(root), unreadable)
         if found is not None:
             return found
-    skipped = "".join(f"; folder {path!r} could not be searched ({reason})"
+    skipped = "".join(f"; {path!r} could not be searched ({reason})"
                       for path, reason in unreadable[:5])
     if len(unreadable) > 5:
         skipped += f" and {len(unreadable) - 5} more"
