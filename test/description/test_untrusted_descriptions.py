@@ -14,24 +14,13 @@ import numpy as np
 import pytest
 
 from oracles.pinocchio_reference import PinocchioReference
+from support.hostile_descriptions import SECRET, XACRO_NS, sandbox_escape, secret_in_an_error
 from support.numerics import assert_close
 from support.robots import shipped_urdf
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.description import xacro as xacro_module
 from soa_dynamics_ros.description.urdf import read_description_text, resolve_package_uri
 from soa_dynamics_ros.errors import DescriptionWarning, URDFError, XacroRefusedError
-
-XACRO_NS = 'xmlns:xacro="http://www.ros.org/wiki/xacro"'
-SECRET = "s3cr3t-token-7f2a"
-
-
-def sandbox_escape(marker):
-    """A description whose link name is an expression that leaves xacro's expression
-    sandbox (it checks only the names at the top of an expression) and creates ``marker``."""
-    escape = ("(lambda: [c for c in ().__class__.__base__.__subclasses__() "
-              f"if c.__name__ == 'Popen'][0](['touch', '{marker}']).wait())()")
-    return f'<robot name="r"><link name="${{{escape}}}"/></robot>'
-
 
 def test_the_sandbox_escape_runs_only_where_xacro_is_allowed(tmp_path):
     # Trusted (the library's default): xacro runs it, which is why topics never get xacro.
@@ -82,18 +71,16 @@ def test_a_file_that_cannot_be_read_is_a_urdf_error():
 
 
 def test_xacro_error_text_is_bounded_and_untrusted_xacro_reads_no_file(tmp_path):
-    long_message = f'<robot name="r" {XACRO_NS}><xacro:if value="${{xacro.fatal(\'x\' * 100000)}}"/></robot>'
+    long_message = (f'<robot name="r" {XACRO_NS}>'
+                    '<xacro:if value="${xacro.fatal(\'x\' * 100000)}"/></robot>')
     with pytest.raises(URDFError) as refused:
         RobotModel.from_urdf(long_message, kernels="off")
     assert len(str(refused.value)) < 2 * xacro_module.MAX_MESSAGE_CHARS
 
     secrets = tmp_path / "secrets.yaml"
     secrets.write_text(f"token: {SECRET}\n")
-    leak = (f'<robot name="r" {XACRO_NS}><xacro:property name="s" '
-            f'value="${{xacro.load_yaml(\'{secrets}\')}}"/>'
-            '<xacro:if value="${xacro.fatal(str(s))}"/><link name="a"/></robot>')
     with pytest.raises(XacroRefusedError) as refused:
-        RobotModel.from_urdf(leak, kernels="off", allow_xacro=False)
+        RobotModel.from_urdf(secret_in_an_error(secrets), kernels="off", allow_xacro=False)
     assert SECRET not in str(refused.value)
 
 

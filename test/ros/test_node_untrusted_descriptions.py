@@ -6,30 +6,14 @@ from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
+from support.hostile_descriptions import SECRET, sandbox_escape, secret_in_an_error
 from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
 from support.sim_harness import set_parameters
 from support.waiting import wait_for
 from soa_dynamics_ros.srv import GravityTorques
 
-SECRET = "s3cr3t-token-5e91"
-XACRO_NS = 'xmlns:xacro="http://www.ros.org/wiki/xacro"'
 PANDA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
-
-
-def sandbox_escape(marker):
-    """xacro's expression sandbox checks only the names at the top of an expression: this
-    one reaches Popen through object's subclasses and creates ``marker``."""
-    escape = ("(lambda: [c for c in ().__class__.__base__.__subclasses__() "
-              f"if c.__name__ == 'Popen'][0](['touch', '{marker}']).wait())()")
-    return f'<robot name="r"><link name="${{{escape}}}"/></robot>'
-
-
-def secret_in_an_error(secrets):
-    """A xacro that reads a file the publisher chose and puts it in its error message."""
-    return (f'<robot name="r" {XACRO_NS}><xacro:property name="s" '
-            f'value="${{xacro.load_yaml(\'{secrets}\')}}"/>'
-            '<xacro:if value="${xacro.fatal(str(s))}"/><link name="a"/></robot>')
 
 
 def refusals(node):
@@ -45,10 +29,10 @@ def test_descriptions_from_the_graph_are_never_run_nor_opened(tmp_path, monkeypa
                       "-p", "diagnostics_period:=0.5", log_dir=tmp_path, name="untrusted")
     client = RosClient("untrusted_descriptions_test")
     try:
-        statuses = client.collect(DiagnosticArray, "/diagnostics")
         description = client.latched_publisher(String, "/robot_description")
-        gravity = client.client(GravityTorques, "/untrusted/gravity_torques", timeout=60)
         no_state = GravityTorques.Request(state=JointState())
+        gravity = client.client(GravityTorques, "/untrusted/gravity_torques", timeout=60)
+        statuses = client.collect(DiagnosticArray, "/diagnostics")
 
         def refused(text, count):
             description.publish(String(data=text))
