@@ -122,7 +122,8 @@ class Spec:
 
 PARAMETERS = {
     "robot_description": Spec("", "URDF (or, at start-up, xacro) XML of the robot", _text),
-    "urdf_file": Spec("", "path of a URDF/xacro file (if robot_description is empty)", _text),
+    "urdf_file": Spec("", "path of a URDF (or, at start-up, xacro) file (if robot_description "
+                          "is empty)", _text),
     "package_paths": Spec([""], "directories searched for the packages a description names "
                                 "($(find pkg), package://pkg/) after the ament index",
                           _names),
