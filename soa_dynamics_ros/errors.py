@@ -47,6 +47,10 @@ class URDFError(SoaDynamicsError, ValueError):
         super().__init__(message + where)
 
 
+class XacroRefusedError(URDFError):
+    """A description that uses xacro where xacro may not run (``allow_xacro=False``)."""
+
+
 class UnsupportedJointError(URDFError):
     """A joint type the fixed-base tree model cannot represent (floating, planar)."""
 

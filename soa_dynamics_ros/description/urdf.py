@@ -14,7 +14,7 @@ import xml.parsers.expat
 
 import numpy as np
 
-from ..errors import DescriptionWarning, URDFError, UnsupportedJointError
+from ..errors import DescriptionWarning, URDFError, UnsupportedJointError, XacroRefusedError
 from ..multibody.joints import JOINT_MODELS, joint_model
 from ..multibody.spatial import rotation_from_rpy
 from . import xacro as xacro_expand
@@ -29,6 +29,8 @@ MAX_LENGTH = 1e4        # m: origins and centres of mass
 MAX_MASS = 1e9          # kg
 MAX_INERTIA = 1e12      # kg m^2
 AXIS_ROUNDING = 1e-12   # components of a unit joint axis below this are zero (_joint)
+# Of a path or other input quoted in an error message (shown()).
+MAX_SHOWN_CHARS = 200
 
 
 @dataclass
@@ -148,7 +150,7 @@ def resolve_package_uri(source, package_paths=None):
     try:
         return os.path.join(find_package(package, _search_paths(package_paths)), relative)
     except PackageNotFoundError as error:
-        raise URDFError(f"cannot resolve {source!r}: {error}") from None
+        raise URDFError(f"cannot resolve {shown(source)}: {error}") from None
 
 
 def _search_paths(package_paths):
@@ -170,6 +172,14 @@ def _search_paths(package_paths):
 
 def _is_xml_text(source):
     return source.lstrip().startswith("<")
+
+
+def shown(text, limit=MAX_SHOWN_CHARS):
+    """``repr(text)``, cut to about ``limit`` characters: error messages stay bounded
+    whatever the input."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def uses_xacro(text):
@@ -219,33 +229,77 @@ def _expand_xacro(package_paths, timeout, path=None, text=None):
         raise URDFError(str(error)) from None
 
 
+def _xacro_refused(where):
+    return XacroRefusedError(
+        f"{where} uses xacro (a xacro: element or attribute, ${{...}} or $(...)), which runs "
+        "the Python in its expressions, and xacro is not allowed for it (allow_xacro=False): "
+        "give it expanded URDF")
+
+
+def _read_file(path):
+    """The text of description file ``path``; its contents never appear in an error."""
+    if not os.path.isfile(path):
+        raise URDFError(f"robot description file {shown(path)} does not exist")
+    try:
+        # Read to one byte past the limit: /proc and other special files report size 0.
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_DESCRIPTION_BYTES + 1)
+    except OSError as error:
+        raise URDFError(f"cannot read robot description file {shown(path)}: "
+                        f"{error.strerror or type(error).__name__}") from None
+    if len(data) > MAX_DESCRIPTION_BYTES:
+        raise URDFError(f"robot description file {shown(path)} is larger than "
+                        f"{MAX_DESCRIPTION_BYTES // 2**20} MiB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise URDFError(f"robot description file {shown(path)} is not UTF-8 text (byte "
+                        f"{error.start}): not a URDF") from None
+    if not _is_xml_text(text):
+        raise URDFError(f"robot description file {shown(path)} is not XML (a URDF starts "
+                        "with '<'): not a URDF")
+    return text
+
+
 def read_description_text(source, package_paths=None,
-                          xacro_timeout=xacro_expand.DEFAULT_TIMEOUT):
+                          xacro_timeout=xacro_expand.DEFAULT_TIMEOUT, allow_xacro=True,
+                          allow_path=True):
     """Return URDF XML text from a path, an XML string or a xacro file/string.
 
     Only a description that uses xacro (:func:`uses_xacro`) is expanded, in a
     child process stopped after ``xacro_timeout`` seconds
     (:func:`~soa_dynamics_ros.description.xacro.expand`); ``$(find pkg)`` and
     ``package://`` look in ``package_paths`` after the ament index.
+
+    xacro runs the Python in a description's expressions with this process's
+    rights (the child bounds time and memory, not what the code does): expand
+    only descriptions you trust.  ``allow_xacro=False`` refuses one that uses
+    xacro instead; ``allow_path=False`` takes ``source`` as XML text only, never
+    as a file to open.  Both for descriptions from untrusted sources (a
+    network, a topic): docs/descriptions.md, "Untrusted descriptions".
     """
     if not isinstance(source, (str, os.PathLike)):
         raise URDFError(f"a robot description must be a path or an XML string, "
                         f"not {type(source).__name__}")
     source = os.fspath(source)
+    if len(source) > MAX_DESCRIPTION_BYTES:
+        raise URDFError(f"robot description is larger than {MAX_DESCRIPTION_BYTES // 2**20} MiB")
     if _is_xml_text(source):
         text = source
         if uses_xacro(text):
+            if not allow_xacro:
+                raise _xacro_refused("the robot description")
             text = _expand_xacro(package_paths, xacro_timeout, text=text)
+    elif not allow_path:
+        raise URDFError(f"the robot description is not XML (a URDF starts with '<'; "
+                        f"{len(source)} characters given) and, as text from this source, is "
+                        "never opened as a file path")
     else:
         source = resolve_package_uri(source, package_paths)
-        if not os.path.isfile(source):
-            raise URDFError(f"robot description file {source!r} does not exist")
-        if os.path.getsize(source) > MAX_DESCRIPTION_BYTES:
-            raise URDFError(f"robot description file {source!r} is larger than "
-                            f"{MAX_DESCRIPTION_BYTES // 2**20} MiB")
-        with open(source, encoding="utf-8") as handle:
-            text = handle.read()
+        text = _read_file(source)
         if uses_xacro(text):
+            if not allow_xacro:
+                raise _xacro_refused(f"robot description file {shown(source)}")
             # From the file, so that relative includes and $(dirname) resolve.
             text = _expand_xacro(package_paths, xacro_timeout, path=source)
     if len(text) > MAX_DESCRIPTION_BYTES:
@@ -419,16 +473,64 @@ def _check_topology(name, links, joints, root_element):
     return roots[0]
 
 
-def parse_urdf(source, package_paths=None, xacro_timeout=xacro_expand.DEFAULT_TIMEOUT):
+def parse_urdf(source, package_paths=None, xacro_timeout=xacro_expand.DEFAULT_TIMEOUT,
+               allow_xacro=True, allow_path=True):
     """Parse a URDF path, XML string or xacro into a :class:`RobotDescription`.
 
-    ``package_paths`` and ``xacro_timeout``: see :func:`read_description_text`.
+    ``package_paths``, ``xacro_timeout``, ``allow_xacro`` and ``allow_path``: see
+    :func:`read_description_text`.
     """
-    root_element = parse_xml(read_description_text(source, package_paths, xacro_timeout))
+    return parse_urdf_xml(read_description_text(source, package_paths, xacro_timeout,
+                                                allow_xacro, allow_path))
+
+
+def parse_urdf_xml(text):
+    """The :class:`RobotDescription` of URDF XML ``text`` as it is: never expanded with
+    xacro, never taken for a file path (for text that is already URDF, such as
+    :func:`read_description_text`'s)."""
+    root_element = parse_xml(text)
     if root_element.tag != "robot":
         raise URDFError(f"the root element is <{root_element.tag}>, expected <robot>",
                         root_element.tag, root_element.line)
+    _warn_undeclared_prefixes(root_element)
     return description_from_element(root_element)
+
+
+def _warn_undeclared_prefixes(root_element):
+    """One DescriptionWarning naming the namespace prefixes used without an ``xmlns:``
+    declaration.
+
+    Drake's URDFs write ``<drake:joint>`` and ``<limit drake:acceleration=...>``
+    without declaring ``drake:``; urdfdom, Pinocchio and the ROS tools ignore what
+    they do not know, and so does this reader (it reads no prefixed name).
+    """
+    uses = {}     # prefix -> [count, first line]
+
+    def used(name, line):
+        prefix, colon, _ = name.partition(":")
+        if colon and prefix not in declared[-1] and prefix not in ("xml", "xmlns"):
+            uses.setdefault(prefix, [0, line])[0] += 1
+
+    declared = [frozenset()]
+    stack = [(root_element, False)]
+    while stack:
+        element, leaving = stack.pop()
+        if leaving:
+            declared.pop()
+            continue
+        declared.append(declared[-1] | {name[len("xmlns:"):] for name in element.attributes
+                                        if name.startswith("xmlns:")})
+        used(element.tag, element.line)
+        for name in element.attributes:
+            used(name, element.line)
+        stack.append((element, True))
+        stack.extend((child, False) for child in reversed(element.children))
+    if uses:
+        listed = ", ".join(f"{prefix}: ({count} uses, first at line {line})"
+                           for prefix, (count, line) in uses.items())
+        warnings.warn(f"robot {root_element.attributes.get('name', '')!r}: elements and "
+                      f"attributes in undeclared namespace prefixes are ignored: {listed}",
+                      DescriptionWarning, stacklevel=3)
 
 
 def description_from_element(root_element, parse_link=parse_link_element,

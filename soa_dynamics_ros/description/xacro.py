@@ -23,6 +23,9 @@ MEMORY_LIMIT_BYTES = 2 * 1024 ** 3   # address space of the child
 # How deep below each of package_paths a package folder is looked for.
 PACKAGE_SEARCH_DEPTH = 4
 _EXIT_XACRO_ERROR, _EXIT_MEMORY = 2, 3
+# Of xacro's message in an error: an expression's message is whatever the
+# description makes it (a file it read, included).
+MAX_MESSAGE_CHARS = 300
 
 
 class PackageNotFoundError(LookupError):
@@ -44,24 +47,37 @@ def _declared_name(package_xml):
     return name.strip() if name else None
 
 
-def _search(package, root):
-    """The shallowest folder under ``root`` that is ``package`` (breadth-first, bounded)."""
+def _search(package, root, unreadable):
+    """The shallowest folder under ``root`` that is ``package`` (breadth-first, bounded).
+
+    What cannot be listed or looked at is skipped and added to ``unreadable``
+    (path, reason), so that a package not found can say where it may be.
+    """
     level = [root]
     for _depth in range(PACKAGE_SEARCH_DEPTH + 1):
         below = []
         for directory in level:
             try:
                 entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
-            except OSError:
+            except OSError as error:
+                unreadable.append((directory, error.strerror or type(error).__name__))
                 continue
-            if any(e.name == "package.xml" and e.is_file() for e in entries) and (
+            holds_package_xml, folders = False, []
+            for entry in entries:
+                try:      # (a symbolic link is followed: to a loop, or where it may not look)
+                    if entry.name == "package.xml" and entry.is_file():
+                        holds_package_xml = True
+                    elif entry.is_dir() and not entry.name.startswith("."):
+                        folders.append(entry)
+                except OSError as error:
+                    unreadable.append((entry.path, error.strerror or type(error).__name__))
+            if holds_package_xml and (
                     _declared_name(os.path.join(directory, "package.xml")) == package):
                 return directory
-            for entry in entries:
-                if entry.is_dir() and not entry.name.startswith("."):
-                    if entry.name == package:
-                        return entry.path
-                    below.append(entry.path)
+            for entry in folders:
+                if entry.name == package:
+                    return entry.path
+                below.append(entry.path)
         level = below
     return None
 
@@ -79,15 +95,20 @@ def find_package(package, package_paths=()):
         candidate = os.path.join(prefix, "share", package)
         if os.path.isdir(candidate):
             return candidate
+    unreadable = []
     for root in package_paths:
-        found = _search(package, os.fspath(root))
+        found = _search(package, os.fspath(root), unreadable)
         if found is not None:
             return found
+    skipped = "".join(f"; {path!r} could not be searched ({reason})"
+                      for path, reason in unreadable[:5])
+    if len(unreadable) > 5:
+        skipped += f" and {len(unreadable) - 5} more"
     raise PackageNotFoundError(
         f"package {package!r} not found: not in the ament index (share/{package} of "
         f"AMENT_PREFIX_PATH and {sys.prefix}) nor, as a folder of that name or a package.xml "
         f"declaring it, up to {PACKAGE_SEARCH_DEPTH} levels below package_paths "
-        f"{[os.fspath(p) for p in package_paths]}")
+        f"{[os.fspath(p) for p in package_paths]}{skipped}")
 
 
 def expand(package_paths, timeout=DEFAULT_TIMEOUT, path=None, text=None):
@@ -117,6 +138,8 @@ def expand(package_paths, timeout=DEFAULT_TIMEOUT, path=None, text=None):
     if child.returncode == 0:
         return output
     message = errors.strip().splitlines()[-1] if errors.strip() else ""
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = f"{message[:MAX_MESSAGE_CHARS]}... ({len(message)} characters)"
     if child.returncode == _EXIT_MEMORY or child.returncode == -signal.SIGKILL:
         raise RuntimeError(f"xacro expansion exceeded its memory limit of "
                            f"{MEMORY_LIMIT_BYTES // 2**20} MiB (an expression too large "
@@ -163,6 +186,7 @@ def _child():
             raise
     # xacro's $(find) asks ament_index_python; this adds the caller's search paths.
     xacro.substitution_args._eval_find = find
+    _parse_without_namespaces()
     try:
         if request["path"] is not None:
             document = xacro.process_file(request["path"])
@@ -177,6 +201,20 @@ def _child():
         message = missing[0] if missing else f"{type(error).__name__}: {error}"
         sys.stderr.write(" ".join(message.split()) + "\n")
         sys.exit(_EXIT_XACRO_ERROR)
+
+
+def _parse_without_namespaces():
+    """Make xacro's parser (minidom) take names as written, as urdfdom does.
+
+    Namespace-aware, it stops at a prefix without an ``xmlns:`` declaration
+    ("unbound prefix"), which Drake's URDFs use (``drake:``); xacro itself
+    matches names by their text (``xacro:include``), prefix included.
+    """
+    from xml.dom import expatbuilder, minidom
+    minidom.parse = lambda file, parser=None, bufsize=None: expatbuilder.parse(
+        file, namespaces=False)
+    minidom.parseString = lambda string, parser=None: expatbuilder.parseString(
+        string, namespaces=False)
 
 
 def _caused_by_memory_error(error):

@@ -11,8 +11,8 @@ import os
 import time
 
 from .. import kernels
-from ..description.urdf import read_description_text
-from ..errors import InvalidInputError, SoaDynamicsError
+from ..description.urdf import parse_urdf_xml, read_description_text
+from ..errors import InvalidInputError, SoaDynamicsError, XacroRefusedError
 from ..model.robot_model import KERNELS_ENV, RobotModel
 from .description_loader import DescriptionLoader
 from .estimation import LiveEstimation
@@ -30,6 +30,14 @@ ESTIMATION_SETTINGS = {"observer_gain", "contact_thresholds", "contact_release_r
                        "subtract_friction"}
 # At most one "feedforward withheld" line per this many seconds.
 WITHHELD_LOG_PERIOD = 2.0
+# Of a refused description's reason in the log and /diagnostics.
+MAX_DESCRIPTION_ERROR_CHARS = 1000
+
+# Where a description came from decides what it may do (docs/robustness.md, "Trust").
+STARTUP = "start-up"       # the operator's parameters: a file path or XML; xacro expanded
+RUNTIME = "runtime"        # a parameter changed over ROS: a path or XML; xacro only if allowed
+TOPIC = "topic"            # anyone on the ROS domain: URDF XML, never a path; xacro only if allowed
+EXPANDED = "expanded"      # this process's own expansion: URDF taken as it is
 
 
 def description_from(config):
@@ -66,15 +74,18 @@ class ModelHost:
         self._warmup_target = None         # (model, URDF XML) the running warm-up is for
         self._withholding = False
         self._withheld_logged_at = -float("inf")
-        self._loader = DescriptionLoader(self.load)
+        self._loader = DescriptionLoader(lambda request: self.load(*request))
 
     # ------------------------------------------------------------------ loading
     def _kernels_wanted(self):
         return (self.config["kernels"] != "off" and os.environ.get(KERNELS_ENV) != "off"
                 and kernels.compiler_available())
 
-    def load(self, description):
+    def load(self, description, origin):
         """(model, warm-up) of a description; runs in the loader thread, so it changes nothing here.
+
+        ``origin`` (STARTUP, RUNTIME, TOPIC or EXPANDED) decides whether it may
+        be a file path and whether xacro may expand it.
 
         Kernels only by explicit choice: the library's own "auto" would
         compile inside this process, holding the GIL for seconds.  Cached
@@ -87,8 +98,8 @@ class ModelHost:
         config = self.config
         # Expanded once, here: the warm-up child and the kernel-cache reload
         # get plain URDF and need neither package_paths nor xacro again.
-        xml = read_description_text(description, config["package_paths"], config["xacro_timeout"])
-        model = RobotModel.from_urdf(xml, kernels="off")
+        xml = description if origin == EXPANDED else self._description_text(description, origin)
+        model = RobotModel(parse_urdf_xml(xml), kernels="off")
         require_moving_joints(model)
         if not self._kernels_wanted():
             return model, None
@@ -103,6 +114,19 @@ class ModelHost:
             model.set_kernels("generic")
         return model, (xml, frames)
 
+    def _description_text(self, description, origin):
+        config = self.config
+        allow_xacro = origin == STARTUP or config["allow_runtime_xacro"]
+        try:
+            return read_description_text(description, config["package_paths"],
+                                         config["xacro_timeout"], allow_xacro=allow_xacro,
+                                         allow_path=origin != TOPIC)
+        except XacroRefusedError as error:
+            raise XacroRefusedError(
+                f"{error}; a description that arrives while the node runs is expanded only "
+                "with the parameter allow_runtime_xacro true (its risk: docs/robustness.md, "
+                "'Trust')") from None
+
     def load_now(self, description, source):
         """Load and install a description in this thread; SoaDynamicsError if it cannot serve.
 
@@ -110,7 +134,7 @@ class ModelHost:
         should end the process.
         """
         started = time.perf_counter()
-        model, warmup = self.load(description)
+        model, warmup = self.load(description, STARTUP)
         check_marker_frame(self.config["marker_frame"], model)
         live = self.build_live(model, self.config)
         estimation = self.build_estimation(model, self.config)
@@ -118,9 +142,12 @@ class ModelHost:
         self.estimation = estimation
         self._start_warmup(model, warmup)
 
-    def request(self, description, source):
-        """Load a description in the background; the current model serves until it is ready."""
-        self._loader.request(description, source)
+    def request(self, description, source, origin=TOPIC):
+        """Load a description in the background; the current model serves until it is ready.
+
+        ``origin``: see :meth:`load`; unsaid, the least trusted, TOPIC.
+        """
+        self._loader.request((description, origin), source)
 
     def reconfigure(self, config, changed):
         """Serve with new settings (``changed``: the names that changed); checked completely first.
@@ -141,7 +168,7 @@ class ModelHost:
                 live = self.build_live(self.live.model, config)
         self.config = config
         if description is not None:
-            self.request(description, "parameters")
+            self.request(description, "parameters", RUNTIME)
         if live is not None:
             self._install(live)
         if estimation is not None:
@@ -201,7 +228,10 @@ class ModelHost:
             live = self.build_live(loaded.model, self.config)
         except SoaDynamicsError as error:
             keeping = "keeping the previous model" if self.live else "no model loaded"
-            self.description_error = f"robot description from {loaded.source} refused: {error}"
+            reason = str(error)
+            if len(reason) > MAX_DESCRIPTION_ERROR_CHARS:
+                reason = f"{reason[:MAX_DESCRIPTION_ERROR_CHARS]}... ({len(reason)} characters)"
+            self.description_error = f"robot description from {loaded.source} refused: {reason}"
             self._logger.error(f"{self.description_error} ({keeping})")
             return
         self.description_error = ""
@@ -255,7 +285,7 @@ class ModelHost:
                                f"numpy path:\n{log}")
         elif self.live is not None and self.live.model is model:
             # Loading the now cached kernels is itself work for the loader thread.
-            self.request(xml, "the kernel cache (compiled kernels in use)")
+            self.request(xml, "the kernel cache (compiled kernels in use)", EXPANDED)
 
     @property
     def background_work(self):

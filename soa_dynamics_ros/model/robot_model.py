@@ -170,7 +170,7 @@ class RobotModel:
 
     @classmethod
     def from_urdf(cls, source, strict_inertia=False, kernels="auto", package_paths=None,
-                  xacro_timeout=DEFAULT_XACRO_TIMEOUT):
+                  xacro_timeout=DEFAULT_XACRO_TIMEOUT, allow_xacro=True, allow_path=True):
         """Build from a URDF/xacro file path or XML string.
 
         ``strict_inertia=True`` turns inertia warnings (zero mass, not positive
@@ -180,12 +180,18 @@ class RobotModel:
         ``$(find pkg)`` and ``package://pkg/`` when the ament index lacks them.
         ``xacro_timeout``: seconds a xacro expansion may take before it is
         stopped with :class:`~soa_dynamics_ros.errors.URDFError`.
+        xacro runs the Python in the description's ``${...}`` with this
+        process's rights: for descriptions from untrusted sources pass
+        ``allow_xacro=False`` (a description using xacro is refused) and
+        ``allow_path=False`` (``source`` is XML text, never opened as a file);
+        docs/descriptions.md, "Untrusted descriptions".
         ``source`` may also be a ``urdf_parser_py.urdf.Robot`` (see
         :mod:`soa_dynamics_ros.description.urdf_objects`): the same model as from its XML.
         """
         if not isinstance(source, (str, os.PathLike)):
             return cls(description_from_robot(source), strict_inertia, kernels)
-        return cls(parse_urdf(source, package_paths, xacro_timeout), strict_inertia, kernels)
+        return cls(parse_urdf(source, package_paths, xacro_timeout, allow_xacro, allow_path),
+                   strict_inertia, kernels)
 
     # ------------------------------------------------------------------ compiled kernels
     def set_kernels(self, mode):

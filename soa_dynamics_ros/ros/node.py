@@ -28,7 +28,7 @@ from .process import make_executor, run_node, spin_until_stopped, subscribe_with
 from .services import ModelNotReady, ModelServices
 from .throttled_log import ThrottledLog
 from ..embedded.live_model import TransportAge
-from ..embedded.model_host import ModelHost, description_from
+from ..embedded.model_host import TOPIC, ModelHost, description_from
 from ..errors import SoaDynamicsError, StaleStateError
 
 NODE_NAME = "soa_dynamics"
@@ -125,7 +125,8 @@ class EmbeddedModelNode(Node):
         self._poll_while_busy()
 
     def _on_robot_description(self, message):
-        self.host.request(message.data, "/robot_description")
+        # Anyone on the domain may publish it: URDF text only (docs/robustness.md, "Trust").
+        self.host.request(message.data, "/robot_description", TOPIC)
         self._poll_while_busy()
 
     def _declared(self, name, spec):

@@ -121,11 +121,19 @@ class Spec:
 
 
 PARAMETERS = {
-    "robot_description": Spec("", "URDF or xacro XML of the robot", _text),
-    "urdf_file": Spec("", "path of a URDF/xacro file (if robot_description is empty)", _text),
+    "robot_description": Spec("", "URDF (or, at start-up, xacro) XML of the robot", _text),
+    "urdf_file": Spec("", "path of a URDF (or, at start-up, xacro) file (if robot_description "
+                          "is empty)", _text),
     "package_paths": Spec([""], "directories searched for the packages a description names "
                                 "($(find pkg), package://pkg/) after the ament index",
                           _names),
+    "allow_runtime_xacro": Spec(False, "expand xacro in descriptions that arrive while the node "
+                                "runs (/robot_description topic, parameter changes): xacro runs "
+                                "the Python in ${...} as this node's user, so anyone who may "
+                                "publish or set parameters on the ROS domain could run commands; "
+                                "only where every participant is trusted (docs/robustness.md, "
+                                "'Trust'). Start-up parameters are always expanded",
+                                _flag, read_only=True),
     "xacro_timeout": Spec(DEFAULT_XACRO_TIMEOUT, "[s] a xacro expansion may take before the "
                                                  "description is refused; 0.1 to 600",
                           _number(0.1, 600.0, " s")),

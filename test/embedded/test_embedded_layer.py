@@ -12,6 +12,7 @@ import threading
 import numpy as np
 import pytest
 
+from support.hostile_descriptions import sandbox_escape
 from support.robots import REPO, shipped_urdf
 from support.small_robots import two_link_arm
 from support.waiting import wait_for
@@ -19,7 +20,7 @@ from oracles.pinocchio_reference import PinocchioReference
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.embedded.description_loader import DescriptionLoader
 from soa_dynamics_ros.embedded.live_model import LiveModel
-from soa_dynamics_ros.embedded.model_host import WITHHELD_LOG_PERIOD, ModelHost
+from soa_dynamics_ros.embedded.model_host import EXPANDED, WITHHELD_LOG_PERIOD, ModelHost
 from soa_dynamics_ros.errors import StaleStateError, UnknownNameError, URDFError
 from soa_dynamics_ros.ros.parameters import PARAMETERS
 
@@ -182,6 +183,49 @@ def test_a_refused_description_keeps_the_model_and_says_why(host, logger):
 
 # Two links, so that its kernels compile in seconds in the warm-up child.
 TWO_LINKS = two_link_arm(elbow=0.4)
+# TWO_LINKS as xacro: an effort limit computed by an expression.
+TWO_LINKS_XACRO = TWO_LINKS.replace('effort="100"', 'effort="${50 * 2}"', 1)
+
+
+def _outcome(host, before):
+    """The description_error, or "" once a new model is live, of the newest request."""
+    wait_for(lambda: host.poll() or host.background_work is False, timeout=LOAD_TIMEOUT,
+             what="the load")
+    return "" if host.live is not before else host.description_error
+
+
+def test_what_a_description_may_do_depends_on_where_it_came_from(tmp_path, logger):
+    marker = tmp_path / "ran"
+    host = ModelHost(config(robot_description=TWO_LINKS_XACRO), logger)
+    try:
+        host.load_now(TWO_LINKS_XACRO, "parameters")       # start-up: xacro is expanded
+        assert host.live.model.description.joints["shoulder"].effort == 100.0
+        for description in (sandbox_escape(marker), TWO_LINKS_XACRO):
+            host.request(description, "/robot_description")
+            assert "allow_runtime_xacro" in _outcome(host, host.live)
+        host.request(PANDA, "/robot_description")
+        assert "never opened as a file path" in _outcome(host, host.live)
+        changed = {**host.config, "robot_description": sandbox_escape(marker)}
+        host.reconfigure(changed, {"robot_description"})
+        assert "allow_runtime_xacro" in _outcome(host, host.live)
+        assert not marker.exists()
+        # A parameter may name a file (urdf_file can); the kernel cache's URDF, already
+        # expanded, is taken as it is: a ${...} left in it is text, not run again.
+        host.reconfigure({**host.config, "robot_description": PANDA}, {"robot_description"})
+        assert _outcome(host, host.live) == "" and host.live.model.dof == 7
+        expanded = TWO_LINKS.replace("</robot>", "<gazebo><plugin>${kept}</plugin></gazebo></robot>")
+        host.request(expanded, "the kernel cache", EXPANDED)
+        assert _outcome(host, host.live) == "" and host.live.model.name == "two_links"
+    finally:
+        host.close()
+    trusting = ModelHost(config(allow_runtime_xacro=True), logger)
+    try:
+        trusting.request(TWO_LINKS_XACRO, "/robot_description")
+        assert _outcome(trusting, None) == "" and trusting.live.model.dof == 2
+    finally:
+        trusting.close()
+
+
 # The warm-up child compiles at the lowest CPU priority on a machine shared with other tests.
 WARMUP_TIMEOUT = 180.0
 

@@ -110,8 +110,10 @@ def longest_gap(arrivals, start, end):
 
 
 def test_an_endless_xacro_never_stalls_the_node(tmp_path):
+    # xacro from the topic only where every publisher is trusted (allow_runtime_xacro).
     node = RosProcess("soa_dynamics_node", "-r", "__node:=endless", "-p", "kernels:='off'",
-                      "-p", "xacro_timeout:=3.0", log_dir=tmp_path, name="endless")
+                      "-p", "xacro_timeout:=3.0", "-p", "allow_runtime_xacro:=true",
+                      log_dir=tmp_path, name="endless")
     client = RosClient("endless_xacro_test")
     stream = None
     try:
