@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..embedded.live_model import FEEDFORWARD_MODES
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
+from ..validation import MAX_PAYLOAD_COM
 
 EXECUTORS = ("events", "single_threaded")
 # Chosen by measurement (README, "Executors"): with the EventsExecutor and a
@@ -191,7 +192,7 @@ PARAMETERS = {
 PAYLOAD_FIELDS = {
     "link": Spec("", "link the payload is rigidly attached to", _text),
     "mass": Spec(0.0, "[kg]", _number(0.0, 1e9, " kg")),
-    "com": Spec([0.0, 0.0, 0.0], "centre of mass in the link frame [m]", _vector(3, 1e4, " m")),
+    "com": Spec([0.0, 0.0, 0.0], "centre of mass in the link frame [m]", _vector(3, MAX_PAYLOAD_COM, " m")),
     "inertia": Spec([0.0] * 9, "3x3 row-major inertia about the COM [kg m^2] (zeros: point mass)",
                     _vector(9, 1e12, " kg m^2")),
 }
