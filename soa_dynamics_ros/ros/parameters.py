@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..embedded.estimation import MAX_BUFFER_SAMPLES
 from ..embedded.live_model import FEEDFORWARD_MODES
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
 from ..validation import MAX_PAYLOAD_COM
@@ -180,7 +181,8 @@ PARAMETERS = {
     "external_wrench_frame": Spec("", "frame at which ~/external_wrench is estimated (empty: "
                                   "not published)", _text),
     "identification_buffer_time": Spec(10.0, "[s] of recent joint states (with effort) kept for "
-                                       "~/identify_payload; 0.5 to 60",
+                                       "~/identify_payload; 0.5 to 60, and at most "
+                                       f"{MAX_BUFFER_SAMPLES} states",
                                        _number(0.5, 60.0, " s")),
     "executor": Spec(DEFAULT_EXECUTOR, " | ".join(EXECUTORS), _choice(EXECUTORS), read_only=True),
     "kernels": Spec("auto", "auto (the generic compiled module at once; this robot's kernels "
