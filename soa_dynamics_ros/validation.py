@@ -27,6 +27,12 @@ def inertia_problems(mass, inertia_about_com):
     return problems
 
 
+# A payload's centre of mass further than this from its link's origin (each
+# component, metres) is no tool or load of a robot: refused, as the start-up
+# payload parameters (payload.<name>.com) are.
+MAX_PAYLOAD_COM = 1e4
+
+
 def payload_problems(mass, inertia_about_com):
     """Like :func:`inertia_problems`, but a point mass (zero inertia) is physical."""
     if not mass > 0.0:

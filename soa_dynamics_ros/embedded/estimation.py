@@ -129,10 +129,19 @@ class LiveEstimation:
         if not rows:
             raise InvalidInputError("no samples yet: joint_states with effort for every joint "
                                     "are needed")
+        full = len(rows) == self.samples.maxlen
         end = rows[-1][0]
         rows = [row for row in rows if row[0] >= end - duration]
-        if rows[0][0] > end - duration + 0.1 * duration:
-            raise InvalidInputError(f"only {end - rows[0][0]:.3f} s of samples are kept yet, "
+        kept = end - rows[0][0]
+        if kept < 0.9 * duration:
+            if full:
+                # More time will not help: at this state rate the count bound, not
+                # identification_buffer_time, decides how far back the samples go.
+                raise InvalidInputError(
+                    f"only {kept:.3f} s of samples are kept at this joint-state rate (at most "
+                    f"{self.samples.maxlen} states, {(len(rows) - 1) / kept:.0f} per s), "
+                    f"{duration:g} s requested")
+            raise InvalidInputError(f"only {kept:.3f} s of samples are kept yet, "
                                     f"{duration:g} s requested")
         return (np.array([row[0] for row in rows]), np.array([row[1] for row in rows]),
                 np.array([row[2] for row in rows]), np.array([row[3] for row in rows]))
@@ -149,8 +158,9 @@ class LiveEstimation:
             raise UnknownNameError("link", link, self.model.frame_names)
         name = name or IDENTIFIED_PAYLOAD
         compiled = self.model.kernels[1] is not None
+        times, *samples = self.recent(duration)
         Q, QD, QDD, TAU = identification_samples(
-            *self.recent(duration), self.state_timeout,
+            times, *samples, self.state_timeout,
             MAX_IDENTIFICATION_SAMPLES if compiled else MAX_IDENTIFICATION_SAMPLES_NUMPY_PATH)
         previous = self.model.payloads.get(name)
         if previous is not None:
@@ -167,7 +177,7 @@ class LiveEstimation:
             self.restart()          # the momentum jumps with the model's inertia
             applied = True
         message = (f"{result.mass:.4g} kg at {np.round(result.com, 4).tolist()} m on {link!r} "
-                   f"from {len(Q)} samples over {duration:g} s"
+                   f"from {len(Q)} samples over the last {times[-1] - times[0]:.3f} s"
                    + (f"; attached as payload {name!r}" if applied else "")
                    + (f"; not attached: {'; '.join(problems)}" if apply and problems else "")
                    + (f"; physically implausible: {'; '.join(problems)}" if problems and not apply

@@ -20,9 +20,10 @@ from ..plant.trajectory import trajectory_from_arrays
 from ..validation import MAX_MAGNITUDE, as_samples
 
 FEEDFORWARD_MODES = ("gravity", "inverse_dynamics", "computed_torque", "off")
-# Bounds on desired states (rad or m, per s, per s^2): far beyond any real
-# motion, yet small enough that gains times errors stay finite.  Beyond them a
-# desired state is a bug upstream and is refused, not tracked.
+# Bounds on desired states and trajectory points (rad or m, per s, per s^2): far
+# beyond any real motion, yet small enough that gains times errors (and inverse
+# dynamics) stay finite.  Beyond them a desired state is a bug upstream and is
+# refused, not tracked.
 DESIRED_BOUNDS = {"positions": 1e3, "velocities": 1e4, "accelerations": 1e6}
 
 
@@ -416,9 +417,11 @@ class LiveModel:
         Inverse dynamics with the attached payloads and gravity (less the
         robot's own gravity when it compensates it) at each point's positions,
         velocities and accelerations, completed as :meth:`joint_path` says;
-        its refusals, and nothing changed by a call.
+        its refusals, and nothing changed by a call.  Positions and rates,
+        given or differentiated, are held to DESIRED_BOUNDS as desired states are.
         """
         path = self.joint_path(names, time, positions, velocities, accelerations)
+        _check_trajectory_bounds(path)
         efforts = trajectory_efforts(self.model, path, self.robot_compensates_gravity)
         return efforts[:, self.order_of(names)]
 
@@ -477,6 +480,21 @@ def _desired(label, values, count):
         raise InvalidInputError(f"desired {label} must be finite and within +-{bound:g}; "
                                 f"index {bad} is not")
     return values
+
+
+def _check_trajectory_bounds(path):
+    """InvalidInputError naming the first quantity of ``path`` beyond DESIRED_BOUNDS."""
+    sources = {"positions": "given", "velocities": path.velocity_source,
+               "accelerations": path.acceleration_source}
+    for label, bound in DESIRED_BOUNDS.items():
+        values = getattr(path, label)
+        beyond = ~(np.abs(values) <= bound)     # True for NaN too
+        if beyond.any():
+            samples = sorted(set(np.nonzero(beyond)[0].tolist()))
+            origin = "" if sources[label] == "given" else \
+                " (differentiated from the positions over time_from_start)"
+            raise InvalidInputError(f"trajectory {label}{origin} must be within +-{bound:g}, as "
+                                    f"desired states; point(s) {samples[:10]} are not")
 
 
 def _all_physical(*arrays):

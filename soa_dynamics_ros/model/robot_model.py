@@ -65,8 +65,8 @@ from ..kernels.generator import (DERIVATIVE_KERNELS, MAX_WRENCHED_LINKS,
 from ..multibody.spatial import (homogeneous, inertia_parameters, inertia_to_parameters,
                                  motion_transform, spatial_inertia, transformed_inertia)
 from ..multibody.tree import BodyTree
-from ..validation import (as_float_array, as_samples, as_vector, check_link_inertias,
-                          payload_problems)
+from ..validation import (MAX_PAYLOAD_COM, as_float_array, as_samples, as_vector,
+                          check_link_inertias, payload_problems)
 from . import constrained, derivatives, identification
 from .evaluation import hinge_positions, select_joints
 from .subgraph import Subgraph
@@ -807,14 +807,18 @@ class RobotModel:
     def attach_payload(self, name, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
         """Rigidly attach a body to ``link`` (replacing a payload of the same name).
 
-        ``com`` is in the link frame, ``inertia`` the 3x3 inertia about the COM in
-        link-frame axes (default: a point mass).  Every algorithm sees it at once.
+        ``com`` is in the link frame, each component within +-MAX_PAYLOAD_COM
+        (1e4 m), ``inertia`` the 3x3 inertia about the COM in link-frame axes
+        (default: a point mass).  Every algorithm sees it at once.
         """
         if not isinstance(name, str) or not name:
             raise InvalidInputError("a payload needs a non-empty name")
         frame = self.tree.frame(link)
         mass = as_vector(f"payload {name!r} mass", [mass], 1)[0]
         com = as_vector(f"payload {name!r} com", com, 3)
+        if not np.all(np.abs(com) <= MAX_PAYLOAD_COM):
+            raise InvalidInputError(f"payload {name!r} com must be within +-{MAX_PAYLOAD_COM:g} m "
+                                    f"of the link origin in each axis, not {com.tolist()}")
         inertia = np.zeros((3, 3)) if inertia is None else as_float_array(
             f"payload {name!r} inertia", inertia, "3x3 matrix")
         if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):

@@ -66,7 +66,13 @@ def attached_payload(model, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
         yield None
         return
     name = f"__plant_payload_{next(_probe_names)}__"
-    model.attach_payload(name, link, mass, com, inertia)
+    try:
+        model.attach_payload(name, link, mass, com, inertia)
+    except InvalidInputError as error:
+        if repr(name) not in str(error):
+            raise
+        # The probe's name is this module's: the caller gave a payload, not a name.
+        raise InvalidInputError(str(error).replace(f"payload {name!r}", "payload")) from None
     try:
         yield name
     finally:

@@ -118,16 +118,22 @@ def trajectory_from_arrays(model, time, positions, velocities=None, acceleration
     order = _column_order(model, list(columns))
     width, count = len(columns), len(time)
     positions = as_samples("positions", positions, width, count)[:, order]
+    # Differentiated rates are checked here, under the names the caller knows: beyond
+    # the library's range they would be refused later as the recursions' QD or QDD.
     if velocities is None:
-        velocities, velocity_source = differentiate(time, positions), "differentiated"
+        velocities = as_samples("velocities (differentiated from the positions)",
+                                differentiate(time, positions), width, count)
+        velocity_source = "differentiated"
     else:
         velocities = as_samples("velocities", velocities, width, count)[:, order]
         velocity_source = "given"
     if accelerations is None:
         if velocity_source == "given":
-            accelerations = differentiate(time, velocities)
+            accelerations, origin = differentiate(time, velocities), "velocities"
         else:
-            accelerations = second_derivative(time, positions)
+            accelerations, origin = second_derivative(time, positions), "positions"
+        accelerations = as_samples(f"accelerations (differentiated from the {origin})",
+                                   accelerations, width, count)
         acceleration_source = "differentiated"
     else:
         accelerations = as_samples("accelerations", accelerations, width, count)[:, order]

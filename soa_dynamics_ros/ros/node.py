@@ -23,6 +23,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker
 
 from . import conversions, diagnostics
+from .command_line import help_text, unknown_parameter_warning, unknown_parameters
 from .parameters import PARAMETERS, PAYLOAD_FIELDS, startup_payload, validate_all
 from .process import make_executor, run_node, spin_until_stopped, subscribe_with_info
 from .services import ModelNotReady, ModelServices
@@ -95,6 +96,19 @@ class EmbeddedModelNode(Node):
         if config["marker_rate"] > 0:
             self.create_timer(1.0 / config["marker_rate"],
                               self._never_raises("inertia marker", self._publish_marker))
+        self._warn_unknown_parameters()
+
+    def _warn_unknown_parameters(self):
+        """A warning naming every parameter given (-p, params file) that this node never reads.
+
+        Start-up payloads' fields count as known: they are declared when a model loads.
+        """
+        known = set(self._parameters) | {f"payload.{name}.{field}" for field in PAYLOAD_FIELDS
+                                         for name in self.host.config["payloads"]}
+        # rclpy keeps the node's overrides (-p, params files) there and offers no public reader.
+        unknown = unknown_parameters(self._parameter_overrides, known)
+        if unknown:
+            self.get_logger().warning(unknown_parameter_warning(NODE_NAME, unknown))
 
     def _never_raises(self, what, callback):
         """A timer callback whose failure is logged: an exception would end the node."""
@@ -368,10 +382,27 @@ class EmbeddedModelNode(Node):
         return super().destroy_node()
 
 
+SUMMARY = """\
+The embedded dynamics model of a robot in the ROS graph: the description from
+robot_description, urdf_file or the /robot_description topic; ~/feedforward
+(and ~/feedforward_state) answering every joint_states message; estimation
+topics, ~/trajectory_in -> ~/trajectory_out, and the model's services."""
+
+
+def parameters_help(program):
+    """``--help``: the usage and the parameter table of ros/parameters.py."""
+    rows = [(name, spec.default, spec.description, spec.read_only)
+            for name, spec in PARAMETERS.items()]
+    rows += [(f"payload.<name>.{field}", spec.default, spec.description, spec.read_only)
+             for field, spec in PAYLOAD_FIELDS.items()]
+    return help_text(program, NODE_NAME, SUMMARY, rows,
+                     "<name>: each name the payloads parameter lists.")
+
+
 def main(args=None):
     return run_node(NODE_NAME, EmbeddedModelNode,
                     lambda node: make_executor(node.host.config["executor"]), spin_until_stopped,
-                    args)
+                    args, parameters_help)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@ import math
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..embedded.estimation import MAX_BUFFER_SAMPLES
 from ..embedded.live_model import FEEDFORWARD_MODES
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
+from ..validation import MAX_PAYLOAD_COM
 
 EXECUTORS = ("events", "single_threaded")
 # Chosen by measurement (README, "Executors"): with the EventsExecutor and a
@@ -187,7 +189,8 @@ PARAMETERS = {
     "external_wrench_frame": Spec("", "frame at which ~/external_wrench is estimated (empty: "
                                   "not published)", _text),
     "identification_buffer_time": Spec(10.0, "[s] of recent joint states (with effort) kept for "
-                                       "~/identify_payload; 0.5 to 60",
+                                       "~/identify_payload; 0.5 to 60, and at most "
+                                       f"{MAX_BUFFER_SAMPLES} states",
                                        _number(0.5, 60.0, " s")),
     "executor": Spec(DEFAULT_EXECUTOR, " | ".join(EXECUTORS), _choice(EXECUTORS), read_only=True),
     "kernels": Spec("auto", "auto (the generic compiled module at once; this robot's kernels "
@@ -199,7 +202,7 @@ PARAMETERS = {
 PAYLOAD_FIELDS = {
     "link": Spec("", "link the payload is rigidly attached to", _text),
     "mass": Spec(0.0, "[kg]", _number(0.0, 1e9, " kg")),
-    "com": Spec([0.0, 0.0, 0.0], "centre of mass in the link frame [m]", _vector(3, 1e4, " m")),
+    "com": Spec([0.0, 0.0, 0.0], "centre of mass in the link frame [m]", _vector(3, MAX_PAYLOAD_COM, " m")),
     "inertia": Spec([0.0] * 9, "3x3 row-major inertia about the COM [kg m^2] (zeros: point mass)",
                     _vector(9, 1e12, " kg m^2")),
 }

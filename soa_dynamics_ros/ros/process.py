@@ -1,8 +1,12 @@
-"""The life of a node process: init, run, and a clean shutdown on SIGINT/SIGTERM.
+"""The life of a node process: init, run, and a clean shutdown on SIGINT/SIGTERM/SIGHUP.
 
 Shared by the package's executables so that every one exits with status 0 on
 a signal (no "terminate called without an active exception", no leaked Fast
-DDS shared memory) and with status 1 and one line when it cannot start.
+DDS shared memory) and with status 1 and one line when it cannot start.  The
+command line is read first (:mod:`.command_line`): ``--help`` prints the
+executable's parameters without starting ROS (status 0); a mistake in the
+arguments is one line and status 2.  SIGHUP (the terminal that started the
+node closed) ends it as SIGINT does.
 
 Signals are this module's, not rclpy's: rclpy's default handler shuts the
 context down at once, while a callback may be running, and that callback's
@@ -33,6 +37,8 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 
 from ..errors import SoaDynamicsError
+from .command_line import (USAGE_ERROR, CommandLineError, check_arguments, ros_arguments_error,
+                           wants_help)
 from .parameters import EXECUTORS
 
 TEARDOWN_DEADLINE = 3.0     # [s] from the stop request to a forced exit
@@ -178,16 +184,35 @@ def spin_until_stopped(node, executor, running):
         executor.spin_once(timeout_sec=0.1)
 
 
-def run_node(name, make_node, executor_for, loop, args=None):
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def run_node(name, make_node, executor_for, loop, args=None, help_text=None):
     """Build the node and its executor, run ``loop(node, executor, running)``; the exit status.
 
-    ``running()`` turns False once SIGINT or SIGTERM has arrived: the loop
-    checks it between ``spin_once`` calls and returns.
+    ``running()`` turns False once one of :data:`STOP_SIGNALS` has arrived:
+    the loop checks it between ``spin_once`` calls and returns.  ``args``: as
+    ``sys.argv`` (the default), program name first.  ``help_text(program)``:
+    what ``--help`` prints.
     """
+    argv = sys.argv if args is None else list(args)
+    program = os.path.basename(argv[0]) if argv else name
+    if help_text is not None and wants_help(argv[1:]):
+        print(help_text(program))
+        return 0
+    try:
+        check_arguments(argv[1:], program)
+    except CommandLineError as error:
+        print(f"{program}: {error}", file=sys.stderr)
+        return USAGE_ERROR
     lifetime = _Lifetime(name)
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in STOP_SIGNALS:
         signal.signal(signum, lifetime.on_signal)
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as error:  # noqa: BLE001 - rcl refusing the ROS arguments, in its own types
+        print(f"{program}: {ros_arguments_error(error, program)}", file=sys.stderr)
+        return USAGE_ERROR
     node = executor = None
     try:
         node = make_node()

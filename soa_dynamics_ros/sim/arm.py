@@ -44,6 +44,7 @@ import math
 import statistics
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -59,6 +60,7 @@ from .mujoco_plant import MujocoPlant, route_warnings
 from .trajectory_controller import GAIN_NAMES, JointTrajectoryControllerEmulation, trajectory_points
 from ..errors import SoaDynamicsError
 from ..ros import conversions
+from ..ros.command_line import help_text, unknown_parameter_warning, unknown_parameters
 from ..ros.process import make_executor, run_node, subscribe_with_info
 from ..ros.throttled_log import ThrottledLog
 from ..validation import as_vector, payload_problems
@@ -78,13 +80,59 @@ MAX_PAYLOAD_OFFSET = 10.0           # [m] payload COM from its link's origin
 MUJOCO_WARNING_PERIOD = 2.0         # [s] at most one MuJoCo warning line this often
 
 
+class SimParameter(NamedTuple):
+    name: str
+    default: object
+    description: str
+    read_only: bool = False
+    number: bool = False    # integers accepted too (`real_time_factor:=0` on a command line)
+
+
+# Declared in this order; `soa_dynamics_sim --help` prints this table.
+SIM_PARAMETERS = (
+    SimParameter("robot_description", "", "URDF or xacro XML of the robot", True),
+    SimParameter("urdf_file", "", "path of a URDF/xacro file (if robot_description is empty)",
+                 True),
+    SimParameter("joints", [""], "joint order of the effort commands (empty: model order)", True),
+    SimParameter("controller", "effort",
+                 "effort: a ForwardCommandController on /effort_controller/commands; "
+                 "joint_trajectory: a joint_trajectory_controller stand-in on "
+                 "/joint_trajectory_controller/joint_trajectory (PID "
+                 "gains.<joint>.p/i/d/i_clamp/ff_velocity_scale plus each point's effort)", True),
+    SimParameter("initial_positions", [0.0], "start pose in `joints` order (one 0.0 or empty: 0, "
+                 "or the nearest joint limit)", True),
+    SimParameter("timestep", 0.001, "[s]", True, number=True),
+    SimParameter("real_time_factor", 1.0, "simulated / wall time; 0: as fast as possible",
+                 number=True),
+    SimParameter("lockstep", False, "wait for the command answering each state"),
+    SimParameter("lockstep_timeout", LOCKSTEP_TIMEOUT,
+                 "[wall s] longest wait for a command in lockstep", number=True),
+    SimParameter("wait_for_command", True,
+                 "hold the simulation (time stopped, state still published) until the first "
+                 "valid command; ~/reset re-arms it"),
+    SimParameter("command_timeout", 0.1, "[simulated s] a command older than this: zero effort",
+                 number=True),
+    SimParameter("publish_clock", False, "publish /clock and stamp with simulated time", True),
+    SimParameter("urdf_dynamics", False, "apply URDF joint damping/friction", True),
+    SimParameter("joint_limits", True, "enforce URDF position limits", True),
+    SimParameter("payload_link", "", "link carrying a simulated payload (empty: none)"),
+    SimParameter("payload_mass", 0.0, "[kg]", number=True),
+    SimParameter("payload_com", [0.0, 0.0, 0.0], "[m] in the link frame"),
+    SimParameter("payload_inertia", [0.0] * 9, "3x3 about the COM, link axes (0: point mass)"),
+    SimParameter("wrench_link", "", "link receiving an external wrench (empty: none)"),
+    SimParameter("wrench", [0.0] * 6, "[f; t] in root axes about the link origin, on the robot"),
+    SimParameter("wrench_start", 0.0, "[simulated s] when the wrench starts acting", number=True),
+    SimParameter("wrench_duration", 0.0, "[simulated s] how long it acts; 0: no end", number=True),
+    SimParameter("diagnostics_period", 1.0, "[s]", True, number=True),
+)
+
+
 def reset_time(message):
     """The sim time [s] of a reset, from the message of ``~/reset``'s answer."""
     return float(message.rsplit("t=", 1)[1].split()[0])
 
 
 def _descriptor(text, read_only=False, number=False):
-    # number=True: integers are accepted too (`real_time_factor:=0` on a command line)
     return conversions.parameter_descriptor(text, read_only, dynamic_typing=number)
 
 
@@ -92,38 +140,9 @@ class SimNode(Node):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         self._log = ThrottledLog(self.get_logger())     # for what can repeat every step
-        declare = self.declare_parameter
-        declare("robot_description", "", _descriptor("URDF or xacro XML of the robot", True))
-        declare("urdf_file", "", _descriptor("path of a URDF/xacro file (if robot_description is empty)", True))
-        declare("joints", [""], _descriptor("joint order of the effort commands (empty: model order)", True))
-        declare("controller", "effort", _descriptor(
-            "effort: a ForwardCommandController on /effort_controller/commands; joint_trajectory: "
-            "a joint_trajectory_controller stand-in on /joint_trajectory_controller/joint_trajectory "
-            "(PID gains.<joint>.p/i/d/i_clamp/ff_velocity_scale plus each point's effort)", True))
-        declare("initial_positions", [0.0], _descriptor(
-            "start pose in `joints` order (one 0.0 or empty: 0, or the nearest joint limit)", True))
-        declare("timestep", 0.001, _descriptor("[s]", True, number=True))
-        declare("real_time_factor", 1.0, _descriptor("simulated / wall time; 0: as fast as possible", number=True))
-        declare("lockstep", False, _descriptor("wait for the command answering each state"))
-        declare("lockstep_timeout", LOCKSTEP_TIMEOUT, _descriptor("[wall s] longest wait for a command in lockstep", number=True))
-        declare("wait_for_command", True, _descriptor(
-            "hold the simulation (time stopped, state still published) until the first valid "
-            "command; ~/reset re-arms it"))
-        declare("command_timeout", 0.1, _descriptor("[simulated s] a command older than this: zero effort", number=True))
-        declare("publish_clock", False, _descriptor("publish /clock and stamp with simulated time", True))
-        declare("urdf_dynamics", False, _descriptor("apply URDF joint damping/friction", True))
-        declare("joint_limits", True, _descriptor("enforce URDF position limits", True))
-        declare("payload_link", "", _descriptor("link carrying a simulated payload (empty: none)"))
-        declare("payload_mass", 0.0, _descriptor("[kg]", number=True))
-        declare("payload_com", [0.0, 0.0, 0.0], _descriptor("[m] in the link frame"))
-        declare("payload_inertia", [0.0] * 9, _descriptor("3x3 about the COM, link axes (0: point mass)"))
-        declare("wrench_link", "", _descriptor("link receiving an external wrench (empty: none)"))
-        declare("wrench", [0.0] * 6, _descriptor("[f; t] in root axes about the link origin, on the robot"))
-        declare("wrench_start", 0.0, _descriptor("[simulated s] when the wrench starts acting",
-                                                 number=True))
-        declare("wrench_duration", 0.0, _descriptor("[simulated s] how long it acts; 0: no end",
-                                                    number=True))
-        declare("diagnostics_period", 1.0, _descriptor("[s]", True, number=True))
+        for parameter in SIM_PARAMETERS:
+            self.declare_parameter(parameter.name, parameter.default, _descriptor(
+                parameter.description, parameter.read_only, parameter.number))
 
         value = self._value
         description = value("robot_description").strip() or value("urdf_file").strip()
@@ -189,6 +208,10 @@ class SimNode(Node):
             f"real_time_factor {value('real_time_factor')}"
             + (f", payload {self.plant.payload['mass']} kg on {self.plant.payload['link']!r}"
                if self.plant.payload else ""))
+        # rclpy keeps the node's overrides (-p, params files) there and offers no public reader.
+        unknown = unknown_parameters(self._parameter_overrides, self._parameters)
+        if unknown:
+            self.get_logger().warning(unknown_parameter_warning(NODE_NAME, unknown))
 
     # ------------------------------------------------------------------ parameters
     NUMBERS = ("timestep", "real_time_factor", "lockstep_timeout", "command_timeout", "payload_mass",
@@ -463,7 +486,7 @@ class SimNode(Node):
     def run(self, executor, running):
         """The loop: publish state k, wait (lockstep / pacing) while taking commands, step.
 
-        ``running()`` turns False on SIGINT/SIGTERM (ros_process.run_node).
+        ``running()`` turns False on a stop signal (ros.process.run_node).
         """
         dt = self.plant.timestep
         next_tick = time.monotonic()
@@ -515,6 +538,21 @@ class SimNode(Node):
             self.step()
 
 
+SUMMARY = """\
+A MuJoCo-simulated arm that speaks what gz_ros2_control speaks: /joint_states out,
+efforts in on /effort_controller/commands (or, with controller:=joint_trajectory,
+trajectories on /joint_trajectory_controller/joint_trajectory); ~/reset; /clock
+with publish_clock.  Time stands still until the first command (wait_for_command)."""
+
+
+def parameters_help(program):
+    """``--help``: the usage and the table the node declares (SIM_PARAMETERS)."""
+    rows = [(p.name, p.default, p.description, p.read_only) for p in SIM_PARAMETERS]
+    rows.append(("gains.<joint>.<gain>", 0.0, "with controller:=joint_trajectory: "
+                 f"joint_trajectory_controller gain, <gain> one of {', '.join(GAIN_NAMES)}", True))
+    return help_text(program, NODE_NAME, SUMMARY, rows)
+
+
 def main(args=None):
     # The events executor takes callbacks in arrival order.  The single-threaded one
     # builds a new wait set for each spin_once whose timeout differs from the last (this
@@ -523,7 +561,8 @@ def main(args=None):
     # loaded machine, a flooding client), ~/reset and the parameter services went
     # unanswered for seconds.
     return run_node(NODE_NAME, SimNode, lambda node: make_executor("events"),
-                    lambda node, executor, running: node.run(executor, running), args)
+                    lambda node, executor, running: node.run(executor, running), args,
+                    parameters_help)
 
 
 if __name__ == "__main__":

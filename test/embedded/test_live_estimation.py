@@ -10,6 +10,7 @@ import pytest
 from support.robots import shipped_urdf
 from support.sim_harness import POSES
 from soa_dynamics_ros import RobotModel
+from soa_dynamics_ros.embedded import estimation as estimation_module
 from soa_dynamics_ros.embedded.estimation import LiveEstimation, identification_samples
 from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError
 from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant
@@ -101,6 +102,33 @@ def test_recent_samples_refuse_what_the_buffer_cannot_give(model):
     assert len(live.recent(0.05)[0]) == 51
     with pytest.raises(UnknownNameError):
         live.identify("no_such_link", 0.05)
+
+
+def test_refusals_at_the_count_bound_report_the_seconds_kept(model, monkeypatch):
+    """Where the state rate fills the buffer's count bound before identification_buffer_time,
+    the refusal said "kept yet" (waiting never gives more); it names the bound now.
+    (A bound of 200 states stands in for 60,000: the same logic, 300 times fewer states.)"""
+    monkeypatch.setattr(estimation_module, "MAX_BUFFER_SAMPLES", 200)
+    live = estimation(model, buffer_time=1.0)
+    q = np.array([POSES["panda"][n] for n in model.joint_names])
+    tau = model.gravity_torques(q)
+    for k in range(500):
+        live.update(q, np.zeros(7), tau, k * 1e-3)
+    with pytest.raises(InvalidInputError) as refusal:
+        live.recent(0.5)
+    assert str(refusal.value) == ("only 0.199 s of samples are kept at this joint-state rate "
+                                  "(at most 200 states, 1000 per s), 0.5 s requested")
+    assert len(live.recent(0.19)[0]) == 191
+
+
+def test_an_identification_reports_the_seconds_it_used(model):
+    """Not the duration asked for: 0.55 s asked, 0.519 s of states kept (within the 10%
+    allowed short)."""
+    live = estimation(model)
+    for t, q, qd, tau in zip(*recorded_motion(0.52)):
+        live.update(q, qd, tau, t)
+    outcome = live.identify("panda_hand", 0.55)
+    assert "samples over the last 0.519 s" in outcome.message, outcome.message
 
 
 def test_an_arm_at_rest_does_not_excite_a_load_and_nothing_is_attached(model):

@@ -149,7 +149,18 @@ def test_fewer_than_three_points_are_held_still(xml):
     (lambda a: a.update(positions=a["positions"][:, :5]), "positions must have shape (5, 6)"),
     (lambda a: a.update(time=[], positions=np.zeros((0, 6)), velocities=None), "no points"),
     (lambda a: a.update(names=[], positions=np.zeros((5, 0)), velocities=None), "names no joints"),
-], ids=["unknown", "repeated", "nan", "inf", "time", "ragged", "empty", "no-joints"])
+    # The bounds of ~/desired_state (before: 1e40 rad gave efforts of 1e86 N m)
+    (lambda a: a["positions"].__setitem__((1, 2), 1e40),
+     "trajectory positions must be within +-1000, as desired states; point(s) [1]"),
+    (lambda a: a["positions"].__setitem__((1, 2), -1000.5), "trajectory positions must be"),
+    (lambda a: a["velocities"].__setitem__((3, 0), 2e4),
+     "trajectory velocities must be within +-10000, as desired states; point(s) [3]"),
+    (lambda a: a.update(accelerations=np.full((5, 6), 1.5e6)),
+     "trajectory accelerations must be within +-1e+06"),
+    (lambda a: a.update(velocities=None, time=np.linspace(0.0, 1e-6, 5)),
+     "trajectory velocities (differentiated from the positions over time_from_start)"),
+], ids=["unknown", "repeated", "nan", "inf", "time", "ragged", "empty", "no-joints",
+        "position 1e40", "position beyond 1e3", "velocity", "acceleration", "differentiated"])
 def test_malformed_trajectories_are_refused_and_change_nothing(xml, change, message):
     live = live_model(xml)
     before = (live.position.copy(), live.model.payloads.keys(), live.model.gravity)
@@ -159,7 +170,7 @@ def test_malformed_trajectories_are_refused_and_change_nothing(xml, change, mess
     change(arguments)
     with pytest.raises(InvalidInputError) as refusal:
         live.trajectory_efforts(arguments["names"], arguments["time"], arguments["positions"],
-                                arguments["velocities"])
+                                arguments["velocities"], arguments.get("accelerations"))
     assert message in str(refusal.value)
     assert np.array_equal(live.position, before[0]) and live.model.payloads.keys() == before[1]
     assert np.array_equal(live.model.gravity, before[2])

@@ -2,8 +2,11 @@
 import threading
 
 import numpy as np
+import pytest
 
 from support.robots import shipped_urdf
+from soa_dynamics_ros.errors import InvalidInputError
+from soa_dynamics_ros.ros.parameters import PAYLOAD_FIELDS, validate
 from soa_dynamics_ros.model import RobotModel
 from soa_dynamics_ros.multibody.tree import BodyTree
 from soa_dynamics_ros.description.urdf import parse_urdf
@@ -45,3 +48,19 @@ def test_a_tree_held_by_a_running_computation_never_changes(rng):
         stop.set()
         worker.join(timeout=30)
     assert not worker.is_alive()
+
+
+def test_a_centre_of_mass_beyond_the_bound_is_refused_and_changes_nothing():
+    """Before: ~/set_payload (RobotModel.attach_payload) took a centre of mass 1e30 m away."""
+    model = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="off")
+    inertia = model.tree.body_inertia.copy()
+    for com in ([0.0, 0.0, 1e30], [-1.0001e4, 0.0, 0.0]):
+        with pytest.raises(InvalidInputError, match=r"com must be within \+-10000 m"):
+            model.attach_payload("far", "panda_link7", 1.0, com=com)
+        # the start-up payload parameters have the same bound
+        with pytest.raises(InvalidInputError, match=r"within \+-10000 m"):
+            validate("com", com, PAYLOAD_FIELDS, "payload.far.")
+    assert model.payloads == {}
+    np.testing.assert_array_equal(model.tree.body_inertia, inertia)
+    model.attach_payload("reach", "panda_link7", 1.0, com=[0.0, 0.0, 1e4])
+    assert list(model.payloads) == ["reach"]

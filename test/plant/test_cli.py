@@ -321,6 +321,39 @@ def test_payload_mass_must_be_finite(mass):
           "panda_hand", match=f"--payload must be a finite mass in kg, got {mass}")
 
 
+INTERNAL_NAMES = ("__plant_payload", "QD", "QDD", "'Q'")
+
+
+@pytest.mark.parametrize("arguments, match", [
+    (["torques", PANDA, "--trajectory", EXAMPLE_CSV, "--payload", "-1", "--payload-link",
+      "panda_hand"], "payload: mass -1.0 is not positive"),
+    (["torques", PANDA, "--trajectory", EXAMPLE_CSV, "--payload", "1", "--payload-link",
+      "panda_hand", "--payload-com", "0,0,1e300"], "payload com holds values beyond"),
+    (["payload", PANDA, "--trajectory", EXAMPLE_CSV, "--link", "panda_hand", "--com",
+      "0,0,2e4"], "payload com must be within +-10000 m"),
+    (["torques", PANDA, "--trajectory", "FAST"],
+     "velocities (differentiated from the positions) holds values beyond 1e+50 in sample(s) [0"),
+    (["efforts", PANDA, "--trajectory", "FAST", "--out", "OUT"],
+     "velocities (differentiated from the positions) holds values beyond"),
+    (["torques", PANDA, "--trajectory", "FAST_GIVEN_RATES"],
+     "accelerations (differentiated from the velocities) holds values beyond"),
+], ids=["payload mass", "payload com", "payload com bound", "differentiated velocities",
+        "efforts", "differentiated accelerations"])
+def test_messages_name_what_the_user_gave(tmp_path, arguments, match):
+    """Once 'payload '__plant_payload_0__': ...' and 'QD holds values beyond 1e+50'."""
+    # Positions jumping by 1e45 rad every nanosecond: rates beyond the library's range.
+    fast = "\n".join(f"{k * 1e-9!r},{','.join([str((k % 2) * 1e45)] * 7)}" for k in range(5))
+    velocity_header = ",".join(f"panda_joint{i}.velocity" for i in range(1, 8))
+    given_rates = "\n".join(f"{k * 1e-9!r},{Q7},{','.join([str((k % 2) * 1e45)] * 7)}"
+                             for k in range(5))
+    files = {"FAST": write(tmp_path, "fast.csv", f"{HEADER}\n{fast}\n"),
+             "FAST_GIVEN_RATES": write(tmp_path, "given.csv",
+                                       f"{HEADER},{velocity_header}\n{given_rates}\n"),
+             "OUT": tmp_path / "out.csv"}
+    error = fails(*[files.get(argument, argument) for argument in arguments], match=match)
+    assert not any(name in error for name in INTERNAL_NAMES), error
+
+
 def pinocchio_static_and_dynamic(xml, payload=None):
     from oracles.pinocchio_reference import PinocchioReference
     names = RobotModel.from_urdf(PANDA).joint_names

@@ -1,4 +1,4 @@
-"""Shutdown: SIGINT or SIGTERM while joint states stream at 1 kHz ends the sim and the node
+"""Shutdown: SIGINT, SIGTERM or SIGHUP while joint states stream at 1 kHz ends the sim and the node
 cleanly (status 0, within 5 s, no FATAL line, no traceback), whichever is stopped first.
 
 Before the fix rclpy's own handler shut the context down under a running
@@ -75,6 +75,16 @@ def _exit_after(process, sig):
 @pytest.mark.parametrize("order", ["together", "node first", "sim first"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_both_processes_exit_cleanly_on_a_signal_while_streaming(arrivals, tmp_path, sig, order):
+    _signal_while_streaming(arrivals, tmp_path, sig, order)
+
+
+def test_sighup_tears_both_processes_down_as_sigint_does(arrivals, tmp_path):
+    """The terminal that started them closed.  Before: SIGHUP's default action ended
+    them at once (status -1) without the teardown."""
+    _signal_while_streaming(arrivals, tmp_path, signal.SIGHUP, "together")
+
+
+def _signal_while_streaming(arrivals, tmp_path, sig, order):
     states, answers = arrivals["states"], arrivals["answers"]
     sim = start_sim("panda", tmp_path, "-p", "wait_for_command:=false")
     node = start_node("panda", tmp_path)
