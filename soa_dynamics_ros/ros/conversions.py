@@ -56,12 +56,33 @@ def joint_state_arrays(message):
 
 JointStateArrays = namedtuple("JointStateArrays", "names positions velocities efforts stamp")
 
-# The encapsulation of little-endian CDR (XCDR1), which ROS 2's middlewares send.
-_CDR_LITTLE_ENDIAN = b"\x00\x01"
+# The encapsulation of little-endian CDR (XCDR1), which ROS 2's middlewares send,
+# and its options, which say how many bytes at the end are padding: none.
+_CDR_LITTLE_ENDIAN = b"\x00\x01\x00\x00"
 _CDR_HEADER = struct.Struct("<iII")      # stamp.sec, stamp.nanosec, frame_id's length
 _CDR_COUNT = struct.Struct("<I")
+_CDR_COUNT_BIG_ENDIAN = struct.Struct(">I")
 _LITTLE_ENDIAN_DOUBLE = np.dtype("<f8")
 MAX_JOINT_STATE_SHAPES = 64
+# A JointState may name joints the model lacks (a gripper's, another arm's):
+# this many besides the model's own are read, more are refused unread.
+MAX_OTHER_JOINT_STATE_NAMES = 256
+# The bound for a reader that knows no model.
+MAX_JOINT_STATE_NAMES = 1024
+# A CDR string's length counts its terminating NUL.
+_MAX_CDR_STRING = MAX_NAME_LENGTH + 1
+
+
+def joint_state_name_limit(model_joints):
+    """The most names a JointState for a model of ``model_joints`` joints may carry."""
+    return model_joints + MAX_OTHER_JOINT_STATE_NAMES
+
+
+def max_joint_state_bytes(max_names):
+    """The size of the largest serialized JointState of ``max_names`` names and a frame_id,
+    each of at most MAX_NAME_LENGTH bytes, and three arrays of ``max_names`` values."""
+    string = 4 + _MAX_CDR_STRING + 3        # length, text and NUL, padding up to the next 4
+    return 4 + 8 + string + 4 + max_names * string + 3 * (4 + 4 + 8 * max_names)
 
 
 class JointStateReader:
@@ -70,72 +91,122 @@ class JointStateReader:
     On the 1 kHz path, rclpy's message object costs ~10 us a state (built
     from the C message, then turned into arrays); read here, ~3 us: the
     arrays are read-only views of the message's bytes, and the names, which
-    a driver sends the same every time, are compared with the last list read
-    rather than decoded.  Only little-endian CDR is read so; anything else
-    goes through rclpy's deserialize_message.  Each new shape (the names, and
-    which arrays are empty, which decides CDR's padding) is read both ways
-    once and must agree, or that shape is always deserialized.
+    a driver sends the same every time, are compared byte for byte (lengths
+    and terminating NULs included) with the last name block read rather
+    than decoded.  Only little-endian CDR is read so; anything else goes
+    through rclpy's deserialize_message.  Each new shape (the name block's
+    bytes, and which arrays are empty, which decides CDR's padding) is read
+    both ways once and must agree, or that shape is always deserialized.
+
+    Sizes are checked before anything is materialised: a message larger than
+    the largest JointState of ``max_names`` names, more names than that, a
+    name or frame_id longer than MAX_NAME_LENGTH, or an array longer than
+    ``max_names`` is refused from the lengths CDR gives, neither decoded nor
+    deserialized.  Bytes whose lengths run past their end are refused so
+    too: deserialize_message only sees bytes whose layout fits.
     """
 
     def __init__(self):
-        self._names = None       # (bytes, their parts [(offset, bytes)], names) last read
+        self._names = None       # (bytes, their parts [(offset, bytes)], names, key) last read
         self._shapes = {}        # shape -> whether reading agrees with deserialize_message
+        self._byte_limit = (None, 0)       # (max_names, max_joint_state_bytes of it)
 
-    def read(self, data):
-        """The :data:`JointStateArrays` of one serialized JointState.
+    def read(self, data, max_names=MAX_JOINT_STATE_NAMES):
+        """The :data:`JointStateArrays` of one serialized JointState of at most ``max_names`` names.
 
-        :class:`InvalidInputError` for bytes that are no JointState.
+        :class:`InvalidInputError` for bytes that are no JointState, or one too large.
         """
-        if data[:2] != _CDR_LITTLE_ENDIAN:
-            return _deserialized_joint_state(data)
+        if self._byte_limit[0] != max_names:
+            self._byte_limit = (max_names, max_joint_state_bytes(max_names))
+        if len(data) > self._byte_limit[1]:
+            raise _refused_unread(
+                f"{len(data)} bytes are more than the {self._byte_limit[1]} of the largest "
+                f"JointState read ({max_names} names and values, names of at most "
+                f"{MAX_NAME_LENGTH} bytes)")
+        if not data.startswith(_CDR_LITTLE_ENDIAN):
+            return _deserialized_joint_state(data, max_names)
         try:
-            state = self._read_cdr(data)
-        except (struct.error, ValueError, UnicodeDecodeError):
-            return _deserialized_joint_state(data)
-        shape = (state.names, state.positions.size > 0, state.velocities.size > 0,
+            state, names_key = self._read_cdr(data, max_names)
+        except InvalidInputError:
+            raise
+        except (struct.error, ValueError):
+            return _deserialized_joint_state(data, max_names)
+        shape = (names_key, state.positions.size > 0, state.velocities.size > 0,
                  state.efforts.size > 0)
         agrees = self._shapes.get(shape)
         if agrees is None:
-            deserialized = _deserialized_joint_state(data)
+            deserialized = _deserialized_joint_state(data, max_names)
             agrees = _same_joint_state(state, deserialized)
             if len(self._shapes) >= MAX_JOINT_STATE_SHAPES:
                 self._shapes.clear()
             self._shapes[shape] = agrees
             return deserialized
-        return state if agrees else _deserialized_joint_state(data)
+        return state if agrees else _deserialized_joint_state(data, max_names)
 
-    def _read_cdr(self, data):
+    def _read_cdr(self, data, max_names):
+        """(JointStateArrays, the key of its name block) of little-endian CDR."""
         sec, nanosec, frame_length = _CDR_HEADER.unpack_from(data, 4)
-        names, offset = self._read_names(data, _cdr_aligned(16 + frame_length, 4))
-        positions, offset = _read_doubles(data, offset)
-        velocities, offset = _read_doubles(data, offset)
-        efforts, _ = _read_doubles(data, offset)
+        if frame_length > _MAX_CDR_STRING:
+            raise _too_long("frame_id", frame_length)
+        names, names_key, offset = self._read_names(
+            data, _cdr_aligned(16 + frame_length, 4), max_names)
+        positions, offset = _read_doubles(data, offset, max_names)
+        velocities, offset = _read_doubles(data, offset, max_names)
+        efforts, _ = _read_doubles(data, offset, max_names)
         return JointStateArrays(names, positions, velocities, efforts,
-                                Time(sec=sec, nanosec=nanosec))
+                                Time(sec=sec, nanosec=nanosec)), names_key
 
-    def _read_names(self, data, offset):
-        """(names, the offset after them) of the string sequence at ``offset``."""
+    def _read_names(self, data, offset, max_names):
+        """(names, their key, the offset after them) of the string sequence at ``offset``."""
         if self._names is not None:
-            block, parts, names = self._names
+            block, parts, names, key = self._names
             # The whole block at once, unless the padding after a name, which CDR
-            # leaves unset, differs: then name by name.
+            # leaves unset, differs: then name by name (each with its length and NUL).
             if data.startswith(block, offset) or all(
                     data.startswith(part, offset + at) for at, part in parts):
-                return names, offset + len(block)
+                return names, key, offset + len(block)
         count, = _CDR_COUNT.unpack_from(data, offset)
+        if count > max_names:
+            raise _too_many("names", count, max_names)
         parts, names, end = [(0, data[offset:offset + 4])], [], offset + 4
-        for _ in range(count):        # each name takes 4 bytes or more: bounded by the data
+        for _ in range(count):
             end = _cdr_aligned(end, 4)
             length, = _CDR_COUNT.unpack_from(data, end)
+            if length > _MAX_CDR_STRING:
+                raise _too_long("a joint name", length)
             text = data[end + 4:end + 4 + length]
             if len(text) != length:
                 raise ValueError("a name runs past the end of the message")
             parts.append((end - offset, data[end:end + 4 + length]))
-            names.append(text[:-1].decode())       # (its length counts the terminating NUL)
+            names.append(_cdr_string(text))
             end += 4 + length
         names = tuple(names)
-        self._names = (data[offset:end], parts, names)
-        return names, end
+        key = b"".join(part for _, part in parts)
+        self._names = (data[offset:end], parts, names, key)
+        return names, key, end
+
+
+def _cdr_string(text):
+    """A CDR string's bytes (its NUL included) as rclpy gives it with Fast DDS.
+
+    Fast CDR drops the last byte only when it is a NUL, the C message keeps
+    the text up to its first NUL, and rclpy decodes that as UTF-8, replacing
+    what is not.
+    """
+    return text.partition(b"\0")[0].decode("utf-8", "replace")
+
+
+def _refused_unread(reason):
+    return InvalidInputError(f"a joint_states message that is no JointState serialization this "
+                             f"node reads, refused unread: {reason}")
+
+
+def _too_long(what, length):
+    return _refused_unread(f"{what} of {length - 1} bytes is too long (at most {MAX_NAME_LENGTH})")
+
+
+def _too_many(what, count, max_names):
+    return _refused_unread(f"{count} {what} are too many (at most {max_names})")
 
 
 def _cdr_aligned(offset, size):
@@ -143,17 +214,61 @@ def _cdr_aligned(offset, size):
     return offset + (4 - offset) % size
 
 
-def _read_doubles(data, offset):
+def _read_doubles(data, offset, max_count):
     """(float64 array view, the offset after it) of the double sequence at ``offset``."""
     offset = _cdr_aligned(offset, 4)
     count, = _CDR_COUNT.unpack_from(data, offset)
+    if count > max_count:
+        raise _too_many("values in an array", count, max_count)
     offset += 4
     if count:                   # an empty sequence is not padded to its elements' size
         offset = _cdr_aligned(offset, 8)
     return np.frombuffer(data, _LITTLE_ENDIAN_DOUBLE, count, offset), offset + 8 * count
 
 
-def _deserialized_joint_state(data):
+def _joint_state_layout_refusal(data, max_names):
+    """The InvalidInputError of CDR bytes that cannot be a JointState of at most
+    ``max_names`` names, from their lengths alone; None when they lay out as one."""
+    if len(data) < 4 or data[0] != 0 or data[1] > 3:
+        return _refused_unread(f"its encapsulation {data[:2].hex()} is none of XCDR1's")
+    # (the lowest bit of the encapsulation is the byte order)
+    unpack = (_CDR_COUNT if data[1] & 1 else _CDR_COUNT_BIG_ENDIAN).unpack_from
+    try:
+        frame_length, = unpack(data, 12)
+        if frame_length > _MAX_CDR_STRING:
+            return _too_long("frame_id", frame_length)
+        offset = _cdr_aligned(16 + frame_length, 4)
+        count, = unpack(data, offset)
+        if count > max_names:
+            return _too_many("names", count, max_names)
+        offset += 4
+        for _ in range(count):
+            offset = _cdr_aligned(offset, 4)
+            length, = unpack(data, offset)
+            if length > _MAX_CDR_STRING:
+                return _too_long("a joint name", length)
+            offset += 4 + length
+        for _ in range(3):
+            offset = _cdr_aligned(offset, 4)
+            count, = unpack(data, offset)
+            if count > max_names:
+                return _too_many("values in an array", count, max_names)
+            offset += 4
+            if count:
+                offset = _cdr_aligned(offset, 8) + 8 * count
+    except struct.error:
+        return _refused_unread(f"its {len(data)} bytes end inside a length")
+    if offset > len(data) - (data[3] & 3):      # (options: padding bytes at the end)
+        return _refused_unread(f"its lengths run past the end of its {len(data)} bytes")
+    return None
+
+
+def _deserialized_joint_state(data, max_names):
+    """deserialize_message's JointStateArrays, for bytes whose lengths were checked first
+    (rclpy's C deserializer is only given bytes that can be a JointState)."""
+    refusal = _joint_state_layout_refusal(data, max_names)
+    if refusal is not None:
+        raise refusal
     try:
         message = deserialize_message(data, JointState)
     except Exception as error:   # noqa: BLE001 - rclpy raises its own RMWError on bad bytes

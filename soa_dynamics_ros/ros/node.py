@@ -200,7 +200,8 @@ class EmbeddedModelNode(Node):
                            "dropped", taken)
             return
         try:
-            state = self._joint_states.read(serialized)
+            state = self._joint_states.read(serialized,
+                                            conversions.joint_state_name_limit(live.model.dof))
         except SoaDynamicsError as error:
             self._reject(str(error))
             return
