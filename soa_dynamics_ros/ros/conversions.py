@@ -20,7 +20,7 @@ from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension
 from transforms3d.quaternions import mat2quat
 from visualization_msgs.msg import Marker
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, clipped, shown
 from ..msg import Payload
 
 # Bounds on one service request (docs/robustness.md, "Bounded requests"): with
@@ -318,7 +318,7 @@ def constraints_from_messages(constraints):
         alpha = np.asarray(constraint.alpha, dtype=float)
         beta = np.asarray(constraint.beta, dtype=float)
         if alpha.size == 0 or alpha.size % 6:
-            raise InvalidInputError(f"constraint {index} ({constraint.frame!r}): alpha has "
+            raise InvalidInputError(f"constraint {index} ({shown(constraint.frame)}): alpha has "
                                     f"{alpha.size} entries; it must hold 6 x m values, column-major")
         rows += alpha.size // 6
         if rows > MAX_CONSTRAINT_ROWS:
@@ -604,11 +604,18 @@ DIAGNOSTIC_LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN,
                      "error": DiagnosticStatus.ERROR}
 
 
+# /diagnostics texts are cut to these many characters: they can quote rejected input,
+# and are republished every period.
+MAX_DIAGNOSTIC_MESSAGE = 2000
+MAX_DIAGNOSTIC_VALUE = 1000
+
+
 def diagnostics(name, hardware_id, level, message, values, stamp):
     """A DiagnosticArray of one status; ``level`` is "ok", "warn" or "error"; values as text."""
     status = DiagnosticStatus(name=name, hardware_id=hardware_id, level=DIAGNOSTIC_LEVELS[level],
-                              message=message)
-    status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+                              message=clipped(message, MAX_DIAGNOSTIC_MESSAGE))
+    status.values = [KeyValue(key=k, value=clipped(str(v), MAX_DIAGNOSTIC_VALUE))
+                     for k, v in values.items()]
     array_message = DiagnosticArray(status=[status])
     array_message.header.stamp = stamp
     return array_message

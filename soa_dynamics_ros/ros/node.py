@@ -26,10 +26,10 @@ from . import conversions, diagnostics
 from .parameters import PARAMETERS, PAYLOAD_FIELDS, startup_payload, validate_all
 from .process import make_executor, run_node, spin_until_stopped, subscribe_with_info
 from .services import ModelNotReady, ModelServices
-from .throttled_log import ThrottledLog
+from .throttled_log import MAX_LOG_TEXT, ThrottledLog
 from ..embedded.live_model import TransportAge
 from ..embedded.model_host import ModelHost, description_from
-from ..errors import SoaDynamicsError, StaleStateError
+from ..errors import SoaDynamicsError, StaleStateError, clipped, shown_names
 
 NODE_NAME = "soa_dynamics"
 # How often finished background work (a description load, a kernel warm-up)
@@ -209,8 +209,8 @@ class EmbeddedModelNode(Node):
         update = live.update_state(state.names, state.positions, state.velocities, arrival,
                                    state.efforts)
         if update.unknown:
-            self._log.warning("unknown joints", 10.0, "joint_states names unknown to the model "
-                                                      f"are ignored: {update.unknown}")
+            self._log.warning("unknown joints", 10.0, lambda: "joint_states names unknown to "
+                              f"the model are ignored: {shown_names(update.unknown)}")
         if not update.accepted:
             self._reject(update.error)
             return
@@ -341,7 +341,7 @@ class EmbeddedModelNode(Node):
         self.stats.rejected_trajectories += 1
         self.stats.last_trajectory_rejection = f"~/trajectory_in refused: {reason}"
         # Not throttled: each refused trajectory is a planner's motion that did not happen.
-        self.get_logger().warning(self.stats.last_trajectory_rejection)
+        self.get_logger().warning(clipped(self.stats.last_trajectory_rejection, MAX_LOG_TEXT))
 
     # ------------------------------------------------------------------ diagnostics and marker
     def _publish_diagnostics(self):
