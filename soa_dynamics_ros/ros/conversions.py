@@ -17,6 +17,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension
+from trajectory_msgs.msg import JointTrajectory
 from transforms3d.quaternions import mat2quat
 from visualization_msgs.msg import Marker
 
@@ -43,9 +44,12 @@ MAX_NAME_LENGTH = 256
 def bounded(what, items, limit):
     """``items`` when there are at most ``limit`` of them, else a refusal naming the limit."""
     if len(items) > limit:
-        raise InvalidInputError(f"{what}: {len(items)} given, at most {limit} accepted in one "
-                                "request")
+        raise _too_many_in_request(what, len(items), limit)
     return items
+
+
+def _too_many_in_request(what, count, limit):
+    return InvalidInputError(f"{what}: {count} given, at most {limit} accepted in one request")
 
 
 def joint_state_arrays(message):
@@ -147,7 +151,7 @@ class JointStateReader:
         """(JointStateArrays, the key of its name block) of little-endian CDR."""
         sec, nanosec, frame_length = _CDR_HEADER.unpack_from(data, 4)
         if frame_length > _MAX_CDR_STRING:
-            raise _too_long("frame_id", frame_length)
+            raise _refused_unread(_too_long("frame_id", frame_length))
         names, names_key, offset = self._read_names(
             data, _cdr_aligned(16 + frame_length, 4), max_names)
         positions, offset = _read_doubles(data, offset, max_names)
@@ -167,13 +171,13 @@ class JointStateReader:
                 return names, key, offset + len(block)
         count, = _CDR_COUNT.unpack_from(data, offset)
         if count > max_names:
-            raise _too_many("names", count, max_names)
+            raise _refused_unread(_too_many("names", count, max_names))
         parts, names, end = [(0, data[offset:offset + 4])], [], offset + 4
         for _ in range(count):
             end = _cdr_aligned(end, 4)
             length, = _CDR_COUNT.unpack_from(data, end)
             if length > _MAX_CDR_STRING:
-                raise _too_long("a joint name", length)
+                raise _refused_unread(_too_long("a joint name", length))
             text = data[end + 4:end + 4 + length]
             if len(text) != length:
                 raise ValueError("a name runs past the end of the message")
@@ -202,11 +206,12 @@ def _refused_unread(reason):
 
 
 def _too_long(what, length):
-    return _refused_unread(f"{what} of {length - 1} bytes is too long (at most {MAX_NAME_LENGTH})")
+    """Why a string of CDR ``length`` (its NUL counted) is refused."""
+    return f"{what} of {length - 1} bytes is too long (at most {MAX_NAME_LENGTH})"
 
 
-def _too_many(what, count, max_names):
-    return _refused_unread(f"{count} {what} are too many (at most {max_names})")
+def _too_many(what, count, limit):
+    return f"{count} {what} are too many (at most {limit})"
 
 
 def _cdr_aligned(offset, size):
@@ -219,56 +224,81 @@ def _read_doubles(data, offset, max_count):
     offset = _cdr_aligned(offset, 4)
     count, = _CDR_COUNT.unpack_from(data, offset)
     if count > max_count:
-        raise _too_many("values in an array", count, max_count)
+        raise _refused_unread(_too_many("values in an array", count, max_count))
     offset += 4
     if count:                   # an empty sequence is not padded to its elements' size
         offset = _cdr_aligned(offset, 8)
     return np.frombuffer(data, _LITTLE_ENDIAN_DOUBLE, count, offset), offset + 8 * count
 
 
-def _joint_state_layout_refusal(data, max_names):
-    """The InvalidInputError of CDR bytes that cannot be a JointState of at most
-    ``max_names`` names, from their lengths alone; None when they lay out as one."""
-    if len(data) < 4 or data[0] != 0 or data[1] > 3:
-        return _refused_unread(f"its encapsulation {data[:2].hex()} is none of XCDR1's")
-    # (the lowest bit of the encapsulation is the byte order)
-    unpack = (_CDR_COUNT if data[1] & 1 else _CDR_COUNT_BIG_ENDIAN).unpack_from
-    try:
-        frame_length, = unpack(data, 12)
-        if frame_length > _MAX_CDR_STRING:
-            return _too_long("frame_id", frame_length)
-        offset = _cdr_aligned(16 + frame_length, 4)
-        count, = unpack(data, offset)
-        if count > max_names:
-            return _too_many("names", count, max_names)
-        offset += 4
-        for _ in range(count):
-            offset = _cdr_aligned(offset, 4)
-            length, = unpack(data, offset)
-            if length > _MAX_CDR_STRING:
-                return _too_long("a joint name", length)
-            offset += 4 + length
-        for _ in range(3):
-            offset = _cdr_aligned(offset, 4)
-            count, = unpack(data, offset)
-            if count > max_names:
-                return _too_many("values in an array", count, max_names)
-            offset += 4
-            if count:
-                offset = _cdr_aligned(offset, 8) + 8 * count
-    except struct.error:
-        return _refused_unread(f"its {len(data)} bytes end inside a length")
-    if offset > len(data) - (data[3] & 3):      # (options: padding bytes at the end)
-        return _refused_unread(f"its lengths run past the end of its {len(data)} bytes")
-    return None
+class _CdrLengths:
+    """A walk over CDR (XCDR1) bytes by their lengths alone, nothing decoded.
+
+    Each length is checked against its bound as it is met, and :meth:`check_end`
+    that the whole fits in the bytes; ``refuse(reason)`` makes the error raised.
+    """
+
+    def __init__(self, data, refuse):
+        self.data, self.refuse = data, refuse
+        if len(data) < 4 or data[0] != 0 or data[1] > 3:
+            raise refuse(f"its encapsulation {data[:2].hex()} is none of XCDR1's")
+        # (the lowest bit of the encapsulation is the byte order)
+        self._unpack = (_CDR_COUNT if data[1] & 1 else _CDR_COUNT_BIG_ENDIAN).unpack_from
+        self.offset = 4
+        self._end = len(data) - (data[3] & 3)       # (options: padding bytes at the end)
+
+    def count(self):
+        """The sequence or string length at the cursor."""
+        self.offset = _cdr_aligned(self.offset, 4)
+        try:
+            value, = self._unpack(self.data, self.offset)
+        except struct.error:
+            raise self.refuse(f"its {len(self.data)} bytes end inside a length") from None
+        self.offset += 4
+        return value
+
+    def counted(self, what, limit):
+        count = self.count()
+        if count > limit:
+            raise self.refuse(_too_many(what, count, limit))
+        return count
+
+    def skip_string(self, what):
+        length = self.count()
+        if length > _MAX_CDR_STRING:
+            raise self.refuse(_too_long(what, length))
+        self.offset += length
+
+    def skip_doubles(self, limit):
+        count = self.counted("values in an array", limit)
+        if count:               # an empty sequence is not padded to its elements' size
+            self.offset = _cdr_aligned(self.offset, 8) + 8 * count
+
+    def skip_int32s(self, count):
+        self.offset = _cdr_aligned(self.offset, 4) + 4 * count
+
+    def check_end(self):
+        if self.offset > self._end:
+            raise self.refuse(f"its lengths run past the end of its {len(self.data)} bytes")
+
+
+def _check_joint_state_lengths(data, max_names):
+    """InvalidInputError unless CDR bytes lay out as a JointState of at most
+    ``max_names`` names and values, names and frame_id of at most MAX_NAME_LENGTH."""
+    cdr = _CdrLengths(data, _refused_unread)
+    cdr.skip_int32s(2)                  # stamp
+    cdr.skip_string("frame_id")
+    for _ in range(cdr.counted("names", max_names)):
+        cdr.skip_string("a joint name")
+    for _ in range(3):                  # position, velocity, effort
+        cdr.skip_doubles(max_names)
+    cdr.check_end()
 
 
 def _deserialized_joint_state(data, max_names):
     """deserialize_message's JointStateArrays, for bytes whose lengths were checked first
     (rclpy's C deserializer is only given bytes that can be a JointState)."""
-    refusal = _joint_state_layout_refusal(data, max_names)
-    if refusal is not None:
-        raise refusal
+    _check_joint_state_lengths(data, max_names)
     try:
         message = deserialize_message(data, JointState)
     except Exception as error:   # noqa: BLE001 - rclpy raises its own RMWError on bad bytes
@@ -277,6 +307,34 @@ def _deserialized_joint_state(data, max_names):
     names, positions, velocities = joint_state_arrays(message)
     return JointStateArrays(tuple(names), positions, velocities, joint_state_efforts(message),
                             message.header.stamp)
+
+
+def trajectory_from_serialized(data, max_joints, compiled):
+    """The JointTrajectory of serialized bytes, refused from their lengths before rclpy
+    builds it (a point costs a Python object) when they hold more joint names than
+    ``max_joints``, more points than the kernels in use take, or longer arrays or names.
+    """
+    def refuse(reason):
+        return InvalidInputError(f"a trajectory refused unread: {reason}")
+    cdr = _CdrLengths(data, refuse)
+    cdr.skip_int32s(2)                  # stamp
+    cdr.skip_string("frame_id")
+    for _ in range(cdr.counted("joint names", max_joints)):
+        cdr.skip_string("a joint name")
+    what, limit = _trajectory_point_limit(compiled)
+    points = cdr.count()
+    if points > limit:
+        raise _too_many_in_request(what, points, limit)
+    for _ in range(points):
+        for _ in range(4):              # positions, velocities, accelerations, effort
+            cdr.skip_doubles(max_joints)
+        cdr.skip_int32s(2)              # time_from_start
+    cdr.check_end()
+    try:
+        return deserialize_message(data, JointTrajectory)
+    except Exception as error:   # noqa: BLE001 - rclpy raises its own RMWError on bad bytes
+        raise InvalidInputError(f"a trajectory that is no JointTrajectory serialization "
+                                f"({len(data)} bytes): {error}") from None
 
 
 def _same_joint_state(read, deserialized):
@@ -378,9 +436,16 @@ def trajectory_arrays(points, count):
 
 def bounded_trajectory_points(points, compiled):
     """A trajectory's points when there are few enough for the kernels in use (else a refusal)."""
-    return bounded("trajectory points" + ("" if compiled else
-                                          " (numpy path: compiled kernels not in use)"),
-                   points, MAX_TRAJECTORY_POINTS if compiled else MAX_TRAJECTORY_POINTS_NUMPY_PATH)
+    what, limit = _trajectory_point_limit(compiled)
+    return bounded(what, points, limit)
+
+
+def _trajectory_point_limit(compiled):
+    """(what the points are called in a refusal, the most accepted) for the kernels in use."""
+    if compiled:
+        return "trajectory points", MAX_TRAJECTORY_POINTS
+    return ("trajectory points (numpy path: compiled kernels not in use)",
+            MAX_TRAJECTORY_POINTS_NUMPY_PATH)
 
 
 def joint_trajectory_arrays(trajectory):

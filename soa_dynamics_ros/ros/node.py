@@ -84,7 +84,9 @@ class EmbeddedModelNode(Node):
         self.create_subscription(Float64MultiArray, "~/desired_acceleration",
                                  self._on_desired_acceleration, 10)
         self.create_subscription(JointTrajectoryPoint, "~/desired_state", self._on_desired_state, 10)
-        self.create_subscription(JointTrajectory, "~/trajectory_in", self._on_trajectory, 10)
+        # Serialized, so that its sizes are checked before rclpy builds a message of them.
+        self.create_subscription(JointTrajectory, "~/trajectory_in", self._on_trajectory, 10,
+                                 raw=True)
         ModelServices(self.host, self.stats, self.get_logger()).create(self)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(config["diagnostics_period"],
@@ -312,7 +314,7 @@ class EmbeddedModelNode(Node):
             self._log.warning(topic, 2.0, self.stats.last_command_rejection)
 
     # ------------------------------------------------------------------ trajectory efforts
-    def _on_trajectory(self, message):
+    def _on_trajectory(self, serialized):
         """Republish a trajectory on ~/trajectory_out with every point's effort filled.
 
         A refused trajectory is logged and counted (/diagnostics) and nothing
@@ -322,7 +324,8 @@ class EmbeddedModelNode(Node):
             live = self.host.live
             if live is None:
                 raise ModelNotReady("no robot model loaded yet")
-            conversions.bounded_trajectory_points(message.points, live.model.kernels[1] is not None)
+            message = conversions.trajectory_from_serialized(
+                serialized, live.model.dof, live.model.kernels[1] is not None)
             names, time_from_start, positions, velocities, accelerations = \
                 conversions.joint_trajectory_arrays(message)
             efforts = live.trajectory_efforts(names, time_from_start, positions, velocities,
