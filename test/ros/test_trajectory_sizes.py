@@ -5,6 +5,7 @@ import pytest
 from rclpy.serialization import deserialize_message, serialize_message
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from support.mutations import mutated
 from soa_dynamics_ros.errors import InvalidInputError
 from soa_dynamics_ros.ros import conversions
 
@@ -55,17 +56,7 @@ def test_mutated_trajectories_read_as_rclpy_or_are_refused_where_it_refuses(capf
     rng = np.random.default_rng(9)
     original = serialize_message(trajectory(3))
     for _ in range(3000):
-        data = bytearray(original)
-        for _ in range(rng.integers(1, 4)):
-            at = int(rng.integers(4, len(data)))
-            kind = rng.integers(0, 3)
-            if kind == 0:
-                data[at] = int(rng.integers(0, 256))
-            elif kind == 1:
-                data[at:at] = rng.bytes(int(rng.integers(1, 9)))
-            else:
-                del data[at:at + int(rng.integers(1, 9))]
-        data = bytes(data)
+        data = mutated(original, rng, cut=False)
         capfd.readouterr()
         try:
             expected = deserialize_message(data, JointTrajectory)
