@@ -17,7 +17,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension
-from trajectory_msgs.msg import JointTrajectory
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from transforms3d.quaternions import mat2quat
 from visualization_msgs.msg import Marker
 
@@ -39,6 +39,7 @@ MAX_TRAJECTORY_POINTS_NUMPY_PATH = 20
 MAX_REQUEST_PAYLOADS = 8
 MAX_PAYLOADS = 64                # attached at once through ~/set_payload
 MAX_NAME_LENGTH = 256
+MAX_ARRAY_DIMENSIONS = 8         # layout dimensions of a Float64MultiArray on a topic
 
 
 def bounded(what, items, limit):
@@ -201,8 +202,7 @@ def _cdr_string(text):
 
 
 def _refused_unread(reason):
-    return InvalidInputError(f"a joint_states message that is no JointState serialization this "
-                             f"node reads, refused unread: {reason}")
+    return _refusal("a joint_states message", JointState)(reason)
 
 
 def _too_long(what, length):
@@ -282,28 +282,43 @@ class _CdrLengths:
             raise self.refuse(f"its lengths run past the end of its {len(self.data)} bytes")
 
 
-def _check_joint_state_lengths(data, max_names):
-    """InvalidInputError unless CDR bytes lay out as a JointState of at most
-    ``max_names`` names and values, names and frame_id of at most MAX_NAME_LENGTH."""
-    cdr = _CdrLengths(data, _refused_unread)
+def _deserialized(data, message_type, what, walk):
+    """deserialize_message's ``message_type`` of ``data`` once ``walk(cdr)`` has checked
+    the lengths of its fields on a :class:`_CdrLengths` and they fit: rclpy's C
+    deserializer only ever sees bytes that can be such a message (it prints to stderr
+    for each message it refuses), and builds no message larger than the walk allows."""
+    cdr = _CdrLengths(data, _refusal(what, message_type))
+    walk(cdr)
+    cdr.check_end()
+    try:
+        return deserialize_message(data, message_type)
+    except Exception as error:   # noqa: BLE001 - rclpy raises its own RMWError on bad bytes
+        raise InvalidInputError(f"{what} that is no {message_type.__name__} serialization "
+                                f"({len(data)} bytes): {error}") from None
+
+
+def _refusal(what, message_type):
+    """The InvalidInputError maker for a ``message_type`` called ``what`` refused unread."""
+    return lambda reason: InvalidInputError(
+        f"{what} that is no {message_type.__name__} serialization this node reads, refused "
+        f"unread: {reason}")
+
+
+def _skip_header(cdr):
     cdr.skip_int32s(2)                  # stamp
     cdr.skip_string("frame_id")
-    for _ in range(cdr.counted("names", max_names)):
-        cdr.skip_string("a joint name")
-    for _ in range(3):                  # position, velocity, effort
-        cdr.skip_doubles(max_names)
-    cdr.check_end()
 
 
 def _deserialized_joint_state(data, max_names):
-    """deserialize_message's JointStateArrays, for bytes whose lengths were checked first
-    (rclpy's C deserializer is only given bytes that can be a JointState)."""
-    _check_joint_state_lengths(data, max_names)
-    try:
-        message = deserialize_message(data, JointState)
-    except Exception as error:   # noqa: BLE001 - rclpy raises its own RMWError on bad bytes
-        raise InvalidInputError(f"a joint_states message that is no JointState serialization "
-                                f"({len(data)} bytes): {error}") from None
+    """deserialize_message's JointStateArrays of a JointState of at most ``max_names``
+    names and values, names and frame_id of at most MAX_NAME_LENGTH."""
+    def walk(cdr):
+        _skip_header(cdr)
+        for _ in range(cdr.counted("names", max_names)):
+            cdr.skip_string("a joint name")
+        for _ in range(3):              # position, velocity, effort
+            cdr.skip_doubles(max_names)
+    message = _deserialized(data, JointState, "a joint_states message", walk)
     names, positions, velocities = joint_state_arrays(message)
     return JointStateArrays(tuple(names), positions, velocities, joint_state_efforts(message),
                             message.header.stamp)
@@ -314,27 +329,44 @@ def trajectory_from_serialized(data, max_joints, compiled):
     builds it (a point costs a Python object) when they hold more joint names than
     ``max_joints``, more points than the kernels in use take, or longer arrays or names.
     """
-    def refuse(reason):
-        return InvalidInputError(f"a trajectory refused unread: {reason}")
-    cdr = _CdrLengths(data, refuse)
-    cdr.skip_int32s(2)                  # stamp
-    cdr.skip_string("frame_id")
-    for _ in range(cdr.counted("joint names", max_joints)):
-        cdr.skip_string("a joint name")
-    what, limit = _trajectory_point_limit(compiled)
-    points = cdr.count()
-    if points > limit:
-        raise _too_many_in_request(what, points, limit)
-    for _ in range(points):
-        for _ in range(4):              # positions, velocities, accelerations, effort
-            cdr.skip_doubles(max_joints)
-        cdr.skip_int32s(2)              # time_from_start
-    cdr.check_end()
-    try:
-        return deserialize_message(data, JointTrajectory)
-    except Exception as error:   # noqa: BLE001 - rclpy raises its own RMWError on bad bytes
-        raise InvalidInputError(f"a trajectory that is no JointTrajectory serialization "
-                                f"({len(data)} bytes): {error}") from None
+    def walk(cdr):
+        _skip_header(cdr)
+        for _ in range(cdr.counted("joint names", max_joints)):
+            cdr.skip_string("a joint name")
+        what, limit = _trajectory_point_limit(compiled)
+        points = cdr.count()
+        if points > limit:
+            raise _too_many_in_request(what, points, limit)
+        for _ in range(points):
+            _skip_point(cdr, max_joints)
+    return _deserialized(data, JointTrajectory, "a trajectory", walk)
+
+
+def _skip_point(cdr, max_joints):
+    """A JointTrajectoryPoint of at most ``max_joints`` values in each array."""
+    for _ in range(4):                  # positions, velocities, accelerations, effort
+        cdr.skip_doubles(max_joints)
+    cdr.skip_int32s(2)                  # time_from_start
+
+
+def desired_point_from_serialized(data, max_joints):
+    """The JointTrajectoryPoint of serialized bytes (~/desired_state), refused from its
+    lengths when an array holds more than ``max_joints`` values."""
+    return _deserialized(data, JointTrajectoryPoint, "a desired state",
+                         lambda cdr: _skip_point(cdr, max_joints))
+
+
+def desired_acceleration_from_serialized(data, max_joints):
+    """The Float64MultiArray of serialized bytes (~/desired_acceleration), refused from its
+    lengths when it holds more than ``max_joints`` values or MAX_ARRAY_DIMENSIONS
+    layout dimensions (each a message rclpy would build)."""
+    def walk(cdr):
+        for _ in range(cdr.counted("layout dimensions", MAX_ARRAY_DIMENSIONS)):
+            cdr.skip_string("a dimension label")
+            cdr.skip_int32s(2)          # size, stride
+        cdr.skip_int32s(1)              # data_offset
+        cdr.skip_doubles(max_joints)
+    return _deserialized(data, Float64MultiArray, "a desired acceleration", walk)
 
 
 def _same_joint_state(read, deserialized):

@@ -81,10 +81,11 @@ class EmbeddedModelNode(Node):
             QoSProfile(depth=config["joint_states_depth"], history=HistoryPolicy.KEEP_LAST,
                        reliability=(ReliabilityPolicy.BEST_EFFORT if best_effort
                                     else ReliabilityPolicy.RELIABLE)), raw=True)
+        # Serialized, so that their sizes are checked before rclpy builds a message of them.
         self.create_subscription(Float64MultiArray, "~/desired_acceleration",
-                                 self._on_desired_acceleration, 10)
-        self.create_subscription(JointTrajectoryPoint, "~/desired_state", self._on_desired_state, 10)
-        # Serialized, so that its sizes are checked before rclpy builds a message of them.
+                                 self._on_desired_acceleration, 10, raw=True)
+        self.create_subscription(JointTrajectoryPoint, "~/desired_state", self._on_desired_state,
+                                 10, raw=True)
         self.create_subscription(JointTrajectory, "~/trajectory_in", self._on_trajectory, 10,
                                  raw=True)
         ModelServices(self.host, self.stats, self.get_logger()).create(self)
@@ -294,13 +295,18 @@ class EmbeddedModelNode(Node):
             self._contact_published_at = now
         self.stats.estimates += 1
 
-    def _on_desired_acceleration(self, message):
-        self._set_desired("~/desired_acceleration", lambda live: live.set_desired_acceleration(
-            live.command_joints, message.data))
+    def _on_desired_acceleration(self, serialized):
+        def apply(live):
+            message = conversions.desired_acceleration_from_serialized(serialized, live.model.dof)
+            live.set_desired_acceleration(live.command_joints, message.data)
+        self._set_desired("~/desired_acceleration", apply)
 
-    def _on_desired_state(self, message):
-        self._set_desired("~/desired_state", lambda live: live.set_desired_point(
-            live.command_joints, message.positions, message.velocities, message.accelerations))
+    def _on_desired_state(self, serialized):
+        def apply(live):
+            message = conversions.desired_point_from_serialized(serialized, live.model.dof)
+            live.set_desired_point(live.command_joints, message.positions, message.velocities,
+                                   message.accelerations)
+        self._set_desired("~/desired_state", apply)
 
     def _set_desired(self, topic, apply):
         """Apply a desired-state message; a refused one is logged, counted, and changes nothing."""
