@@ -25,10 +25,10 @@ def test_hostile_joint_states_are_refused_unread_with_short_text(tmp_path):
     unknown names: refused (the first two) from their lengths without rclpy's
     deserializer, which prints for each message it refuses; every /diagnostics text,
     reply and log line stays short; the next valid state gets its feedforward."""
-    node = RosProcess("soa_dynamics_node", "-r", "__node:=hostile", "-p", "urdf_file:=urdf/panda.urdf",
-                      "-p", "kernels:='off'", "-p", "state_timeout:=2.0",
-                      "-p", "joint_states_reliability:=reliable", log_dir=tmp_path,
-                      name="hostile")
+    node = RosProcess("soa_dynamics_node", "-r", "__node:=hostile",
+                      "-p", "urdf_file:=urdf/panda.urdf", "-p", "kernels:='off'",
+                      "-p", "state_timeout:=2.0", "-p", "joint_states_reliability:=reliable",
+                      log_dir=tmp_path, name="hostile")
     client = RosClient("hostile_sizes_test")
     try:
         statuses = client.collect(DiagnosticArray, "/diagnostics")

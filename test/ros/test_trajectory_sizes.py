@@ -67,7 +67,8 @@ def test_a_desired_value_reads_as_rclpy_deserializes_it(read, message):
 
 @pytest.mark.parametrize("read, message, reason", [
     (conversions.desired_acceleration_from_serialized,
-     Float64MultiArray(layout=MultiArrayLayout(dim=dimensions(100_000))), "100000 layout dimensions are too many"),
+     Float64MultiArray(layout=MultiArrayLayout(dim=dimensions(100_000))),
+     "100000 layout dimensions are too many"),
     (conversions.desired_acceleration_from_serialized, Float64MultiArray(data=[0.5] * 8),
      "8 values in an array are too many"),
     (conversions.desired_point_from_serialized, JointTrajectoryPoint(accelerations=[0.5] * 8),
