@@ -6,6 +6,50 @@ catch exactly the class of problem they care about.
 """
 import difflib
 
+# "Did you mean" searches: difflib compares a name with every candidate, in time
+# that grows with the square of the name's length; a name or a candidate list
+# past these gets no suggestion rather than a search that stalls its caller.
+MAX_SUGGESTED_NAME_LENGTH = 256
+MAX_SUGGESTION_CANDIDATES = 1000
+# Names from outside are quoted in error text cut to this many characters,
+# and lists of them to this many names.
+SHOWN_NAME_LENGTH = 64
+SHOWN_NAMES = 8
+
+
+def close_names(name, known):
+    """Up to three of ``known`` that look like ``name``, for a "did you mean" hint; none
+    when the name or the candidates are too many to search quickly."""
+    known = list(known)
+    if len(name) > MAX_SUGGESTED_NAME_LENGTH or len(known) > MAX_SUGGESTION_CANDIDATES:
+        return []
+    return difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+
+
+def shown(name):
+    """A name from outside, quoted for error text: cut to SHOWN_NAME_LENGTH characters,
+    with its length, when longer."""
+    name = str(name)
+    if len(name) <= SHOWN_NAME_LENGTH:
+        return repr(name)
+    return f"{name[:SHOWN_NAME_LENGTH]!r}... ({len(name)} characters)"
+
+
+def shown_names(names):
+    """A list of names from outside for error text: the first SHOWN_NAMES, each
+    :func:`shown`, and how many more there are."""
+    names = list(names)
+    more = f", ... {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else ""
+    return f"[{', '.join(map(shown, names[:SHOWN_NAMES]))}{more}]"
+
+
+def clipped(text, limit):
+    """``text`` cut to ``limit`` characters, saying how many were left out: the last
+    bound on any error text that leaves the process (replies, logs, /diagnostics)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
 
 class SoaDynamicsError(Exception):
     """Base class of every error raised on purpose by soa_dynamics_ros."""
@@ -21,9 +65,9 @@ class UnknownNameError(SoaDynamicsError, LookupError):
     def __init__(self, kind, name, known):
         self.kind = kind
         self.name = name
-        close = difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        super().__init__(f"unknown {kind} {name!r}{hint}")
+        close = close_names(str(name), known)
+        hint = f"; did you mean {', '.join(map(shown, close))}?" if close else ""
+        super().__init__(f"unknown {kind} {shown(name)}{hint}")
 
     def __str__(self):
         # LookupError would otherwise print the message with quotes around it.

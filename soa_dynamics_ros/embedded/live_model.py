@@ -13,7 +13,8 @@ import sys
 
 import numpy as np
 
-from ..errors import InvalidInputError, SoaDynamicsError, StaleStateError, TrajectoryError
+from ..errors import (InvalidInputError, SoaDynamicsError, StaleStateError, TrajectoryError,
+                      shown_names)
 from ..model.robot_model import RobotModel
 from ..plant.torques import robot_gravity_torques, trajectory_efforts
 from ..plant.trajectory import trajectory_from_arrays
@@ -206,7 +207,7 @@ class LiveModel:
         """
         layout = self._layout(names)
         if layout is None:
-            return StateUpdate(False, error=f"joint names repeat in {list(names)}")
+            return StateUpdate(False, error=f"joint names repeat in {shown_names(names)}")
         rows, columns, unknown = layout
         positions = np.asarray(positions, dtype=float)
         velocities = np.asarray(velocities, dtype=float)
@@ -220,7 +221,7 @@ class LiveModel:
             bad = [names[r] for r in rows if not _physical(positions[r])
                    or (velocities.size and not _physical(velocities[r]))]
             return StateUpdate(False, unknown, f"non-finite or out-of-range position or velocity "
-                                               f"for {bad}")
+                                               f"for {shown_names(bad)}")
         self.position[columns] = new_positions
         self.velocity[columns] = new_velocities
         self.received_at[columns] = now
@@ -229,7 +230,7 @@ class LiveModel:
         if efforts.size and efforts.shape != (len(names),):
             effort_error = f"{efforts.size} efforts for {len(names)} names"
         elif efforts.size and not (_all_physical(efforts) or _physical(efforts[rows])):
-            effort_error = "non-finite or out-of-range effort for " + str(
+            effort_error = "non-finite or out-of-range effort for " + shown_names(
                 [names[r] for r in rows if not _physical(efforts[r])])
         elif efforts.size:
             self.effort[columns] = efforts[rows]
@@ -269,7 +270,7 @@ class LiveModel:
         positions = np.asarray(positions, dtype=float)
         velocities = np.asarray(velocities, dtype=float)
         if len(set(names)) != len(names):
-            raise InvalidInputError(f"state.name repeats a name: {names}")
+            raise InvalidInputError(f"state.name repeats a name: {shown_names(names)}")
         mismatch = _length_mismatch(names, positions, velocities)
         if mismatch:
             raise InvalidInputError(f"state has {mismatch}")

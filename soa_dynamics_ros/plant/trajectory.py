@@ -19,7 +19,6 @@ When velocities are given and accelerations are not, the accelerations are the
 same first-derivative scheme applied to the velocities.
 """
 import csv
-import difflib
 import io
 import math
 import os
@@ -28,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import JointLimitError, JointLimitWarning, TrajectoryError
+from ..errors import (JointLimitError, JointLimitWarning, TrajectoryError, close_names, shown,
+                      shown_names)
 from ..multibody.joints import joint_model
 from ..validation import as_float_array, as_samples
 
@@ -158,10 +158,10 @@ def _column_order(model, columns):
             raise TrajectoryError(f"joint {column!r} is a mimic of {mimics[column]!r}: give the "
                                   f"column {mimics[column]!r} instead (mimic joints follow it)")
         if column not in names:
-            close = difflib.get_close_matches(column, names, n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-            raise TrajectoryError(f"unknown joint column {column!r}{hint} (the robot's joints: "
-                                  f"{', '.join(names)})")
+            close = close_names(column, names)
+            hint = f"; did you mean {', '.join(map(shown, close))}?" if close else ""
+            raise TrajectoryError(f"unknown joint column {shown(column)}{hint} (the robot's "
+                                  f"joints: {shown_names(names)})")
     missing = [name for name in names if name not in seen]
     if missing:
         raise TrajectoryError(f"missing joint column(s) {', '.join(repr(m) for m in missing)}; "

@@ -27,10 +27,10 @@ from .command_line import help_text, unknown_parameter_warning, unknown_paramete
 from .parameters import PARAMETERS, PAYLOAD_FIELDS, startup_payload, validate_all
 from .process import make_executor, run_node, spin_until_stopped, subscribe_with_info
 from .services import ModelNotReady, ModelServices
-from .throttled_log import ThrottledLog
+from .throttled_log import MAX_LOG_TEXT, ThrottledLog
 from ..embedded.live_model import TransportAge
 from ..embedded.model_host import TOPIC, ModelHost, description_from
-from ..errors import SoaDynamicsError, StaleStateError
+from ..errors import SoaDynamicsError, StaleStateError, clipped, shown_names
 
 NODE_NAME = "soa_dynamics"
 # How often finished background work (a description load, a kernel warm-up)
@@ -82,10 +82,13 @@ class EmbeddedModelNode(Node):
             QoSProfile(depth=config["joint_states_depth"], history=HistoryPolicy.KEEP_LAST,
                        reliability=(ReliabilityPolicy.BEST_EFFORT if best_effort
                                     else ReliabilityPolicy.RELIABLE)), raw=True)
+        # Serialized, so that their sizes are checked before rclpy builds a message of them.
         self.create_subscription(Float64MultiArray, "~/desired_acceleration",
-                                 self._on_desired_acceleration, 10)
-        self.create_subscription(JointTrajectoryPoint, "~/desired_state", self._on_desired_state, 10)
-        self.create_subscription(JointTrajectory, "~/trajectory_in", self._on_trajectory, 10)
+                                 self._on_desired_acceleration, 10, raw=True)
+        self.create_subscription(JointTrajectoryPoint, "~/desired_state", self._on_desired_state,
+                                 10, raw=True)
+        self.create_subscription(JointTrajectory, "~/trajectory_in", self._on_trajectory, 10,
+                                 raw=True)
         ModelServices(self.host, self.stats, self.get_logger()).create(self)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(config["diagnostics_period"],
@@ -215,7 +218,8 @@ class EmbeddedModelNode(Node):
                            "dropped", taken)
             return
         try:
-            state = self._joint_states.read(serialized)
+            state = self._joint_states.read(serialized,
+                                            conversions.joint_state_name_limit(live.model.dof))
         except SoaDynamicsError as error:
             self._reject(str(error))
             return
@@ -223,8 +227,8 @@ class EmbeddedModelNode(Node):
         update = live.update_state(state.names, state.positions, state.velocities, arrival,
                                    state.efforts)
         if update.unknown:
-            self._log.warning("unknown joints", 10.0, "joint_states names unknown to the model "
-                                                      f"are ignored: {update.unknown}")
+            self._log.warning("unknown joints", 10.0, lambda: "joint_states names unknown to "
+                              f"the model are ignored: {shown_names(update.unknown)}")
         if not update.accepted:
             self._reject(update.error)
             return
@@ -306,13 +310,18 @@ class EmbeddedModelNode(Node):
             self._contact_published_at = now
         self.stats.estimates += 1
 
-    def _on_desired_acceleration(self, message):
-        self._set_desired("~/desired_acceleration", lambda live: live.set_desired_acceleration(
-            live.command_joints, message.data))
+    def _on_desired_acceleration(self, serialized):
+        def apply(live):
+            message = conversions.desired_acceleration_from_serialized(serialized, live.model.dof)
+            live.set_desired_acceleration(live.command_joints, message.data)
+        self._set_desired("~/desired_acceleration", apply)
 
-    def _on_desired_state(self, message):
-        self._set_desired("~/desired_state", lambda live: live.set_desired_point(
-            live.command_joints, message.positions, message.velocities, message.accelerations))
+    def _on_desired_state(self, serialized):
+        def apply(live):
+            message = conversions.desired_point_from_serialized(serialized, live.model.dof)
+            live.set_desired_point(live.command_joints, message.positions, message.velocities,
+                                   message.accelerations)
+        self._set_desired("~/desired_state", apply)
 
     def _set_desired(self, topic, apply):
         """Apply a desired-state message; a refused one is logged, counted, and changes nothing."""
@@ -326,7 +335,7 @@ class EmbeddedModelNode(Node):
             self._log.warning(topic, 2.0, self.stats.last_command_rejection)
 
     # ------------------------------------------------------------------ trajectory efforts
-    def _on_trajectory(self, message):
+    def _on_trajectory(self, serialized):
         """Republish a trajectory on ~/trajectory_out with every point's effort filled.
 
         A refused trajectory is logged and counted (/diagnostics) and nothing
@@ -336,7 +345,8 @@ class EmbeddedModelNode(Node):
             live = self.host.live
             if live is None:
                 raise ModelNotReady("no robot model loaded yet")
-            conversions.bounded_trajectory_points(message.points, live.model.kernels[1] is not None)
+            message = conversions.trajectory_from_serialized(
+                serialized, live.model.dof, live.model.kernels[1] is not None)
             names, time_from_start, positions, velocities, accelerations = \
                 conversions.joint_trajectory_arrays(message)
             efforts = live.trajectory_efforts(names, time_from_start, positions, velocities,
@@ -355,7 +365,7 @@ class EmbeddedModelNode(Node):
         self.stats.rejected_trajectories += 1
         self.stats.last_trajectory_rejection = f"~/trajectory_in refused: {reason}"
         # Not throttled: each refused trajectory is a planner's motion that did not happen.
-        self.get_logger().warning(self.stats.last_trajectory_rejection)
+        self.get_logger().warning(clipped(self.stats.last_trajectory_rejection, MAX_LOG_TEXT))
 
     # ------------------------------------------------------------------ diagnostics and marker
     def _publish_diagnostics(self):

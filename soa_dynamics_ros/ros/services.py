@@ -11,8 +11,9 @@ import warnings
 import numpy as np
 
 from . import conversions
+from .throttled_log import MAX_LOG_TEXT
 from .. import plant
-from ..errors import InvalidInputError, JointLimitWarning, SoaDynamicsError
+from ..errors import InvalidInputError, JointLimitWarning, SoaDynamicsError, clipped, shown
 from ..srv import (DynamicsDerivatives, EvaluateTrajectory, ForwardDynamics, GravityTorques,
                    HybridDynamics, IdentifyPayload, InverseDynamics, MassMatrix, MixedDynamics,
                    SetPayload, TaskSpaceInertia)
@@ -38,6 +39,10 @@ DERIVATIVE_KINDS = {
     "forward": {"effort", "wrenches"},
     "gravity": set(),
 }
+
+
+# A reply's message is cut to this many characters: it can quote the request.
+MAX_REPLY_TEXT = 2000
 
 
 class ModelNotReady(SoaDynamicsError):
@@ -67,12 +72,13 @@ class ModelServices:
                 response.success = True
             except SoaDynamicsError as error:
                 response.success = False
-                response.message = str(error)
+                response.message = clipped(str(error), MAX_REPLY_TEXT)
             except Exception as error:  # noqa: BLE001 - a service must answer, not crash the node
-                self.logger.error(f"~/{name} failed unexpectedly: {error}\n"
-                                  f"{traceback.format_exc()}")
+                self.logger.error(clipped(f"~/{name} failed unexpectedly: {error}\n"
+                                          f"{traceback.format_exc()}", MAX_LOG_TEXT))
                 response.success = False
-                response.message = f"internal error: {type(error).__name__}: {error}"
+                response.message = clipped(f"internal error: {type(error).__name__}: {error}",
+                                           MAX_REPLY_TEXT)
             self.statistics.services += 1
             self.statistics.service_time += time.perf_counter() - started
             return response
@@ -196,12 +202,12 @@ class ModelServices:
         model = self.live.model
         if request.detach:
             model.detach_payload(request.payload.name)
-            self.logger.info(f"payload {request.payload.name!r} detached")
+            self.logger.info(f"payload {shown(request.payload.name)} detached")
         else:
             attached = len(model.payloads)
             if request.payload.name not in model.payloads and attached >= conversions.MAX_PAYLOADS:
                 raise InvalidInputError(
-                    f"payload {request.payload.name!r}: {attached} payloads attached already, "
+                    f"payload {shown(request.payload.name)}: {attached} payloads attached already, "
                     f"at most {conversions.MAX_PAYLOADS}; detach one first")
             payload = conversions.payload_from_message(request.payload)
             model.attach_payload(**payload)

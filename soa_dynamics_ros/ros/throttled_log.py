@@ -11,9 +11,18 @@ problems through this instead.
 import math
 import time
 
+from ..errors import clipped
+
+# A line longer than this is cut (a traceback fits): text can quote what came from outside.
+MAX_LOG_TEXT = 8000
+
 
 class ThrottledLog:
-    """An rclpy logger's warning and error, each ``key`` at most once per ``period`` [s]."""
+    """An rclpy logger's warning and error, each ``key`` at most once per ``period`` [s].
+
+    ``text`` is a string, or a function that gives it when the line is due: text
+    worth building only for the lines written.
+    """
 
     def __init__(self, logger):
         self._logger = logger
@@ -28,8 +37,12 @@ class ThrottledLog:
 
     def warning(self, key, period, text):
         if self._due(key, period):
-            self._logger.warning(text)
+            self._logger.warning(_line(text))
 
     def error(self, key, period, text):
         if self._due(key, period):
-            self._logger.error(text)
+            self._logger.error(_line(text))
+
+
+def _line(text):
+    return clipped(text() if callable(text) else text, MAX_LOG_TEXT)

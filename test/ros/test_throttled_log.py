@@ -31,3 +31,15 @@ def test_no_module_uses_rclpys_per_call_throttle():
                     keyword.arg == "throttle_duration_sec" for keyword in node.keywords):
                 users.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not users, f"use ros/throttled_log.ThrottledLog instead: {users}"
+
+
+def test_lines_are_built_only_when_due_and_cut_to_a_bound(caplog):
+    """Text about a message is made for the lines written only, and a 4 MB name in it
+    makes no 4 MB line."""
+    log = ThrottledLog(logging.getLogger("throttled_log_test"))
+    built = []
+    with caplog.at_level(logging.WARNING, logger="throttled_log_test"):
+        for k in range(100):
+            log.warning("unknown joints", 60.0, lambda: built.append(k) or "x" * 4_000_000)
+    assert built == [0]
+    assert [len(r.getMessage()) < 9000 for r in caplog.records] == [True]
