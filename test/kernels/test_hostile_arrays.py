@@ -1,0 +1,379 @@
+"""The compiled path reads every array as numpy would (issue 43).
+
+Every public quantity that reaches compiled code is given each of its array
+arguments (joint vectors, wrenches, constraint blocks, sample batches) in every
+layout numpy reads (big-endian, strided, negative strides, Fortran order, unaligned,
+read-only, float32, int, object, lists and tuples, an ndarray subclass): the answer
+is Pinocchio's for the values numpy reads from it (the numpy path's where Pinocchio
+has no such quantity), or InvalidInputError for shapes no path takes.  Hostile
+Python objects (test/support/hostile_inputs.py) are thrown at every compiled entry
+point in a subprocess, once as built and once with the generic module built under
+AddressSanitizer: neither may crash.
+"""
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from oracles.pinocchio_reference import PinocchioReference
+from support.numerics import assert_close
+from support.robots import REPO, shipped_urdf
+from soa_dynamics_ros.errors import InvalidInputError
+from soa_dynamics_ros.kernels import build, cache_dir, generic
+from soa_dynamics_ros.model import RobotModel
+
+HOSTILE_SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "support" / "hostile_inputs.py"
+
+
+class Subclass(np.ndarray):
+    pass
+
+
+def _unaligned(values):
+    raw = np.empty(values.nbytes + 1, dtype=np.uint8)[1:]
+    array = raw.view(values.dtype).reshape(values.shape)
+    array[...] = values
+    return array
+
+
+def _read_only(values):
+    array = values.copy()
+    array.flags.writeable = False
+    return array
+
+
+def _strided(values):
+    return np.repeat(values, 2, axis=-1)[..., ::2]
+
+
+LAYOUTS = {
+    "list": lambda v: v.tolist(), "tuple": lambda v: tuple(v.tolist()),
+    "big-endian": lambda v: v.astype(">f8"), "strided": _strided,
+    "negative strides": lambda v: v[::-1, ...].copy()[::-1, ...],
+    "Fortran order": np.asfortranarray, "unaligned": _unaligned,
+    "unaligned big-endian": lambda v: _unaligned(v.astype(">f8")),
+    "read-only": _read_only, "float32": lambda v: v.astype(np.float32),
+    "int": lambda v: np.round(3 * v).astype(np.int64), "object": lambda v: v.astype(object),
+    "subclass": lambda v: v.copy().view(Subclass)}
+
+
+def _as_read(value):
+    """The values numpy reads from ``value``: what the reference is given."""
+    return np.array(value, dtype=float)
+
+
+@pytest.fixture(scope="module")
+def panda():
+    xml = pathlib.Path(shipped_urdf("panda.urdf")).read_text()
+    model = RobotModel.from_urdf(xml, kernels="generic")
+    assert model.kernels == ("generic", "c")
+    numpy_path = RobotModel.from_urdf(xml, kernels="off")
+    return model, numpy_path, PinocchioReference(xml, model.joint_names)
+
+
+def _state(model):
+    rng = np.random.default_rng(43)
+    n = model.dof
+    alpha = np.zeros((6, 2))
+    alpha[0, 0] = alpha[2, 1] = 1.0
+    alpha[4, 1] = 0.5
+    return {"q": rng.uniform(-1.5, 1.5, n), "qd": rng.normal(size=n), "qdd": rng.normal(size=n),
+            # a wrench of round numbers, whose bytes swapped are tiny but finite: read
+            # without its byte order, it is silently no wrench at all
+            "tau": rng.normal(size=n) * 5, "w": np.array([10.0, -20.0, 5.0, 1.5, -0.5, 2.0]),
+            "alpha": alpha,
+            "beta": np.array([0.3, -0.2])}
+
+
+def _mixed_reference(reference, q, qd, qdd, tau, prescribed, wrenches=None):
+    """Mixed dynamics from Pinocchio's M and h: the prescribed joints' qdd given, the
+    others' tau."""
+    mass = reference.mass_matrix(q)
+    bias = reference.inverse_dynamics(q, qd, np.zeros_like(q), wrenches)
+    given = np.zeros(len(q), dtype=bool)
+    given[prescribed] = True
+    free = ~given
+    accelerations = np.where(given, qdd, 0.0)
+    accelerations[free] = np.linalg.solve(
+        mass[np.ix_(free, free)], tau[free] - bias[free] - mass[np.ix_(free, given)] @ qdd[given])
+    return np.concatenate((accelerations, mass @ accelerations + bias))
+
+
+def _quantities(model, numpy_path, reference):
+    """name -> (the model's answer, the reference answer, the array arguments varied):
+    each a function of the argument dict (link, prescribed joints fixed)."""
+    link = model.frame_names[-1]
+    prescribed = [model.joint_names[0], model.joint_names[3]]
+    columns = [0, 3]
+
+    def w(a):
+        return {link: a["w"]}
+
+    def constraints(a):
+        return [(link, a["alpha"], a["beta"])]
+
+    flat = np.concatenate
+    return {
+        "gravity_torques": (lambda a: model.gravity_torques(a["q"]),
+                            lambda a: reference.inverse_dynamics(a["q"], 0 * a["q"], 0 * a["q"]),
+                            ("q",)),
+        "bias_torques": (lambda a: model.bias_torques(a["q"], a["qd"]),
+                         lambda a: reference.inverse_dynamics(a["q"], a["qd"], 0 * a["q"]),
+                         ("q", "qd")),
+        "inverse_dynamics": (lambda a: model.inverse_dynamics(a["q"], a["qd"], a["qdd"]),
+                             lambda a: reference.inverse_dynamics(a["q"], a["qd"], a["qdd"]),
+                             ("q", "qd", "qdd")),
+        "inverse_dynamics with a wrench": (
+            lambda a: model.inverse_dynamics(a["q"], a["qd"], a["qdd"], w(a)),
+            lambda a: reference.inverse_dynamics(a["q"], a["qd"], a["qdd"], w(a)),
+            ("q", "qd", "qdd", "w")),
+        "forward_dynamics": (lambda a: model.forward_dynamics(a["q"], a["qd"], a["tau"]),
+                             lambda a: reference.forward_dynamics(a["q"], a["qd"], a["tau"]),
+                             ("q", "qd", "tau")),
+        "forward_dynamics with a wrench": (
+            lambda a: model.forward_dynamics(a["q"], a["qd"], a["tau"], w(a)),
+            lambda a: reference.forward_dynamics(a["q"], a["qd"], a["tau"], w(a)),
+            ("q", "qd", "tau", "w")),
+        "mass_matrix": (lambda a: model.mass_matrix(a["q"]),
+                        lambda a: reference.mass_matrix(a["q"]), ("q",)),
+        "frame_pose": (lambda a: model.frame_pose(a["q"], link),
+                       lambda a: reference.frame_pose(a["q"], link), ("q",)),
+        "frame_poses": (lambda a: model.frame_poses(a["q"])[link],
+                        lambda a: reference.frame_pose(a["q"], link), ("q",)),
+        "jacobian": (lambda a: model.jacobian(a["q"], link),
+                     lambda a: reference.jacobian(a["q"], link), ("q",)),
+        "task_space_inertia": (
+            lambda a: model.task_space_inertia(a["q"], link),
+            lambda a: np.linalg.inv(reference.task_space_compliance(a["q"], [link])), ("q",)),
+        "center_of_mass": (lambda a: model.center_of_mass(a["q"]),
+                           lambda a: numpy_path.center_of_mass(a["q"]), ("q",)),
+        "inverse_dynamics_derivatives": (
+            lambda a: flat(model.inverse_dynamics_derivatives(a["q"], a["qd"], a["qdd"])),
+            lambda a: flat(reference.inverse_dynamics_derivatives(a["q"], a["qd"], a["qdd"])),
+            ("q", "qd", "qdd")),
+        "inverse_dynamics_derivatives with a wrench": (
+            lambda a: flat(model.inverse_dynamics_derivatives(a["q"], a["qd"], a["qdd"], w(a))),
+            lambda a: flat(numpy_path.inverse_dynamics_derivatives(a["q"], a["qd"], a["qdd"],
+                                                                   w(a))),
+            ("q", "qd", "qdd", "w")),
+        "forward_dynamics_derivatives": (
+            lambda a: flat(model.forward_dynamics_derivatives(a["q"], a["qd"], a["tau"])),
+            lambda a: flat(reference.forward_dynamics_derivatives(a["q"], a["qd"], a["tau"])),
+            ("q", "qd", "tau")),
+        "forward_dynamics_derivatives with a wrench": (
+            lambda a: flat(model.forward_dynamics_derivatives(a["q"], a["qd"], a["tau"], w(a))),
+            lambda a: flat(numpy_path.forward_dynamics_derivatives(a["q"], a["qd"], a["tau"],
+                                                                   w(a))),
+            ("q", "qd", "tau", "w")),
+        "gravity_derivatives": (lambda a: model.gravity_derivatives(a["q"]),
+                                lambda a: reference.gravity_derivatives(a["q"]), ("q",)),
+        "mixed_dynamics": (
+            lambda a: flat(model.mixed_dynamics(a["q"], a["qd"], a["qdd"], a["tau"], prescribed)),
+            lambda a: _mixed_reference(reference, a["q"], a["qd"], a["qdd"], a["tau"], columns),
+            ("q", "qd", "qdd", "tau")),
+        "mixed_dynamics with a wrench": (
+            lambda a: flat(model.mixed_dynamics(a["q"], a["qd"], a["qdd"], a["tau"], prescribed,
+                                                w(a))),
+            lambda a: _mixed_reference(reference, a["q"], a["qd"], a["qdd"], a["tau"], columns,
+                                       w(a)),
+            ("q", "qd", "qdd", "tau", "w")),
+        "hybrid_dynamics": (
+            lambda a: model.hybrid_dynamics(a["q"], a["qd"], constraints(a), a["tau"]).qdd,
+            lambda a: reference.hybrid_dynamics(a["q"], a["qd"], constraints(a), a["tau"])[0],
+            ("q", "qd", "tau", "alpha", "beta")),
+        "hybrid_dynamics with a wrench": (
+            lambda a: model.hybrid_dynamics(a["q"], a["qd"], constraints(a), a["tau"],
+                                            w(a)).qdd,
+            lambda a: reference.hybrid_dynamics(a["q"], a["qd"], constraints(a), a["tau"],
+                                                w(a))[0],
+            ("q", "qd", "tau", "alpha", "beta", "w")),
+    }
+
+
+QUANTITY_NAMES = [
+    "gravity_torques", "bias_torques", "inverse_dynamics", "inverse_dynamics with a wrench",
+    "forward_dynamics", "forward_dynamics with a wrench", "mass_matrix", "frame_pose",
+    "frame_poses", "jacobian", "task_space_inertia", "center_of_mass",
+    "inverse_dynamics_derivatives", "inverse_dynamics_derivatives with a wrench",
+    "forward_dynamics_derivatives", "forward_dynamics_derivatives with a wrench",
+    "gravity_derivatives", "mixed_dynamics", "mixed_dynamics with a wrench",
+    "hybrid_dynamics", "hybrid_dynamics with a wrench"]
+
+
+@pytest.mark.parametrize("quantity", QUANTITY_NAMES)
+def test_every_layout_gives_the_answer_of_the_values_numpy_reads(panda, quantity):
+    model, numpy_path, reference = panda
+    answer, expected, varied = _quantities(model, numpy_path, reference)[quantity]
+    state = _state(model)
+    assert_close(answer(state), expected(state), quantity)
+    for argument in varied:
+        for layout, make in LAYOUTS.items():
+            given = dict(state, **{argument: make(state[argument])})
+            read = dict(state, **{argument: _as_read(given[argument])})
+            assert_close(answer(given), expected(read), f"{quantity}, {argument} {layout}")
+
+
+@pytest.mark.parametrize("quantity", QUANTITY_NAMES)
+def test_shapes_no_path_takes_are_refused_by_name(panda, quantity):
+    model, numpy_path, reference = panda
+    answer, _, varied = _quantities(model, numpy_path, reference)[quantity]
+    state = _state(model)
+    for argument in varied:
+        value = state[argument]
+        # (None stands for zero velocity and torque in some queries: only q must be given)
+        for bad in (np.float64(1.0), np.zeros(()), value[..., :-1], value[..., None],
+                    np.zeros((0,)), "abcdefg", value.astype(complex),
+                    np.full(value.shape, np.inf, dtype=">f8")) + (None,) * (argument == "q"):
+            with pytest.raises(InvalidInputError):
+                answer(dict(state, **{argument: bad}))
+
+
+BATCHES = {
+    "gravity_torques_batch": (1, lambda reference, q, qd, x: reference.inverse_dynamics(
+        q, 0 * q, 0 * q)),
+    "inverse_dynamics_batch": (3, lambda reference, q, qd, x: reference.inverse_dynamics(
+        q, qd, x)),
+    "forward_dynamics_batch": (3, lambda reference, q, qd, x: reference.forward_dynamics(
+        q, qd, x)),
+    "inverse_dynamics_derivatives_batch": (3, lambda reference, q, qd, x: np.concatenate(
+        reference.inverse_dynamics_derivatives(q, qd, x))),
+    "forward_dynamics_derivatives_batch": (3, lambda reference, q, qd, x: np.concatenate(
+        reference.forward_dynamics_derivatives(q, qd, x))),
+    "gravity_derivatives_batch": (1, lambda reference, q, qd, x: reference.gravity_derivatives(
+        q))}
+
+
+@pytest.mark.parametrize("batch", list(BATCHES))
+def test_batches_read_every_layout(panda, batch):
+    model, _, reference = panda
+    inputs, expected = BATCHES[batch]
+    rng = np.random.default_rng(4343)
+    samples = [rng.uniform(-1.5, 1.5, (40, model.dof)) for _ in range(inputs)]
+    function = getattr(model, batch)
+    for position in range(inputs):
+        for layout, make in LAYOUTS.items():
+            given = list(samples)
+            given[position] = make(samples[position])
+            read = [_as_read(array) for array in given] + [samples[0]] * (3 - inputs)
+            answer = function(*given)
+            answer = np.concatenate(answer, axis=1) if type(answer) is tuple else answer
+            for row in (0, 17, 39):
+                assert_close(answer[row], expected(reference, *(x[row] for x in read)),
+                             f"{batch} sample {row}, input {position} {layout}")
+
+
+def test_a_robots_own_kernels_read_every_layout():
+    """The per-robot kernels (runtime.h) of gravity and of inverse dynamics with and
+    without a wrench."""
+    xml = pathlib.Path(shipped_urdf("panda.urdf")).read_text()
+    model = RobotModel.from_urdf(xml, kernels="c")
+    reference = PinocchioReference(xml, model.joint_names)
+    state = _state(model)
+    link = model.frame_names[-1]
+    model.inverse_dynamics(state["q"], state["qd"], state["qdd"], {link: state["w"]})
+    assert ("inverse_dynamics_wrenches", (link,)) in model._ready
+    for argument in ("q", "qd", "qdd", "w"):
+        for layout, make in LAYOUTS.items():
+            a = dict(state, **{argument: make(state[argument])})
+            r = dict(state, **{argument: _as_read(a[argument])})
+            if argument == "q":
+                assert_close(model.gravity_torques(a["q"]), reference.inverse_dynamics(
+                    r["q"], 0 * r["q"], 0 * r["q"]), f"gravity, q {layout}")
+            assert_close(model.inverse_dynamics(a["q"], a["qd"], a["qdd"]),
+                         reference.inverse_dynamics(r["q"], r["qd"], r["qdd"]),
+                         f"inverse dynamics, {argument} {layout}")
+            assert_close(model.inverse_dynamics(a["q"], a["qd"], a["qdd"], {link: a["w"]}),
+                         reference.inverse_dynamics(r["q"], r["qd"], r["qdd"],
+                                                    {link: r["w"]}),
+                         f"inverse dynamics with a wrench, {argument} {layout}")
+
+
+def test_a_constraint_list_that_changes_while_it_is_read_is_answered_or_refused(panda):
+    """Issue 43's segfault: a frame name whose hashing replaces the constraint's alpha
+    after the compiled code checked it.  Run in a subprocess, where a crash is a failure
+    and not the end of the test run."""
+    script = f"""
+import numpy as np
+from soa_dynamics_ros.model import RobotModel
+model = RobotModel.from_urdf({shipped_urdf("panda.urdf")!r}, kernels="generic")
+link = model.frame_names[-1]
+class Sneaky(str):
+    def __hash__(self):
+        constraint[1] = [[0.0, 0.0]] * 6
+        return str.__hash__(self)
+for _ in range(20):
+    constraint = [Sneaky(link), np.eye(6)[:, :2].copy(), np.zeros(2)]
+    answer = model.hybrid_dynamics(np.zeros(model.dof), np.zeros(model.dof), [constraint])
+print("answered", answer.qdd.shape)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300, env=_environment())
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "answered (7,)" in result.stdout
+
+
+def _environment(**extra):
+    path = os.environ.get("PYTHONPATH")
+    return dict(os.environ, PYTHONPATH=str(REPO) + (os.pathsep + path if path else ""),
+                **extra)
+
+
+def test_hostile_objects_never_crash_a_compiled_entry_point():
+    result = subprocess.run([sys.executable, str(HOSTILE_SCRIPT)], capture_output=True,
+                            text=True, timeout=1200, env=_environment())
+    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
+    assert "calls " in result.stdout
+
+
+def _address_sanitizer():
+    """The compiler's libasan, or None."""
+    if build.toolchain_problem() is not None:
+        return None
+    found = subprocess.run([build.compiler(), "-print-file-name=libasan.so"],
+                           capture_output=True, text=True, timeout=60).stdout.strip()
+    return os.path.realpath(found) if os.path.isabs(found) and os.path.exists(found) else None
+
+
+def _asan_generic_module(library):
+    """The generic module built with AddressSanitizer (once per source and toolchain: kept
+    in the kernel cache's asan/ folder): ``(path, module name)``."""
+    name = f"{generic.module_name()}_asan"
+    directory = cache_dir() / "asan"
+    path = directory / f"{name}{build.EXTENSION}"
+    if path.exists():
+        return path, name
+    directory.mkdir(parents=True, exist_ok=True)
+    source = directory / f".{name}.{os.getpid()}.c"
+    partial = directory / f".{name}.{os.getpid()}{build.EXTENSION}"
+    defines, libraries = build.vector_math()
+    source.write_text(generic.module_source(name))
+    command = [build.compiler(), "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer",
+               "-march=native", "-fno-math-errno", "-std=gnu11", "-fPIC", "-shared", *defines,
+               f"-I{build.RUNTIME_DIR}", f"-I{build._python_include()}",
+               f"-I{np.get_include()}", str(source), "-o", str(partial), *libraries]
+    try:
+        compiled = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        assert compiled.returncode == 0, compiled.stderr[-3000:]
+        os.replace(partial, path)
+    finally:
+        source.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
+    return path, name
+
+
+def test_the_generic_module_under_address_sanitizer_reads_hostile_input_cleanly():
+    library = _address_sanitizer()
+    if library is None:
+        pytest.skip("the C compiler has no AddressSanitizer runtime (libasan.so)")
+    path, name = _asan_generic_module(library)
+    result = subprocess.run(
+        [sys.executable, str(HOSTILE_SCRIPT), "--asan-module", str(path), name],
+        capture_output=True, text=True, timeout=1800,
+        env=_environment(LD_PRELOAD=library, PYTHONMALLOC="malloc",
+                         ASAN_OPTIONS="detect_leaks=0:exitcode=86"))
+    assert "AddressSanitizer" not in result.stderr, result.stderr[-4000:]
+    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
+    assert "calls " in result.stdout
