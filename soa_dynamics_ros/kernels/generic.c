@@ -1744,15 +1744,17 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
     double damping = PyFloat_Check(args[5]) ? PyFloat_AS_DOUBLE(args[5]) : -1.0;
     if (PyErr_Occurred())
         PyErr_Clear();
-    const double *frames = PyArray_Check(args[1])
-        ? soa_array(args[1], 1, PyArray_SIZE((PyArrayObject *)args[1]), 0) : NULL;
+    npy_intp frame_count = PyArray_Check(args[1]) ? PyArray_SIZE((PyArrayObject *)args[1]) : 0;
+    /* (at most INT_MAX / 6 frames: their columns are counted in an int) */
+    const double *frames = frame_count >= 1 && frame_count <= INT_MAX / 6
+        ? soa_array(args[1], 1, frame_count, 0) : NULL;
     const double *q, *p = soa_array(args[7], 1, m->params, 0);
     npy_intp length = m->dof;
     if (!frames || !p || first < 0 || width < 1 || first + width > 6 || info < 0
         || !(damping >= 0.0 && damping <= SOA_MAX_MAGNITUDE)
         || vectors(args + 4, 1, &length, &q) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
-    int count = (int)PyArray_SIZE((PyArrayObject *)args[1]);
+    int count = (int)frame_count;
     for (int k = 0; k < count; ++k)
         if (!(frames[k] >= 0 && frames[k] < m->nf))
             return PyLong_FromLong(SOA_BAD_INPUT);
@@ -2165,7 +2167,12 @@ static PyObject *frame_poses(PyObject *self, PyObject *const *args, Py_ssize_t n
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    int every = PyLong_Check(args[1]) && PyLong_AsLong(args[1]) == -1;
+    long requested = PyLong_Check(args[1]) ? PyLong_AsLong(args[1]) : -2;
+    if (requested == -1 && PyErr_Occurred()) {     /* beyond a long: no frame */
+        PyErr_Clear();
+        requested = -2;
+    }
+    int every = requested == -1;
     int frame = every ? -1 : frame_index(m, args[1]);
     const double *q;
     npy_intp length = m->dof;

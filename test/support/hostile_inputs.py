@@ -333,8 +333,9 @@ def hostile_module_calls(model, run):
         "inverse_dynamics_batch": (Q, Q, Q), "forward_dynamics_batch": (Q, Q, Q),
         "inverse_dynamics_derivatives_batch": (Q, Q, Q),
         "forward_dynamics_derivatives_batch": (Q, Q, Q), "gravity_derivatives_batch": (Q,)}
-    others = ([capsule, params, frame, -1, 2 ** 40, True, 0.5, np.array([1e300]),
-               np.array([-1.0]), np.array([np.nan]), np.zeros((2, 2)), RaisingNumber()]
+    others = ([capsule, params, frame, -1, 2 ** 40, 10 ** 30, -10 ** 30, True, 0.5,
+               np.array([1e300]), np.array([-1.0]), np.array([np.nan]), np.zeros((2, 2)),
+               np.zeros(0), RaisingNumber()]
               + _vectors(n) + _wrenches(link) + _constraints(link))
     for name, arguments in signatures.items():
         function = getattr(module, name)
