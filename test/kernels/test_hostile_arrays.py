@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from oracles.pinocchio_reference import PinocchioReference
+from support.hostile_inputs import unaligned
 from support.numerics import assert_close
 from support.robots import REPO, shipped_urdf
 from soa_dynamics_ros.errors import InvalidInputError
@@ -30,13 +31,6 @@ HOSTILE_SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "support" / "host
 
 class Subclass(np.ndarray):
     pass
-
-
-def _unaligned(values):
-    raw = np.empty(values.nbytes + 1, dtype=np.uint8)[1:]
-    array = raw.view(values.dtype).reshape(values.shape)
-    array[...] = values
-    return array
 
 
 def _read_only(values):
@@ -53,8 +47,8 @@ LAYOUTS = {
     "list": lambda v: v.tolist(), "tuple": lambda v: tuple(v.tolist()),
     "big-endian": lambda v: v.astype(">f8"), "strided": _strided,
     "negative strides": lambda v: v[::-1, ...].copy()[::-1, ...],
-    "Fortran order": np.asfortranarray, "unaligned": _unaligned,
-    "unaligned big-endian": lambda v: _unaligned(v.astype(">f8")),
+    "Fortran order": np.asfortranarray, "unaligned": unaligned,
+    "unaligned big-endian": lambda v: unaligned(v.astype(">f8")),
     "read-only": _read_only, "float32": lambda v: v.astype(np.float32),
     "int": lambda v: np.round(3 * v).astype(np.int64), "object": lambda v: v.astype(object),
     "subclass": lambda v: v.copy().view(Subclass)}
@@ -102,20 +96,40 @@ def _mixed_reference(reference, q, qd, qdd, tau, prescribed, wrenches=None):
     return np.concatenate((accelerations, mass @ accelerations + bias))
 
 
+LINK = "panda_hand_tcp"
+PRESCRIBED = (["panda_joint1", "panda_joint4"], [0, 3])     # mixed dynamics: names, columns
+
+
 def _quantities(model, numpy_path, reference):
     """name -> (the model's answer, the reference answer, the array arguments varied):
-    each a function of the argument dict (link, prescribed joints fixed)."""
-    link = model.frame_names[-1]
-    prescribed = [model.joint_names[0], model.joint_names[3]]
-    columns = [0, 3]
-
+    each a function of the argument dict."""
     def w(a):
-        return {link: a["w"]}
+        return {LINK: a["w"]}
 
     def constraints(a):
-        return [(link, a["alpha"], a["beta"])]
+        return [(LINK, a["alpha"], a["beta"])]
+
+    def with_and_without_wrench(name, answer, expected, varied, expected_with_wrench=None):
+        """``name`` and ``name with a wrench`` (on LINK): ``answer(a, *wrenches)``,
+        ``expected(a, *wrenches)`` (``expected_with_wrench`` where Pinocchio has none)."""
+        wrenched = expected_with_wrench or expected
+        return {name: (answer, expected, varied),
+                f"{name} with a wrench": (lambda a: answer(a, w(a)), lambda a: wrenched(a, w(a)),
+                                          varied + ("w",))}
 
     flat = np.concatenate
+
+    def derivatives(kind, third):
+        """``<kind>_dynamics_derivatives`` with and without a wrench: Pinocchio's without,
+        the numpy path's with (Pinocchio holds a wrench fixed in its joint's frame)."""
+        name = f"{kind}_dynamics_derivatives"
+        return with_and_without_wrench(
+            name, lambda a, *w: flat(getattr(model, name)(a["q"], a["qd"], a[third], *w)),
+            lambda a: flat(getattr(reference, name)(a["q"], a["qd"], a[third])),
+            ("q", "qd", third),
+            lambda a, w: flat(getattr(numpy_path, name)(a["q"], a["qd"], a[third], w)))
+
+    names, columns = PRESCRIBED
     return {
         "gravity_torques": (lambda a: model.gravity_torques(a["q"]),
                             lambda a: reference.inverse_dynamics(a["q"], 0 * a["q"], 0 * a["q"]),
@@ -123,97 +137,67 @@ def _quantities(model, numpy_path, reference):
         "bias_torques": (lambda a: model.bias_torques(a["q"], a["qd"]),
                          lambda a: reference.inverse_dynamics(a["q"], a["qd"], 0 * a["q"]),
                          ("q", "qd")),
-        "inverse_dynamics": (lambda a: model.inverse_dynamics(a["q"], a["qd"], a["qdd"]),
-                             lambda a: reference.inverse_dynamics(a["q"], a["qd"], a["qdd"]),
-                             ("q", "qd", "qdd")),
-        "inverse_dynamics with a wrench": (
-            lambda a: model.inverse_dynamics(a["q"], a["qd"], a["qdd"], w(a)),
-            lambda a: reference.inverse_dynamics(a["q"], a["qd"], a["qdd"], w(a)),
-            ("q", "qd", "qdd", "w")),
-        "forward_dynamics": (lambda a: model.forward_dynamics(a["q"], a["qd"], a["tau"]),
-                             lambda a: reference.forward_dynamics(a["q"], a["qd"], a["tau"]),
-                             ("q", "qd", "tau")),
-        "forward_dynamics with a wrench": (
-            lambda a: model.forward_dynamics(a["q"], a["qd"], a["tau"], w(a)),
-            lambda a: reference.forward_dynamics(a["q"], a["qd"], a["tau"], w(a)),
-            ("q", "qd", "tau", "w")),
+        **with_and_without_wrench(
+            "inverse_dynamics",
+            lambda a, *w: model.inverse_dynamics(a["q"], a["qd"], a["qdd"], *w),
+            lambda a, *w: reference.inverse_dynamics(a["q"], a["qd"], a["qdd"], *w),
+            ("q", "qd", "qdd")),
+        **with_and_without_wrench(
+            "forward_dynamics",
+            lambda a, *w: model.forward_dynamics(a["q"], a["qd"], a["tau"], *w),
+            lambda a, *w: reference.forward_dynamics(a["q"], a["qd"], a["tau"], *w),
+            ("q", "qd", "tau")),
         "mass_matrix": (lambda a: model.mass_matrix(a["q"]),
                         lambda a: reference.mass_matrix(a["q"]), ("q",)),
-        "frame_pose": (lambda a: model.frame_pose(a["q"], link),
-                       lambda a: reference.frame_pose(a["q"], link), ("q",)),
-        "frame_poses": (lambda a: model.frame_poses(a["q"])[link],
-                        lambda a: reference.frame_pose(a["q"], link), ("q",)),
-        "jacobian": (lambda a: model.jacobian(a["q"], link),
-                     lambda a: reference.jacobian(a["q"], link), ("q",)),
+        "frame_pose": (lambda a: model.frame_pose(a["q"], LINK),
+                       lambda a: reference.frame_pose(a["q"], LINK), ("q",)),
+        "frame_poses": (lambda a: model.frame_poses(a["q"])[LINK],
+                        lambda a: reference.frame_pose(a["q"], LINK), ("q",)),
+        "jacobian": (lambda a: model.jacobian(a["q"], LINK),
+                     lambda a: reference.jacobian(a["q"], LINK), ("q",)),
         "task_space_inertia": (
-            lambda a: model.task_space_inertia(a["q"], link),
-            lambda a: np.linalg.inv(reference.task_space_compliance(a["q"], [link])), ("q",)),
+            lambda a: model.task_space_inertia(a["q"], LINK),
+            lambda a: np.linalg.inv(reference.task_space_compliance(a["q"], [LINK])), ("q",)),
         "center_of_mass": (lambda a: model.center_of_mass(a["q"]),
                            lambda a: numpy_path.center_of_mass(a["q"]), ("q",)),
-        "inverse_dynamics_derivatives": (
-            lambda a: flat(model.inverse_dynamics_derivatives(a["q"], a["qd"], a["qdd"])),
-            lambda a: flat(reference.inverse_dynamics_derivatives(a["q"], a["qd"], a["qdd"])),
-            ("q", "qd", "qdd")),
-        "inverse_dynamics_derivatives with a wrench": (
-            lambda a: flat(model.inverse_dynamics_derivatives(a["q"], a["qd"], a["qdd"], w(a))),
-            lambda a: flat(numpy_path.inverse_dynamics_derivatives(a["q"], a["qd"], a["qdd"],
-                                                                   w(a))),
-            ("q", "qd", "qdd", "w")),
-        "forward_dynamics_derivatives": (
-            lambda a: flat(model.forward_dynamics_derivatives(a["q"], a["qd"], a["tau"])),
-            lambda a: flat(reference.forward_dynamics_derivatives(a["q"], a["qd"], a["tau"])),
-            ("q", "qd", "tau")),
-        "forward_dynamics_derivatives with a wrench": (
-            lambda a: flat(model.forward_dynamics_derivatives(a["q"], a["qd"], a["tau"], w(a))),
-            lambda a: flat(numpy_path.forward_dynamics_derivatives(a["q"], a["qd"], a["tau"],
-                                                                   w(a))),
-            ("q", "qd", "tau", "w")),
+        **derivatives("inverse", "qdd"),
+        **derivatives("forward", "tau"),
         "gravity_derivatives": (lambda a: model.gravity_derivatives(a["q"]),
                                 lambda a: reference.gravity_derivatives(a["q"]), ("q",)),
-        "mixed_dynamics": (
-            lambda a: flat(model.mixed_dynamics(a["q"], a["qd"], a["qdd"], a["tau"], prescribed)),
-            lambda a: _mixed_reference(reference, a["q"], a["qd"], a["qdd"], a["tau"], columns),
+        **with_and_without_wrench(
+            "mixed_dynamics",
+            lambda a, *w: flat(model.mixed_dynamics(a["q"], a["qd"], a["qdd"], a["tau"], names,
+                                                    *w)),
+            lambda a, *w: _mixed_reference(reference, a["q"], a["qd"], a["qdd"], a["tau"],
+                                           columns, *w),
             ("q", "qd", "qdd", "tau")),
-        "mixed_dynamics with a wrench": (
-            lambda a: flat(model.mixed_dynamics(a["q"], a["qd"], a["qdd"], a["tau"], prescribed,
-                                                w(a))),
-            lambda a: _mixed_reference(reference, a["q"], a["qd"], a["qdd"], a["tau"], columns,
-                                       w(a)),
-            ("q", "qd", "qdd", "tau", "w")),
-        "hybrid_dynamics": (
-            lambda a: model.hybrid_dynamics(a["q"], a["qd"], constraints(a), a["tau"]).qdd,
-            lambda a: reference.hybrid_dynamics(a["q"], a["qd"], constraints(a), a["tau"])[0],
+        **with_and_without_wrench(
+            "hybrid_dynamics",
+            lambda a, *w: model.hybrid_dynamics(a["q"], a["qd"], constraints(a), a["tau"],
+                                                *w).qdd,
+            lambda a, *w: reference.hybrid_dynamics(a["q"], a["qd"], constraints(a), a["tau"],
+                                                    *w)[0],
             ("q", "qd", "tau", "alpha", "beta")),
-        "hybrid_dynamics with a wrench": (
-            lambda a: model.hybrid_dynamics(a["q"], a["qd"], constraints(a), a["tau"],
-                                            w(a)).qdd,
-            lambda a: reference.hybrid_dynamics(a["q"], a["qd"], constraints(a), a["tau"],
-                                                w(a))[0],
-            ("q", "qd", "tau", "alpha", "beta", "w")),
     }
 
 
-QUANTITY_NAMES = [
-    "gravity_torques", "bias_torques", "inverse_dynamics", "inverse_dynamics with a wrench",
-    "forward_dynamics", "forward_dynamics with a wrench", "mass_matrix", "frame_pose",
-    "frame_poses", "jacobian", "task_space_inertia", "center_of_mass",
-    "inverse_dynamics_derivatives", "inverse_dynamics_derivatives with a wrench",
-    "forward_dynamics_derivatives", "forward_dynamics_derivatives with a wrench",
-    "gravity_derivatives", "mixed_dynamics", "mixed_dynamics with a wrench",
-    "hybrid_dynamics", "hybrid_dynamics with a wrench"]
+QUANTITY_NAMES = list(_quantities(None, None, None))
 
 
-@pytest.mark.parametrize("quantity", QUANTITY_NAMES)
-def test_every_layout_gives_the_answer_of_the_values_numpy_reads(panda, quantity):
-    model, numpy_path, reference = panda
-    answer, expected, varied = _quantities(model, numpy_path, reference)[quantity]
-    state = _state(model)
+def _check_every_layout(quantity, answer, expected, varied, state):
     assert_close(answer(state), expected(state), quantity)
     for argument in varied:
         for layout, make in LAYOUTS.items():
             given = dict(state, **{argument: make(state[argument])})
             read = dict(state, **{argument: _as_read(given[argument])})
             assert_close(answer(given), expected(read), f"{quantity}, {argument} {layout}")
+
+
+@pytest.mark.parametrize("quantity", QUANTITY_NAMES)
+def test_every_layout_gives_the_answer_of_the_values_numpy_reads(panda, quantity):
+    model, numpy_path, reference = panda
+    _check_every_layout(quantity, *_quantities(model, numpy_path, reference)[quantity],
+                        _state(model))
 
 
 @pytest.mark.parametrize("quantity", QUANTITY_NAMES)
@@ -270,25 +254,12 @@ def test_a_robots_own_kernels_read_every_layout():
     without a wrench."""
     xml = pathlib.Path(shipped_urdf("panda.urdf")).read_text()
     model = RobotModel.from_urdf(xml, kernels="c")
-    reference = PinocchioReference(xml, model.joint_names)
     state = _state(model)
-    link = model.frame_names[-1]
-    model.inverse_dynamics(state["q"], state["qd"], state["qdd"], {link: state["w"]})
-    assert ("inverse_dynamics_wrenches", (link,)) in model._ready
-    for argument in ("q", "qd", "qdd", "w"):
-        for layout, make in LAYOUTS.items():
-            a = dict(state, **{argument: make(state[argument])})
-            r = dict(state, **{argument: _as_read(a[argument])})
-            if argument == "q":
-                assert_close(model.gravity_torques(a["q"]), reference.inverse_dynamics(
-                    r["q"], 0 * r["q"], 0 * r["q"]), f"gravity, q {layout}")
-            assert_close(model.inverse_dynamics(a["q"], a["qd"], a["qdd"]),
-                         reference.inverse_dynamics(r["q"], r["qd"], r["qdd"]),
-                         f"inverse dynamics, {argument} {layout}")
-            assert_close(model.inverse_dynamics(a["q"], a["qd"], a["qdd"], {link: a["w"]}),
-                         reference.inverse_dynamics(r["q"], r["qd"], r["qdd"],
-                                                    {link: r["w"]}),
-                         f"inverse dynamics with a wrench, {argument} {layout}")
+    model.inverse_dynamics(state["q"], state["qd"], state["qdd"], {LINK: state["w"]})
+    assert ("inverse_dynamics_wrenches", (LINK,)) in model._ready
+    quantities = _quantities(model, None, PinocchioReference(xml, model.joint_names))
+    for quantity in ("gravity_torques", "inverse_dynamics", "inverse_dynamics with a wrench"):
+        _check_every_layout(quantity, *quantities[quantity], state)
 
 
 def test_a_constraint_list_that_changes_while_it_is_read_is_answered_or_refused(panda):

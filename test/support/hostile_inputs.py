@@ -113,13 +113,14 @@ def _vectors(dof):
         np.array([RaisingNumber()] * dof, dtype=object), [RaisingNumber()] * dof,
         [ChangingNumber()] * dof, np.zeros(dof, dtype=complex), np.zeros(dof, dtype="U3"),
         np.zeros(dof, dtype=[("a", float)]), np.zeros(dof, dtype=np.float16),
-        np.zeros(2 * dof)[::2], np.zeros(dof, dtype=">f8"), _unaligned(np.zeros(dof)),
+        np.zeros(2 * dof)[::2], np.zeros(dof, dtype=">f8"), unaligned(np.zeros(dof)),
         np.full(dof, np.nan), np.full(dof, 1e300), np.zeros(dof, dtype=bool),
         RaisingLength(), ShiftySequence(dof), ShiftyArray(dof), [[0.0]] * dof,
         np.zeros(dof, dtype=np.uint64) - 1, [10 ** 400] * dof, object(), {}]
 
 
-def _unaligned(values):
+def unaligned(values):
+    """A copy of ``values`` at an odd address (numpy reads it; a C double load may not)."""
     raw = np.empty(values.nbytes + 1, dtype=np.uint8)[1:]
     array = raw.view(values.dtype).reshape(values.shape)
     array[...] = values
@@ -139,7 +140,7 @@ def _wrenches(link):
     return [
         holder, {link: None}, {link: good[:5]}, {link: np.zeros((6, 1))}, {link: "abcdef"},
         {link: [RaisingNumber()] * 6}, {link: [ChangingNumber()] * 6},
-        {link: good.astype(">f8")}, {link: _unaligned(good)}, {link: np.repeat(good, 2)[::2]},
+        {link: good.astype(">f8")}, {link: unaligned(good)}, {link: np.repeat(good, 2)[::2]},
         {link: good.astype(object)}, {link: [1.0, 2, True, 4.0, 5.0, 2 ** 70]},
         {link: (0.0,) * 6}, {link: [0.0] * 7}, {link: [float("nan")] * 6},
         {"no such link": good}, {1: good}, {None: good}, {(link,): good},
@@ -169,7 +170,7 @@ def _constraints(link):
         [], None, link, [(link,)], [(link, alpha)], [(link, alpha, beta, 1)],
         [("no such link", alpha, beta)], [(1, alpha, beta)], [(None, alpha, beta)],
         [(link, alpha.astype(">f8"), beta)], [(link, alpha, beta.astype(">f8"))],
-        [(link, _unaligned(alpha), beta)], [(link, alpha, _unaligned(beta))],
+        [(link, unaligned(alpha), beta)], [(link, alpha, unaligned(beta))],
         [(link, np.asfortranarray(alpha), beta)], [(link, np.repeat(alpha, 2, 1)[:, ::2], beta)],
         [(link, alpha.T, beta)], [(link, np.zeros((6, 0)), np.zeros(0))],
         [(link, np.zeros((6, 7)), np.zeros(7))], [(link, alpha, np.zeros(3))],
@@ -289,7 +290,7 @@ def hostile_public_calls(model, run):
                ("forward_dynamics_derivatives_batch", 3), ("gravity_derivatives_batch", 1)]
     samples = [np.tile(q, (40, 1)), np.asfortranarray(np.tile(q, (40, 1))),
                np.tile(q, (40, 2))[:, ::2], np.tile(q, (40, 1)).astype(">f8"),
-               _unaligned(np.tile(q, (40, 1))), np.zeros((0, n)), np.zeros((40, n + 1)),
+               unaligned(np.tile(q, (40, 1))), np.zeros((0, n)), np.zeros((40, n + 1)),
                np.zeros(n), [[ChangingNumber()] * n] * 3, ShiftyArray(n)]
     for name, inputs in batches:
         function = getattr(model, name)
