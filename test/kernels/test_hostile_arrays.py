@@ -23,7 +23,6 @@ from support.hostile_inputs import unaligned
 from support.numerics import assert_close
 from support.robots import REPO, shipped_urdf
 from soa_dynamics_ros.errors import InvalidInputError
-from soa_dynamics_ros.kernels import build, cache_dir, generic
 from soa_dynamics_ros.model import RobotModel
 
 HOSTILE_SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "support" / "hostile_inputs.py"
@@ -251,12 +250,11 @@ def test_batches_read_every_layout(panda, batch):
 
 def test_a_robots_own_kernels_read_every_layout():
     """The per-robot kernels (runtime.h) of gravity and of inverse dynamics with and
-    without a wrench."""
+    without a wrench (``kernels="c"`` compiles each, a link set's too, at its first
+    call)."""
     xml = pathlib.Path(shipped_urdf("panda.urdf")).read_text()
     model = RobotModel.from_urdf(xml, kernels="c")
     state = _state(model)
-    model.inverse_dynamics(state["q"], state["qd"], state["qdd"], {LINK: state["w"]})
-    assert ("inverse_dynamics_wrenches", (LINK,)) in model._ready
     quantities = _quantities(model, None, PinocchioReference(xml, model.joint_names))
     for quantity in ("gravity_torques", "inverse_dynamics", "inverse_dynamics with a wrench"):
         _check_every_layout(quantity, *quantities[quantity], state)
@@ -299,47 +297,9 @@ def test_hostile_objects_never_crash_a_compiled_entry_point():
     assert "calls " in result.stdout
 
 
-def _address_sanitizer():
-    """The compiler's libasan, or None."""
-    if build.toolchain_problem() is not None:
-        return None
-    found = subprocess.run([build.compiler(), "-print-file-name=libasan.so"],
-                           capture_output=True, text=True, timeout=60).stdout.strip()
-    return os.path.realpath(found) if os.path.isabs(found) and os.path.exists(found) else None
-
-
-def _asan_generic_module(library):
-    """The generic module built with AddressSanitizer (once per source and toolchain: kept
-    in the kernel cache's asan/ folder): ``(path, module name)``."""
-    name = f"{generic.module_name()}_asan"
-    directory = cache_dir() / "asan"
-    path = directory / f"{name}{build.EXTENSION}"
-    if path.exists():
-        return path, name
-    directory.mkdir(parents=True, exist_ok=True)
-    source = directory / f".{name}.{os.getpid()}.c"
-    partial = directory / f".{name}.{os.getpid()}{build.EXTENSION}"
-    defines, libraries = build.vector_math()
-    source.write_text(generic.module_source(name))
-    command = [build.compiler(), "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer",
-               "-march=native", "-fno-math-errno", "-std=gnu11", "-fPIC", "-shared", *defines,
-               f"-I{build.RUNTIME_DIR}", f"-I{build._python_include()}",
-               f"-I{np.get_include()}", str(source), "-o", str(partial), *libraries]
-    try:
-        compiled = subprocess.run(command, capture_output=True, text=True, timeout=900)
-        assert compiled.returncode == 0, compiled.stderr[-3000:]
-        os.replace(partial, path)
-    finally:
-        source.unlink(missing_ok=True)
-        partial.unlink(missing_ok=True)
-    return path, name
-
-
-def test_the_generic_module_under_address_sanitizer_reads_hostile_input_cleanly():
-    library = _address_sanitizer()
-    if library is None:
-        pytest.skip("the C compiler has no AddressSanitizer runtime (libasan.so)")
-    path, name = _asan_generic_module(library)
+def test_the_generic_module_under_address_sanitizer_reads_hostile_input_cleanly(
+        address_sanitized_generic_module):
+    library, path, name = address_sanitized_generic_module
     result = subprocess.run(
         [sys.executable, str(HOSTILE_SCRIPT), "--asan-module", str(path), name],
         capture_output=True, text=True, timeout=1800,
