@@ -1539,6 +1539,19 @@ static PyObject *answer(PyObject *result, int status)
     return PyLong_FromLong(status);
 }
 
+/* The index of the frame named `name`, or -1 when it is no frame's name or no exact str
+ * (whose lookup could run Python code).  The index is checked too: the dict is a Python
+ * object the model shares with its CompiledTree. */
+static int named_frame(Model *m, PyObject *name)
+{
+    PyObject *index = PyUnicode_CheckExact(name)
+        ? PyDict_GetItemWithError(m->frame_index, name) : NULL;
+    long frame = index && PyLong_CheckExact(index) ? PyLong_AsLong(index) : -1;
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return frame >= 0 && frame < m->nf ? (int)frame : -1;
+}
+
 /* A wrench [f; t]: a float64 ndarray of 6 (any strides; native byte order and aligned,
  * else the numpy path reads it), or a list or tuple of 6 floats or ints */
 static int parse_wrench(PyObject *value, double *out)
@@ -1582,13 +1595,10 @@ static int parse_wrenches(Model *m, PyObject *wrenches, int *count)
     Py_ssize_t position = 0;
     int k = 0;
     while (PyDict_Next(wrenches, &position, &name, &value)) {
-        PyObject *index = PyUnicode_CheckExact(name)
-            ? PyDict_GetItemWithError(m->frame_index, name) : NULL;
-        if (!index || k >= m->nf) {
-            PyErr_Clear();
+        int frame = named_frame(m, name);
+        if (frame < 0 || k >= m->nf)
             return SOA_BAD_INPUT;
-        }
-        m->wrench_frames[k] = (double)PyLong_AsLong(index);
+        m->wrench_frames[k] = (double)frame;
         if (parse_wrench(value, m->wrench_values + 6 * k) != SOA_OK)
             return SOA_BAD_INPUT;
         ++k;
@@ -1797,10 +1807,10 @@ static PyArrayObject *strided_array(PyObject *object, int ndim, npy_intp rows)
     return array;
 }
 
-/* One constraint of a call, a list or tuple (frame name, alpha, beta): the name a str of a
- * frame (not a subclass, whose lookup could run Python code), alpha a 6 x w array and
- * beta an array of w (strided_array, 1 <= w <= 6).  Its frame index, with the name, alpha
- * and beta (borrowed), or -1 for anything else.  It runs no Python code. */
+/* One constraint of a call, a list or tuple (frame name, alpha, beta): the name a frame's
+ * (named_frame), alpha a 6 x w array and beta an array of w (strided_array, 1 <= w <= 6).
+ * Its frame index, with the name, alpha and beta (borrowed), or -1 for anything else.  It
+ * runs no Python code. */
 static int constraint_parts(Model *m, PyObject *constraint, PyObject **name,
                             PyArrayObject **alpha, PyArrayObject **beta)
 {
@@ -1809,18 +1819,13 @@ static int constraint_parts(Model *m, PyObject *constraint, PyObject **name,
         return -1;
     *name = PySequence_Fast_GET_ITEM(constraint, 0);
     *alpha = strided_array(PySequence_Fast_GET_ITEM(constraint, 1), 2, 6);
-    if (!PyUnicode_CheckExact(*name) || !*alpha)
+    if (!*alpha)
         return -1;
     npy_intp width = PyArray_DIM(*alpha, 1);
     if (width < 1 || width > 6
         || !(*beta = strided_array(PySequence_Fast_GET_ITEM(constraint, 2), 1, width)))
         return -1;
-    PyObject *index = PyDict_GetItemWithError(m->frame_index, *name);
-    if (!index) {
-        PyErr_Clear();
-        return -1;
-    }
-    return (int)PyLong_AsLong(index);
+    return named_frame(m, *name);
 }
 
 /* The count and total columns of a call's constraints, a list or tuple of at least one
