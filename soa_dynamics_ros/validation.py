@@ -118,15 +118,22 @@ def as_vector(name, value, size):
     return vector
 
 
+def readable(array):
+    """A float array as compiled code reads it: C-contiguous and aligned (a copy only
+    where ``array`` is not)."""
+    flags = array.flags
+    return array if flags.c_contiguous and flags.aligned else np.array(array, order="C")
+
+
 def as_samples(name, value, columns, count=None):
-    """A C-contiguous float array of shape (count or N, columns), finite and in range."""
+    """A float array of shape (count or N, columns), finite and in range, :func:`readable`."""
     rows = "N" if count is None else count
     samples = as_float_array(name, value, f"array of shape ({rows}, {columns})")
     if samples.ndim != 2 or samples.shape[1] != columns or (
             count is not None and samples.shape[0] != count):
         raise InvalidInputError(f"{name} must have shape ({rows}, {columns}), got {samples.shape}")
     if samples.size and _within_range(samples):
-        return np.ascontiguousarray(samples)
+        return readable(samples)
     if not np.all(np.isfinite(samples)):
         bad = sorted(set(np.nonzero(~np.isfinite(samples))[0].tolist()))
         raise InvalidInputError(f"{name} holds NaN or inf in sample(s) {bad[:10]}")
@@ -134,4 +141,4 @@ def as_samples(name, value, columns, count=None):
         bad = sorted(set(np.nonzero(np.abs(samples) > MAX_MAGNITUDE)[0].tolist()))
         raise InvalidInputError(f"{name} holds values beyond {MAX_MAGNITUDE:g} in sample(s) "
                                 f"{bad[:10]}")
-    return np.ascontiguousarray(samples)
+    return readable(samples)

@@ -18,7 +18,7 @@ from ..errors import (InvalidInputError, SoaDynamicsError, StaleStateError, Traj
 from ..model.robot_model import RobotModel
 from ..plant.torques import robot_gravity_torques, trajectory_efforts
 from ..plant.trajectory import trajectory_from_arrays
-from ..validation import MAX_MAGNITUDE, as_samples
+from ..validation import MAX_MAGNITUDE, as_samples, as_vector
 
 FEEDFORWARD_MODES = ("gravity", "inverse_dynamics", "computed_torque", "off")
 # Bounds on desired states and trajectory points (rad or m, per s, per s^2): far
@@ -274,6 +274,10 @@ class LiveModel:
         mismatch = _length_mismatch(names, positions, velocities)
         if mismatch:
             raise InvalidInputError(f"state has {mismatch}")
+        # every value, also those a query does not read (the velocity of a gravity or
+        # mass matrix request): a request with NaN or inf in it is refused as a whole
+        as_vector("state.position", positions, positions.size)
+        as_vector("state.velocity", velocities, velocities.size)
         q, qd = self.position.copy(), self.velocity.copy()
         given = np.isfinite(self.received_at)
         for i, name in enumerate(names):

@@ -1539,13 +1539,28 @@ static PyObject *answer(PyObject *result, int status)
     return PyLong_FromLong(status);
 }
 
-/* A wrench [f; t]: a float64 ndarray of 6, or a list or tuple of 6 floats or ints */
+/* The index of the frame named `name`, or -1 when it is no frame's name or no exact str
+ * (whose lookup could run Python code).  The index is checked too: the dict is a Python
+ * object the model shares with its CompiledTree. */
+static int named_frame(Model *m, PyObject *name)
+{
+    PyObject *index = PyUnicode_CheckExact(name)
+        ? PyDict_GetItemWithError(m->frame_index, name) : NULL;
+    long frame = index && PyLong_CheckExact(index) ? PyLong_AsLong(index) : -1;
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return frame >= 0 && frame < m->nf ? (int)frame : -1;
+}
+
+/* A wrench [f; t]: a float64 ndarray of 6 (any strides; native byte order and aligned,
+ * else the numpy path reads it), or a list or tuple of 6 floats or ints */
 static int parse_wrench(PyObject *value, double *out)
 {
     if (PyArray_Check(value)) {
         PyArrayObject *array = (PyArrayObject *)value;
         if (PyArray_TYPE(array) != NPY_DOUBLE || PyArray_NDIM(array) != 1
-            || PyArray_DIM(array, 0) != 6)
+            || PyArray_DIM(array, 0) != 6 || !PyArray_ISNOTSWAPPED(array)
+            || !PyArray_ISALIGNED(array))
             return SOA_BAD_INPUT;
         for (int k = 0; k < 6; ++k)
             out[k] = *(const double *)PyArray_GETPTR1(array, k);
@@ -1580,13 +1595,10 @@ static int parse_wrenches(Model *m, PyObject *wrenches, int *count)
     Py_ssize_t position = 0;
     int k = 0;
     while (PyDict_Next(wrenches, &position, &name, &value)) {
-        PyObject *index = PyUnicode_CheckExact(name)
-            ? PyDict_GetItemWithError(m->frame_index, name) : NULL;
-        if (!index || k >= m->nf) {
-            PyErr_Clear();
+        int frame = named_frame(m, name);
+        if (frame < 0 || k >= m->nf)
             return SOA_BAD_INPUT;
-        }
-        m->wrench_frames[k] = (double)PyLong_AsLong(index);
+        m->wrench_frames[k] = (double)frame;
         if (parse_wrench(value, m->wrench_values + 6 * k) != SOA_OK)
             return SOA_BAD_INPUT;
         ++k;
@@ -1742,15 +1754,17 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
     double damping = PyFloat_Check(args[5]) ? PyFloat_AS_DOUBLE(args[5]) : -1.0;
     if (PyErr_Occurred())
         PyErr_Clear();
-    const double *frames = PyArray_Check(args[1])
-        ? soa_array(args[1], 1, PyArray_SIZE((PyArrayObject *)args[1]), 0) : NULL;
+    npy_intp frame_count = PyArray_Check(args[1]) ? PyArray_SIZE((PyArrayObject *)args[1]) : 0;
+    /* (at most INT_MAX / 6 frames: their columns are counted in an int) */
+    const double *frames = frame_count >= 1 && frame_count <= INT_MAX / 6
+        ? soa_array(args[1], 1, frame_count, 0) : NULL;
     const double *q, *p = soa_array(args[7], 1, m->params, 0);
     npy_intp length = m->dof;
     if (!frames || !p || first < 0 || width < 1 || first + width > 6 || info < 0
         || !(damping >= 0.0 && damping <= SOA_MAX_MAGNITUDE)
         || vectors(args + 4, 1, &length, &q) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
-    int count = (int)PyArray_SIZE((PyArrayObject *)args[1]);
+    int count = (int)frame_count;
     for (int k = 0; k < count; ++k)
         if (!(frames[k] >= 0 && frames[k] < m->nf))
             return PyLong_FromLong(SOA_BAD_INPUT);
@@ -1779,7 +1793,7 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
     return answer(result, status);
 }
 
-/* A float64 ndarray (not a subclass, native byte order, any strides) of `ndim`
+/* A float64 ndarray (not a subclass, native byte order, aligned, any strides) of `ndim`
  * dimensions, the first `rows` long; NULL for anything else. */
 static PyArrayObject *strided_array(PyObject *object, int ndim, npy_intp rows)
 {
@@ -1787,14 +1801,35 @@ static PyArrayObject *strided_array(PyObject *object, int ndim, npy_intp rows)
         return NULL;
     PyArrayObject *array = (PyArrayObject *)object;
     if (PyArray_NDIM(array) != ndim || PyArray_TYPE(array) != NPY_DOUBLE
-        || !PyArray_ISNOTSWAPPED(array) || PyArray_DIM(array, 0) != rows)
+        || !PyArray_ISNOTSWAPPED(array) || !PyArray_ISALIGNED(array)
+        || PyArray_DIM(array, 0) != rows)
         return NULL;
     return array;
 }
 
-/* The shape of a call's constraints, a list or tuple of (frame name, alpha, beta) with
- * alpha a 6 x m array and beta an array of m (strided_array, 1 <= m <= 6): their count
- * and total columns, or status 1 for anything else (the Python layer then parses them
+/* One constraint of a call, a list or tuple (frame name, alpha, beta): the name a frame's
+ * (named_frame), alpha a 6 x w array and beta an array of w (strided_array, 1 <= w <= 6).
+ * Its frame index, with the name, alpha and beta (borrowed), or -1 for anything else.  It
+ * runs no Python code. */
+static int constraint_parts(Model *m, PyObject *constraint, PyObject **name,
+                            PyArrayObject **alpha, PyArrayObject **beta)
+{
+    if (!(PyList_CheckExact(constraint) || PyTuple_CheckExact(constraint))
+        || PySequence_Fast_GET_SIZE(constraint) != 3)
+        return -1;
+    *name = PySequence_Fast_GET_ITEM(constraint, 0);
+    *alpha = strided_array(PySequence_Fast_GET_ITEM(constraint, 1), 2, 6);
+    if (!*alpha)
+        return -1;
+    npy_intp width = PyArray_DIM(*alpha, 1);
+    if (width < 1 || width > 6
+        || !(*beta = strided_array(PySequence_Fast_GET_ITEM(constraint, 2), 1, width)))
+        return -1;
+    return named_frame(m, *name);
+}
+
+/* The count and total columns of a call's constraints, a list or tuple of at least one
+ * constraint_parts(), or status 1 for anything else (the Python layer then parses them
  * and names what is wrong, or retries with the arrays it converted). */
 static int constraint_shape(Model *m, PyObject *constraints, int *count, int *columns)
 {
@@ -1805,66 +1840,68 @@ static int constraint_shape(Model *m, PyObject *constraints, int *count, int *co
         return SOA_BAD_INPUT;
     int total = 0;
     for (Py_ssize_t k = 0; k < n; ++k) {
-        PyObject *constraint = PySequence_Fast_GET_ITEM(constraints, k);
-        if (!(PyList_CheckExact(constraint) || PyTuple_CheckExact(constraint))
-            || PySequence_Fast_GET_SIZE(constraint) != 3)
+        PyObject *name;
+        PyArrayObject *alpha, *beta;
+        if (constraint_parts(m, PySequence_Fast_GET_ITEM(constraints, k), &name, &alpha,
+                             &beta) < 0)
             return SOA_BAD_INPUT;
-        PyObject *name = PySequence_Fast_GET_ITEM(constraint, 0);
-        PyArrayObject *alpha = strided_array(PySequence_Fast_GET_ITEM(constraint, 1), 2, 6);
-        if (!PyUnicode_Check(name) || !alpha)
-            return SOA_BAD_INPUT;
-        npy_intp width = PyArray_DIM(alpha, 1);
-        if (width < 1 || width > 6
-            || !strided_array(PySequence_Fast_GET_ITEM(constraint, 2), 1, width))
-            return SOA_BAD_INPUT;
-        PyObject *index = PyDict_GetItemWithError(m->frame_index, name);
-        if (!index) {
-            PyErr_Clear();
-            return SOA_BAD_INPUT;
-        }
-        total += (int)width;
+        total += (int)PyArray_DIM(alpha, 1);
     }
     *count = (int)n;
     *columns = total;
     return SOA_OK;
 }
 
-/* The constraints constraint_shape() accepted, packed as hybrid_core reads them: frame
- * indices and widths (count each), alpha (6 x columns, by rows) and beta (columns); status
- * 1 when a value is NaN, inf or beyond SOA_MAX_MAGNITUDE. */
-static int pack_constraints(Model *m, PyObject *constraints, int columns, double *frames,
-                            double *widths, double *alpha, double *beta)
+/* The constraints of constraint_shape()'s `count` and `columns`, packed as hybrid_core
+ * reads them: frame indices and widths (count each), alpha (6 x columns, by rows) and
+ * beta (columns), and their names into `names` (a new tuple of count).  Every item is
+ * checked again as it is read: what ran between the two passes (allocating `names` may
+ * run a collection's finalizers) may have changed a list.  Status 1 when they no longer
+ * have that shape, or a value is NaN, inf or beyond SOA_MAX_MAGNITUDE. */
+static int pack_constraints(Model *m, PyObject *constraints, int count, int columns,
+                            double *frames, double *widths, double *alpha, double *beta,
+                            PyObject *names)
 {
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(constraints);
-    for (Py_ssize_t k = 0, start = 0; k < n; ++k) {
-        PyObject *constraint = PySequence_Fast_GET_ITEM(constraints, k);
-        PyObject *index = PyDict_GetItem(m->frame_index, PySequence_Fast_GET_ITEM(constraint, 0));
-        PyArrayObject *block = (PyArrayObject *)PySequence_Fast_GET_ITEM(constraint, 1);
-        PyArrayObject *target = (PyArrayObject *)PySequence_Fast_GET_ITEM(constraint, 2);
+    if (!(PyList_CheckExact(constraints) || PyTuple_CheckExact(constraints))
+        || PySequence_Fast_GET_SIZE(constraints) != count)
+        return SOA_BAD_INPUT;
+    npy_intp start = 0;
+    for (int k = 0; k < count; ++k) {
+        PyObject *name;
+        PyArrayObject *block, *target;
+        int frame = constraint_parts(m, PySequence_Fast_GET_ITEM(constraints, k), &name,
+                                     &block, &target);
+        if (frame < 0)
+            return SOA_BAD_INPUT;
         npy_intp width = PyArray_DIM(block, 1);
-        frames[k] = (double)PyLong_AsLong(index);
+        if (width > columns - start)
+            return SOA_BAD_INPUT;
+        frames[k] = (double)frame;
         widths[k] = (double)width;
         for (npy_intp c = 0; c < width; ++c) {
             for (int i = 0; i < 6; ++i)
                 alpha[i * columns + start + c] = *(const double *)PyArray_GETPTR2(block, i, c);
             beta[start + c] = *(const double *)PyArray_GETPTR1(target, c);
         }
+        Py_INCREF(name);
+        PyTuple_SET_ITEM(names, k, name);
         start += width;
     }
-    if (soa_check(alpha, 6 * columns, SOA_MAX_MAGNITUDE)
+    if (start != columns || soa_check(alpha, 6 * columns, SOA_MAX_MAGNITUDE)
         || soa_check(beta, columns, SOA_MAX_MAGNITUDE))
         return SOA_BAD_INPUT;
     return SOA_OK;
 }
 
-/* The answer of hybrid_call from the cores' output `out`: (qdd, constraint torques, nu,
- * {frame name: classical acceleration}, rank, dropped directions (columns x (columns -
- * rank)), [the slice of nu of each constraint]), the parts HybridDynamics holds, built
- * here where the constraints are at hand. */
-static PyObject *hybrid_answer(PyObject *constraints, int n, int columns, const double *widths,
+/* The answer of hybrid_call from the cores' output `out` (a copy the call owns: making
+ * the answer's objects may run finalizers, which may call this model again): (qdd,
+ * constraint torques, nu, {frame name: classical acceleration}, rank, dropped directions
+ * (columns x (columns - rank)), [the slice of nu of each constraint]), the parts
+ * HybridDynamics holds; `names` and `widths` those of pack_constraints. */
+static PyObject *hybrid_answer(PyObject *names, int n, int columns, const double *widths,
                                const double *out)
 {
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(constraints);
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
     PyObject *parts = PyTuple_New(7);
     if (!parts)
         return NULL;
@@ -1901,8 +1938,7 @@ static PyObject *hybrid_answer(PyObject *constraints, int n, int columns, const 
         if (!array)
             goto failed;
         memcpy(acceleration, out + 6 * k, 6 * sizeof(double));
-        PyObject *name = PySequence_Fast_GET_ITEM(PySequence_Fast_GET_ITEM(constraints, k), 0);
-        int stored = PyDict_SetItem(accelerations, name, array);
+        int stored = PyDict_SetItem(accelerations, PyTuple_GET_ITEM(names, k), array);
         Py_DECREF(array);
         PyObject *first = PyLong_FromSsize_t(start);
         PyObject *stop = PyLong_FromSsize_t(start + (Py_ssize_t)widths[k]);
@@ -1952,8 +1988,14 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
         return PyErr_NoMemory();
     double *frames = work + core_size, *widths = frames + count, *alpha = widths + count;
     double *beta = alpha + 6 * (size_t)columns, *out = beta + columns;
-    if (pack_constraints(m, args[4], columns, frames, widths, alpha, beta) != SOA_OK)
+    PyObject *names = PyTuple_New(count);
+    if (!names)
+        return NULL;
+    if (pack_constraints(m, args[4], count, columns, frames, widths, alpha, beta, names)
+        != SOA_OK) {
+        Py_DECREF(names);
         return PyLong_FromLong(SOA_BAD_INPUT);
+    }
     unpack_inertias(m, p);
     hinge_positions(m, data[0]);
     body_placements(m);
@@ -1964,9 +2006,22 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
         = m->couples ? dense_hybrid_core : hybrid_core;
     int status = core(m, data[1], data[2], frames, widths, count, alpha, beta, columns, p,
                       wrenched, work, out);
+    size_t out_size = 2 * (size_t)n + columns + 6 * (size_t)count + 1
+                      + (size_t)columns * columns;
+    double *owned = status == SOA_OK ? PyMem_Malloc((out_size + count) * sizeof(double)) : NULL;
+    PyObject *result = NULL;
     if (status != SOA_OK)
-        return PyLong_FromLong(status);
-    return hybrid_answer(args[4], n, columns, widths, out);
+        result = PyLong_FromLong(status);
+    else if (!owned)
+        PyErr_NoMemory();
+    else {
+        memcpy(owned, out, out_size * sizeof(double));
+        memcpy(owned + out_size, widths, count * sizeof(double));
+        result = hybrid_answer(names, n, columns, owned + out_size, owned);
+    }
+    PyMem_Free(owned);
+    Py_DECREF(names);
+    return result;
 }
 
 static PyObject *hybrid_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -2117,7 +2172,12 @@ static PyObject *frame_poses(PyObject *self, PyObject *const *args, Py_ssize_t n
     Model *m = model_of(args[0]);
     if (!m)
         return NULL;
-    int every = PyLong_Check(args[1]) && PyLong_AsLong(args[1]) == -1;
+    long requested = PyLong_Check(args[1]) ? PyLong_AsLong(args[1]) : -2;
+    if (requested == -1 && PyErr_Occurred()) {     /* beyond a long: no frame */
+        PyErr_Clear();
+        requested = -2;
+    }
+    int every = requested == -1;
     int frame = every ? -1 : frame_index(m, args[1]);
     const double *q;
     npy_intp length = m->dof;

@@ -155,15 +155,20 @@ static inline int soa_all_greater(soa_vd a, soa_vd b)
 #define SOA_SINGULAR 2
 #define SOA_ILL_CONDITIONED 3
 
-/* The data of `object` when it is a float64 C-contiguous array of `shape`
- * (ndim 1: rows only; a negative row count accepts any), else NULL. */
+/* Flags an array's memory needs for its data to be read as a C array of doubles:
+ * unaligned data (a view at an odd byte offset) may meet an aligned vector load. */
+#define SOA_READABLE (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED)
+
+/* The data of `object` when it is a float64 C-contiguous, aligned array of native byte
+ * order and of `shape` (ndim 1: rows only; a negative row count accepts any), else
+ * NULL. */
 static const double *soa_array(PyObject *object, int ndim, npy_intp rows, npy_intp cols)
 {
     if (!PyArray_Check(object))
         return NULL;
     PyArrayObject *array = (PyArrayObject *)object;
     if (PyArray_NDIM(array) != ndim || PyArray_TYPE(array) != NPY_DOUBLE
-        || !PyArray_IS_C_CONTIGUOUS(array) || PyArray_ISBYTESWAPPED(array))
+        || !PyArray_CHKFLAGS(array, SOA_READABLE) || PyArray_ISBYTESWAPPED(array))
         return NULL;
     if (rows >= 0 && PyArray_DIM(array, 0) != rows)
         return NULL;
@@ -367,9 +372,11 @@ static PyObject *soa_call_wrenched(PyObject *const *args, Py_ssize_t nargs, int 
     const double *data[SOA_MAX_INPUTS + 1], *p;
     double wrenches[6 * SOA_MAX_WRENCHED_LINKS];
     PyObject *given = args[inputs];
-    int status = soa_sample_arguments(vectors, inputs + 1, inputs, dof, params, data, &p);
-    if (status == SOA_OK && (!PyDict_CheckExact(given) || PyDict_GET_SIZE(given) != links))
-        status = SOA_BAD_INPUT;
+    int status = PyDict_CheckExact(given) && PyDict_GET_SIZE(given) == links
+        ? SOA_OK : SOA_BAD_INPUT;
+    /* The wrenches first, each copied at once: a lookup may run a key's __eq__ (a str
+     * subclass in the dict), which may change any array; the vectors' data are taken
+     * after the last lookup. */
     for (int k = 0; k < links && status == SOA_OK; ++k) {
         PyObject *value = PyDict_GetItemWithError(given, keys[k]);
         const double *wrench = value ? soa_array(value, 1, 6, 0) : NULL;
@@ -378,6 +385,8 @@ static PyObject *soa_call_wrenched(PyObject *const *args, Py_ssize_t nargs, int 
         else
             status = PyErr_Occurred() ? -1 : SOA_BAD_INPUT;
     }
+    if (status == SOA_OK)
+        status = soa_sample_arguments(vectors, inputs + 1, inputs, dof, params, data, &p);
     if (status != SOA_OK)
         return status < 0 ? NULL : PyLong_FromLong(status);
     data[inputs] = wrenches;

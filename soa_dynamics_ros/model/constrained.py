@@ -210,9 +210,11 @@ def hybrid_dynamics(model, selection, q, qd, constraints, tau=None, wrenches=Non
         if type(answer) is not tuple:
             parsed = _parse_constraints(model, constraints)
             if answer == compiled.BAD_INPUT:
-                names, _, blocks, targets = parsed
-                answer = compiled.hybrid_dynamics(list(zip(names, blocks, targets)), q, qd,
-                                                  tau, wrenches, params)
+                # the frames' own names: the compiled code takes no str subclass
+                _, frames, blocks, targets = parsed
+                answer = compiled.hybrid_dynamics(
+                    [(frame.name, *parts) for frame, *parts in zip(frames, blocks, targets)],
+                    q, qd, tau, wrenches, params)
         if type(answer) is tuple:
             qdd, constraint_torques, nu, frame_accelerations, rank, dropped, slices = answer
             return HybridDynamics(qdd, constraint_torques, nu, frame_accelerations, rank,

@@ -66,7 +66,7 @@ from ..multibody.spatial import (homogeneous, inertia_parameters, inertia_to_par
                                  motion_transform, spatial_inertia, transformed_inertia)
 from ..multibody.tree import BodyTree
 from ..validation import (MAX_PAYLOAD_COM, as_float_array, as_samples, as_vector,
-                          check_link_inertias, payload_problems)
+                          check_link_inertias, payload_problems, readable)
 from . import constrained, derivatives, identification
 from .evaluation import hinge_positions, select_joints
 from .subgraph import Subgraph
@@ -355,9 +355,10 @@ class RobotModel:
     def _fallback(self, kernel, status, vectors, reference):
         """The answer when ``kernel`` declined with ``status``.
 
-        Kernels take float64 C-contiguous arrays only and check lengths and NaN
-        themselves: status 1 for anything else (lists, other dtypes, strided
-        views) gets one retry with arguments the validator converted.  No
+        Kernels take float64 C-contiguous, aligned, native-order arrays only and
+        check lengths and NaN themselves: status 1 for anything else (lists, other
+        dtypes, strided, unaligned or byte-swapped views) gets one retry with
+        arguments the validator converted.  No
         kernel (None), NaN or a singular hinge (2): ``reference`` (the numpy
         path) answers or raises the error that names the problem.
         """
@@ -374,7 +375,7 @@ class RobotModel:
 
     def _arg(self, value):
         """A joint-space vector as the kernels take it."""
-        return np.ascontiguousarray(self._vector("q", value))
+        return readable(self._vector("q", value))
 
     @staticmethod
     def _no_wrenches(wrenches):

@@ -21,7 +21,7 @@ from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.embedded.description_loader import DescriptionLoader
 from soa_dynamics_ros.embedded.live_model import LiveModel
 from soa_dynamics_ros.embedded.model_host import EXPANDED, WITHHELD_LOG_PERIOD, ModelHost
-from soa_dynamics_ros.errors import StaleStateError, UnknownNameError, URDFError
+from soa_dynamics_ros.errors import InvalidInputError, StaleStateError, UnknownNameError, URDFError
 from soa_dynamics_ros.ros.parameters import PARAMETERS
 
 PANDA = shipped_urdf("panda.urdf")
@@ -347,3 +347,18 @@ def test_startup_payloads_go_on_the_first_model_only(logger):
         assert len(logger.containing("attached from parameters")) == 1
     finally:
         host.close()
+
+
+def test_a_request_state_with_nan_or_inf_is_refused_whole_even_where_unread():
+    """Issue 43: a gravity request answered as if its inf velocity were not there."""
+    live = LiveModel(RobotModel.from_urdf(PANDA, kernels="off"))
+    names = live.model.joint_names
+    q = np.array([0.3, -0.5, 0.2, -2.0, 0.1, 1.6, 0.7])
+    for positions, velocities, refused in ((q, np.r_[np.inf, np.zeros(6)], r"velocity.*\[0\]"),
+                                           (q, np.r_[np.zeros(6), np.nan], r"velocity.*\[6\]"),
+                                           (np.r_[q[:6], -np.inf], [], r"position.*\[6\]")):
+        with pytest.raises(InvalidInputError, match=refused):
+            live.merged_state(names, positions, velocities)
+    merged_q, merged_qd = live.merged_state(names, q, [])
+    np.testing.assert_array_equal(merged_q, q)
+    np.testing.assert_array_equal(merged_qd, np.zeros(7))

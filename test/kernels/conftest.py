@@ -1,13 +1,15 @@
 """The one place where this folder's tracer tests call library internals (the body tree,
-the generator's tracing, parameter packing, the compiled kernels), so that a change of
-their signatures is adapted here alone."""
+the generator's tracing, parameter packing, the compiled kernels, their build), so that a
+change of their signatures is adapted here alone."""
 import math
+import os
+import subprocess
 
 import numpy as np
 import pytest
 
 from soa_dynamics_ros.description.urdf import parse_urdf
-from soa_dynamics_ros.kernels import Kernels, generator
+from soa_dynamics_ros.kernels import Kernels, build, cache_dir, generator, generic
 from soa_dynamics_ros.kernels.symbolic import ADD, COS, DIV, INPUT, MUL, NEG, SIN, SUB, Sym
 from soa_dynamics_ros.multibody.tree import BodyTree
 
@@ -91,3 +93,45 @@ def traced_robot():
 def evaluate_trace():
     """:func:`evaluate`: ``evaluate_trace(trace, outputs, inputs)``."""
     return evaluate
+
+
+def _address_sanitizer_runtime():
+    """The compiler's AddressSanitizer runtime (libasan.so), or None."""
+    if build.toolchain_problem() is not None:
+        return None
+    found = subprocess.run([build.compiler(), "-print-file-name=libasan.so"],
+                           capture_output=True, text=True, timeout=60).stdout.strip()
+    return os.path.realpath(found) if os.path.isabs(found) and os.path.exists(found) else None
+
+
+@pytest.fixture(scope="session")
+def address_sanitized_generic_module():
+    """``(libasan path, module path, module name)``: the generic module built with
+    AddressSanitizer, once per source and toolchain (kept in the kernel cache's asan/
+    folder); skips where the compiler has no AddressSanitizer runtime.  A process loads it
+    with the runtime preloaded (LD_PRELOAD)."""
+    library = _address_sanitizer_runtime()
+    if library is None:
+        pytest.skip("the C compiler has no AddressSanitizer runtime (libasan.so)")
+    name = f"{generic.module_name()}_asan"
+    directory = cache_dir() / "asan"
+    path = directory / f"{name}{build.EXTENSION}"
+    if path.exists():
+        return library, path, name
+    directory.mkdir(parents=True, exist_ok=True)
+    source = directory / f".{name}.{os.getpid()}.c"
+    partial = directory / f".{name}.{os.getpid()}{build.EXTENSION}"
+    defines, libraries = build.vector_math()
+    source.write_text(generic.module_source(name))
+    command = [build.compiler(), "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer",
+               "-march=native", "-fno-math-errno", "-std=gnu11", "-fPIC", "-shared", *defines,
+               f"-I{build.RUNTIME_DIR}", f"-I{build._python_include()}",
+               f"-I{np.get_include()}", str(source), "-o", str(partial), *libraries]
+    try:
+        compiled = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        assert compiled.returncode == 0, compiled.stderr[-3000:]
+        os.replace(partial, path)
+    finally:
+        source.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
+    return library, path, name
