@@ -232,6 +232,27 @@ def test_a_robot_new_to_the_machine_gets_compiled_feedforward_from_its_first_sta
         host.close()
 
 
+def test_a_robot_new_to_the_machine_gets_its_generic_model_built_once(
+        tmp_path, monkeypatch, logger):
+    """The load asks whether the robot's own kernels are cached, then serves the generic
+    module: one build of the tree's generic model (a large tree's takes long; the load
+    built it for each of the two kernel modes)."""
+    _kernel_cache(tmp_path, monkeypatch, with_generic=True)
+    from soa_dynamics_ros import kernels
+    module = kernels.generic_module()
+    builds = []
+    make_model = module.make_model
+    monkeypatch.setattr(module, "make_model",
+                        lambda *packed: builds.append(packed) or make_model(*packed))
+    host = ModelHost(config(robot_description=TWO_LINKS, kernels="auto"), logger)
+    try:
+        model, warmup = host.load(TWO_LINKS)
+        assert warmup is not None and model.kernels == ("generic", "c")
+        assert len(builds) == 1
+    finally:
+        host.close()
+
+
 def test_without_the_generic_module_feedforward_waits_for_the_child(tmp_path, monkeypatch, logger):
     _kernel_cache(tmp_path, monkeypatch, with_generic=False)
     host = ModelHost(config(robot_description=TWO_LINKS, kernels="auto"), logger)
