@@ -12,7 +12,7 @@ import time
 
 from .. import kernels
 from ..description.urdf import read_description_text
-from ..errors import InvalidInputError, SoaDynamicsError
+from ..errors import InvalidInputError, SoaDynamicsError, URDFError
 from ..model.robot_model import KERNELS_ENV, RobotModel
 from .description_loader import DescriptionLoader
 from .estimation import LiveEstimation
@@ -30,6 +30,12 @@ ESTIMATION_SETTINGS = {"observer_gain", "contact_thresholds", "contact_release_r
                        "subtract_friction"}
 # At most one "feedforward withheld" line per this many seconds.
 WITHHELD_LOG_PERIOD = 2.0
+# The most <link> elements a served description may have (robots have hundreds at
+# most; docs/robustness.md).  Counted in the text before anything is parsed: a model's
+# Python objects grow with its links, and the cyclic garbage collector holds the GIL
+# while it scans them, a pause of the serving thread that grows with the description;
+# the generic module's model takes links^2 x 24 bytes.
+MAX_DESCRIPTION_LINKS = 4000
 
 
 def description_from(config):
@@ -38,6 +44,17 @@ def description_from(config):
         if config[name].strip():
             return config[name]
     return None
+
+
+def check_description_size(xml):
+    """URDFError when ``xml`` (URDF text) has more than MAX_DESCRIPTION_LINKS ``<link`` tags.
+
+    A plain count of the text, so that a huge description is refused before it is
+    parsed; tags in comments count too (a description that large is refused either way)."""
+    links = xml.count("<link")
+    if links > MAX_DESCRIPTION_LINKS:
+        raise URDFError(f"the robot description has {links} <link> tags; at most "
+                        f"{MAX_DESCRIPTION_LINKS} are served")
 
 
 def check_marker_frame(frame, model):
@@ -88,6 +105,7 @@ class ModelHost:
         # Expanded once, here: the warm-up child and the kernel-cache reload
         # get plain URDF and need neither package_paths nor xacro again.
         xml = read_description_text(description, config["package_paths"], config["xacro_timeout"])
+        check_description_size(xml)
         model = RobotModel.from_urdf(xml, kernels="off")
         require_moving_joints(model)
         if not self._kernels_wanted():

@@ -1,7 +1,7 @@
 """Building a generic-module model of a large tree (issue 43): a 3000-joint chain
 answers as the numpy recursions do, and the build in C lets other threads run.
 
-make_model's tables were cubic in a chain's depth (9.4 s on the Panda plus a
+make_model's tables were cubic in a chain's depth (seconds for the Panda plus a
 3000-joint chain) and held the GIL for all of it: the node's feedforward and
 services stopped while a new description loaded in the background.
 """
