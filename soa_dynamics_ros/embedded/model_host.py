@@ -34,7 +34,7 @@ WITHHELD_LOG_PERIOD = 2.0
 # most; docs/robustness.md).  Counted in the text before anything is parsed: a model's
 # Python objects grow with its links, and the cyclic garbage collector holds the GIL
 # while it scans them, a pause of the serving thread that grows with the description;
-# the generic module's model takes links^2 x 24 bytes.
+# the generic module's model takes about 32 bytes x links^2.
 MAX_DESCRIPTION_LINKS = 4000
 
 
