@@ -249,7 +249,7 @@ def test_a_large_description_loads_beside_the_serving_model_and_a_signal_ends_it
         assert gap < 1.0, f"feedforward paused {gap:.3f} s while the large description loaded"
 
         description.publish(String(data=panda_with_chain(LARGE_CHAIN_JOINTS + 1)))
-        time.sleep(3.0)      # into the load: parsing, then the generic model's build
+        time.sleep(1.0)      # into the load (seconds of parsing and building)
         stream.stop()
         stream = None
         node.process.send_signal(signal.SIGTERM)
