@@ -2,6 +2,7 @@
 """How long the largest accepted request of each service holds the node's feedforward path.
 
     .venv/bin/python bench/bench_request_gaps.py [--repeats 10] [--rate 1000]
+    .venv/bin/python bench/bench_request_gaps.py --flood 4 [--seconds 20]
 
 The node runs as its own process on the Panda (config/panda.yaml) with its
 compiled kernels (waited for, as in production).  This script publishes joint
@@ -16,8 +17,14 @@ A gap is measured in this Python process: it includes the probe's own
 scheduling (the floor is the gap with no request, reported as "none").
 Writes bench/results/request_gaps.{md,json}.  Not a test: nothing here
 asserts a time.
+
+``--flood N``: N client processes instead, each calling the largest accepted
+requests in rotation, back to back (the next as soon as the last is answered),
+for ``--seconds``; reports the share of joint states answered, the longest
+gap and the requests served (bench/results/request_flood.{md,json}).
 """
 import argparse
+import multiprocessing
 import os
 import pathlib
 import sys
@@ -41,6 +48,7 @@ from soa_dynamics_ros import RobotModel  # noqa: E402
 from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels  # noqa: E402
 
 POSE = [0.1, -0.6, 0.2, -2.2, 0.1, 1.7, 0.6]
+PANDA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
 FRAME = "panda_hand_tcp"
 LINKS = [f"panda_link{i}" for i in range(1, 8)]
 
@@ -60,6 +68,62 @@ def send_requests(client, requests, repeats, pause):
     return windows
 
 
+def flood_client(index, seconds, queue):
+    """One client process: the largest requests in rotation, back to back, for ``seconds``."""
+    client = RosClient(f"flood_client_{index}")
+    served = failed = 0
+    try:
+        requests = maximal_requests(PANDA_JOINTS, POSE, FRAME, LINKS)
+        handles = [(client.client(service_type, f"/soa_dynamics/{service}"), request)
+                   for service, service_type, request in requests]
+        start = time.monotonic()
+        i = index
+        while time.monotonic() - start < seconds:
+            handle, request = handles[i % len(handles)]
+            answer = client.call(handle, request, timeout=60.0)
+            served += answer.success
+            failed += not answer.success
+            i += 1
+    finally:
+        queue.put({"served": served, "failed": failed})
+        client.close()
+
+
+def flood(args, node_log):
+    """Joint states at ``args.rate`` while ``args.flood`` client processes send requests."""
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    publisher_side = RosClient("flood_publisher")
+    requester = RosClient("flood_requester")
+    try:
+        probe = FeedforwardProbe(publisher_side, PANDA_JOINTS)
+        if not probe.wait_until_answered(timeout=60.0):
+            sys.exit(f"[flood] the node never answered; its log:\n{node_log()}")
+        wait_for_compiled_kernels(requester.node, 180.0)   # as in production
+        clients = [context.Process(target=flood_client, args=(k, args.seconds, queue))
+                   for k in range(args.flood)]
+        for client in clients:
+            client.start()
+        time.sleep(3.0)       # the clients' discovery; their flood has begun
+        start = time.monotonic()
+        achieved = probe.run(args.seconds - 4.0, args.rate)
+        end = time.monotonic()
+        counts = [queue.get(timeout=120.0) for _ in clients]
+        for client in clients:
+            client.join(30.0)
+    finally:
+        requester.close()
+        publisher_side.close()
+    arrivals = sorted(probe.arrivals)
+    summary = probe.summary()
+    return {"clients": args.flood, "seconds": end - start, "states_per_second": achieved,
+            "states": summary["published"], "answered": summary["received"],
+            "answered_share": summary["received"] / max(summary["published"], 1),
+            "longest_gap_ms": longest_gap(arrivals, start + 0.5, end - 1.5) * 1e3,
+            "latency_ms": summary["latency_ms"],
+            "served": sum(c["served"] for c in counts), "failed": sum(c["failed"] for c in counts)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=10, help="requests per service")
@@ -67,9 +131,15 @@ def main():
     parser.add_argument("--quick", action="store_true", help="2 requests per service: a smoke run")
     parser.add_argument("--output", default=str(REPO / "bench" / "results"),
                         help="directory for the table (.md) and the figures (.json)")
+    parser.add_argument("--flood", type=int, default=0, metavar="CLIENTS",
+                        help="client processes flooding the largest requests instead")
+    parser.add_argument("--seconds", type=float, default=20.0, help="length of a --flood run")
     args = parser.parse_args()
     if args.quick:
         args.repeats = 2
+        args.seconds = 8.0
+    if args.flood:
+        return main_flood(args)
     model = RobotModel.from_urdf(str(REPO / "urdf" / "panda.urdf"))
     requests = maximal_requests(model.joint_names, POSE, FRAME, LINKS)
     pause = 0.1
@@ -126,6 +196,31 @@ def main():
     write_results(args.output, "request_gaps", table, {"header": header, "results": results})
     failed = any(r["failures"] for r in results)
     return 0 if code == 0 and not failed else 1
+
+
+def main_flood(args):
+    with tempfile.TemporaryDirectory() as log_dir:
+        node = RosProcess("soa_dynamics_node", "--params-file", "config/panda.yaml",
+                          "-p", "marker_rate:=0.0", log_dir=log_dir, name="flood_node")
+        try:
+            result = flood(args, node.log)
+        finally:
+            code = node.stop()
+    header = (run_header("request flood, panda") + f", joint states at {args.rate:g} Hz, "
+              f"{args.flood} client processes, compiled kernels, node exit code {code}")
+    latency = result["latency_ms"] or {"median": float("nan"), "max": float("nan")}
+    table = "\n".join([
+        f"# {header}", "",
+        "| figure | value |", "|---|---|",
+        f"| flood length [s] | {result['seconds']:.1f} |",
+        f"| joint states sent (rate achieved) | {result['states']} ({result['states_per_second']:.0f}/s) |",
+        f"| feedforward answers received | {result['answered']} ({result['answered_share']:.1%}) |",
+        f"| longest feedforward gap [ms] | {result['longest_gap_ms']:.1f} |",
+        f"| feedforward latency median / max [ms] | {latency['median']:.2f} / {latency['max']:.1f} |",
+        f"| requests answered successfully / failed | {result['served']} / {result['failed']} |"])
+    print(table)
+    write_results(args.output, "request_flood", table, {"header": header, "result": result})
+    return 0 if code == 0 and not result["failed"] else 1
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import time
 
 from .. import kernels
 from ..description.urdf import parse_urdf_xml, read_description_text
-from ..errors import InvalidInputError, SoaDynamicsError, XacroRefusedError
+from ..errors import InvalidInputError, SoaDynamicsError, URDFError, XacroRefusedError
 from ..model.robot_model import KERNELS_ENV, RobotModel
 from .description_loader import DescriptionLoader
 from .estimation import LiveEstimation
@@ -39,6 +39,13 @@ RUNTIME = "runtime"        # a parameter changed over ROS: a path or XML; xacro 
 TOPIC = "topic"            # anyone on the ROS domain: URDF XML, never a path; xacro only if allowed
 EXPANDED = "expanded"      # this process's own expansion: URDF taken as it is
 
+# The most <link> elements a served description may have (robots have hundreds at
+# most; docs/robustness.md).  Counted in the text before anything is parsed: a model's
+# Python objects grow with its links, and the cyclic garbage collector holds the GIL
+# while it scans them, a pause of the serving thread that grows with the description;
+# the generic module's model takes about 32 bytes x links^2.
+MAX_DESCRIPTION_LINKS = 4000
+
 
 def description_from(config):
     """The robot description the settings give (XML text or a file path), or None."""
@@ -46,6 +53,17 @@ def description_from(config):
         if config[name].strip():
             return config[name]
     return None
+
+
+def check_description_size(xml):
+    """URDFError when ``xml`` (URDF text) has more than MAX_DESCRIPTION_LINKS ``<link`` tags.
+
+    A plain count of the text, so that a huge description is refused before it is
+    parsed; tags in comments count too (a description that large is refused either way)."""
+    links = xml.count("<link")
+    if links > MAX_DESCRIPTION_LINKS:
+        raise URDFError(f"the robot description has {links} <link> tags; at most "
+                        f"{MAX_DESCRIPTION_LINKS} are served")
 
 
 def check_marker_frame(frame, model):
@@ -99,6 +117,7 @@ class ModelHost:
         # Expanded once, here: the warm-up child and the kernel-cache reload
         # get plain URDF and need neither package_paths nor xacro again.
         xml = description if origin == EXPANDED else self._description_text(description, origin)
+        check_description_size(xml)
         model = RobotModel(parse_urdf_xml(xml), kernels="off")
         require_moving_joints(model)
         if not self._kernels_wanted():

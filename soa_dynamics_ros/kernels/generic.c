@@ -2439,11 +2439,141 @@ static void free_model(PyObject *capsule)
     }
 }
 
+/* Whether M = G^T M_hinge G keeps a tree's sparsity along rate_parent (each rate's
+ * nearest ancestor rate, earlier): the ancestor hinges of every hinge of a rate move only
+ * that rate and rates on its chain of ancestors.  Each rate's chain is marked once
+ * (mark: rate_dof ints) and each ancestor hinge looked up in it, so the work is the
+ * bodies times the depth of the tree; walking the chain again per ancestor hinge made it
+ * cubic in the depth, which a long chain turned into seconds. */
+static int rates_nest(const Model *m, int *mark)
+{
+    for (int r = 0; r < m->rate_dof; ++r)
+        mark[r] = -1;
+    for (int a = 0; a < m->rate_count; ++a) {
+        int b = m->rate_bodies[a];
+        for (int k = m->rate_master[b]; k >= 0 && mark[k] != a; k = m->rate_parent[k])
+            mark[k] = a;
+        for (int up = m->parent[b]; up > 0; up = m->parent[up])
+            if (m->free[up] && mark[m->rate_master[up]] != a)
+                return 0;
+    }
+    return 1;
+}
+
+/* The rate structure of m (parent, free, rate_* set): rate_parent, tree_sparse,
+ * rate_subtree_end, rates_are_bodies.  0 when out of memory. */
+static int rate_structure(Model *m)
+{
+    int nb = m->nb;
+    /* Without mimic joints each rate must also move its hinge unscaled, so that
+     * tree_factor's pivots are the ABA's. */
+    m->tree_sparse = 1;
+    for (int r = 0; r < m->rate_dof; ++r)
+        m->rate_parent[r] = -2;
+    for (int a = 0; a < m->rate_count; ++a) {
+        int b = m->rate_bodies[a], r = m->rate_master[b], above = -1;
+        for (int up = m->parent[b]; up > 0 && above < 0; up = m->parent[up])
+            if (m->free[up] && m->rate_master[up] != r)
+                above = m->rate_master[up];
+        if (above > m->rate_parent[r])
+            m->rate_parent[r] = above;
+        if (!m->couples && m->rate_multiplier[b] != 1.0)
+            m->tree_sparse = 0;
+    }
+    for (int r = 0; r < m->rate_dof; ++r)
+        if (m->rate_parent[r] == -2 || m->rate_parent[r] >= r)
+            m->tree_sparse = 0;
+    if (m->tree_sparse) {
+        int *mark = malloc((m->rate_dof > 0 ? (size_t)m->rate_dof : 1) * sizeof(int));
+        if (!mark)
+            return 0;
+        m->tree_sparse = rates_nest(m, mark);
+        free(mark);
+    }
+    for (int r = 0; r < m->rate_dof; ++r)
+        m->rate_subtree_end[r] = r + 1;
+    for (int r = m->rate_dof - 1; r >= 0 && m->tree_sparse; --r) {
+        int above = m->rate_parent[r];
+        if (above >= 0 && m->rate_subtree_end[r] > m->rate_subtree_end[above])
+            m->rate_subtree_end[above] = m->rate_subtree_end[r];
+    }
+    m->rates_are_bodies = m->tree_sparse && m->rate_count == nb - 1 && m->rate_dof == nb - 1;
+    for (int b = 1; b < nb; ++b)
+        if (m->rate_master[b] != b - 1)
+            m->rates_are_bodies = 0;
+    return 1;
+}
+
+/* A model from make_model's arrays (data, in its argument order) without its frame
+ * index; NULL when out of memory.  Plain C, run without the GIL: the arrays are the
+ * caller's and stay alive and unchanged for the call. */
+static Model *new_model(const double *sizes, const double **data)
+{
+    int nb = (int)sizes[0], nf = (int)sizes[3];
+    Model *m = calloc(1, sizeof(Model));
+    if (!m)
+        return NULL;
+    m->nb = nb;
+    m->dof = (int)sizes[1];
+    m->rate_dof = (int)sizes[2];
+    m->nf = nf;
+    m->couples = (int)sizes[4];
+    m->params = HEADER + PARAMS_PER_BODY * (nb - 1);
+    m->block_bytes = model_block_bytes(m);
+    m->block = calloc(m->block_bytes, 1);
+    if (!m->block) {
+        free(m);
+        return NULL;
+    }
+    lay_out(m);
+    for (int b = 0; b < nb; ++b) {
+        m->parent[b] = (int)data[0][b];
+        m->type[b] = (int)data[1][b];
+        m->master[b] = (int)data[6][b];
+        m->multiplier[b] = data[7][b];
+        m->offset[b] = data[8][b];
+        m->rate_master[b] = (int)data[9][b];
+        m->rate_multiplier[b] = data[10][b];
+        m->free[b] = b > 0 && m->rate_master[b] >= 0;
+        if (m->free[b])
+            m->rate_bodies[m->rate_count++] = b;
+    }
+    if (!rate_structure(m)) {
+        free(m->block);
+        free(m);
+        return NULL;
+    }
+    fold_terms(m);
+    memcpy(m->axis, data[2], 3 * nb * sizeof(double));
+    memcpy(m->joint_rotation, data[3], 9 * nb * sizeof(double));
+    memcpy(m->joint_translation, data[4], 3 * nb * sizeof(double));
+    memcpy(m->hinge_map, data[5], 6 * nb * sizeof(double));
+    for (int b = 1; b < nb; ++b)
+        if (m->type[b] == JOINT_ROTATION) {
+            /* K = skew(a) and K K = a a^T - |a|^2 1 (joints.rotation_about_axis) */
+            const double *a = m->axis + 3 * b;
+            double squared = a[0] * a[0] + a[1] * a[1] + a[2] * a[2];
+            double skew[9] = {0.0, -a[2], a[1], a[2], 0.0, -a[0], -a[1], a[0], 0.0}, twice[9];
+            for (int i = 0; i < 3; ++i)
+                for (int j = 0; j < 3; ++j)
+                    twice[3 * i + j] = a[i] * a[j] - (i == j ? squared : 0.0);
+            mat3_mul(m->joint_rotation + 9 * b, skew, m->turn_sine + 9 * b);
+            mat3_mul(m->joint_rotation + 9 * b, twice, m->turn_cosine + 9 * b);
+        }
+    for (int f = 0; f < nf; ++f)
+        m->frame_body[f] = (int)data[11][f];
+    memcpy(m->frame_rotation, data[12], 9 * nf * sizeof(double));
+    memcpy(m->frame_translation, data[13], 3 * nf * sizeof(double));
+    return m;
+}
+
 /* make_model(sizes, parent, type, axis, joint_rotation, joint_translation, hinge_map,
  *            master, multiplier, offset, rate_master, rate_multiplier,
  *            frame_body, frame_rotation, frame_translation, frame_index)
  * sizes = [nb, dof, rate_dof, frames, couples]; every argument a float64 array
- * (generic.py packs them) but frame_index, a {frame name: index} dict. */
+ * (generic.py packs them) but frame_index, a {frame name: index} dict.  The model is
+ * built without the GIL: a large tree's tables take long enough to stall the threads
+ * serving the model the caller is replacing. */
 static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
@@ -2467,96 +2597,12 @@ static PyObject *make_model(PyObject *self, PyObject *const *args, Py_ssize_t na
             PyErr_Format(PyExc_ValueError, "make_model: argument %d has the wrong shape", k + 1);
             return NULL;
         }
-    Model *m = calloc(1, sizeof(Model));
+    Model *m;
+    Py_BEGIN_ALLOW_THREADS
+    m = new_model(sizes, data);
+    Py_END_ALLOW_THREADS
     if (!m)
         return PyErr_NoMemory();
-    m->nb = nb;
-    m->dof = (int)sizes[1];
-    m->rate_dof = (int)sizes[2];
-    m->nf = nf;
-    m->couples = (int)sizes[4];
-    m->params = HEADER + PARAMS_PER_BODY * (nb - 1);
-    m->block_bytes = model_block_bytes(m);
-    m->block = calloc(m->block_bytes, 1);
-    if (!m->block) {
-        free(m);
-        return PyErr_NoMemory();
-    }
-    lay_out(m);
-    for (int b = 0; b < nb; ++b) {
-        m->parent[b] = (int)data[0][b];
-        m->type[b] = (int)data[1][b];
-        m->master[b] = (int)data[6][b];
-        m->multiplier[b] = data[7][b];
-        m->offset[b] = data[8][b];
-        m->rate_master[b] = (int)data[9][b];
-        m->rate_multiplier[b] = data[10][b];
-        m->free[b] = b > 0 && m->rate_master[b] >= 0;
-        if (m->free[b])
-            m->rate_bodies[m->rate_count++] = b;
-    }
-    /* M = G^T M_hinge G keeps a tree's sparsity (rate_parent: each rate's nearest ancestor
-     * rate, earlier; tree_factor) where the ancestor hinges of every hinge of a rate move
-     * only rates on that rate's chain of ancestors.  Without mimic joints each rate must
-     * also move its hinge unscaled, so that tree_factor's pivots are the ABA's. */
-    m->tree_sparse = 1;
-    for (int r = 0; r < m->rate_dof; ++r)
-        m->rate_parent[r] = -2;
-    for (int a = 0; a < m->rate_count; ++a) {
-        int b = m->rate_bodies[a], r = m->rate_master[b], above = -1;
-        for (int up = m->parent[b]; up > 0 && above < 0; up = m->parent[up])
-            if (m->free[up] && m->rate_master[up] != r)
-                above = m->rate_master[up];
-        if (above > m->rate_parent[r])
-            m->rate_parent[r] = above;
-        if (!m->couples && m->rate_multiplier[b] != 1.0)
-            m->tree_sparse = 0;
-    }
-    for (int r = 0; r < m->rate_dof; ++r)
-        if (m->rate_parent[r] == -2 || m->rate_parent[r] >= r)
-            m->tree_sparse = 0;
-    for (int a = 0; a < m->rate_count && m->tree_sparse; ++a) {
-        int b = m->rate_bodies[a], r = m->rate_master[b];
-        for (int up = m->parent[b]; up > 0; up = m->parent[up]) {
-            int k = m->free[up] ? m->rate_master[up] : r, chain = m->rate_parent[r];
-            while (chain > k)
-                chain = m->rate_parent[chain];
-            if (k != r && chain != k)
-                m->tree_sparse = 0;
-        }
-    }
-    for (int r = 0; r < m->rate_dof; ++r)
-        m->rate_subtree_end[r] = r + 1;
-    for (int r = m->rate_dof - 1; r >= 0 && m->tree_sparse; --r) {
-        int above = m->rate_parent[r];
-        if (above >= 0 && m->rate_subtree_end[r] > m->rate_subtree_end[above])
-            m->rate_subtree_end[above] = m->rate_subtree_end[r];
-    }
-    m->rates_are_bodies = m->tree_sparse && m->rate_count == nb - 1 && m->rate_dof == nb - 1;
-    for (int b = 1; b < nb; ++b)
-        if (m->rate_master[b] != b - 1)
-            m->rates_are_bodies = 0;
-    fold_terms(m);
-    memcpy(m->axis, data[2], 3 * nb * sizeof(double));
-    memcpy(m->joint_rotation, data[3], 9 * nb * sizeof(double));
-    memcpy(m->joint_translation, data[4], 3 * nb * sizeof(double));
-    memcpy(m->hinge_map, data[5], 6 * nb * sizeof(double));
-    for (int b = 1; b < nb; ++b)
-        if (m->type[b] == JOINT_ROTATION) {
-            /* K = skew(a) and K K = a a^T - |a|^2 1 (joints.rotation_about_axis) */
-            const double *a = m->axis + 3 * b;
-            double squared = a[0] * a[0] + a[1] * a[1] + a[2] * a[2];
-            double skew[9] = {0.0, -a[2], a[1], a[2], 0.0, -a[0], -a[1], a[0], 0.0}, twice[9];
-            for (int i = 0; i < 3; ++i)
-                for (int j = 0; j < 3; ++j)
-                    twice[3 * i + j] = a[i] * a[j] - (i == j ? squared : 0.0);
-            mat3_mul(m->joint_rotation + 9 * b, skew, m->turn_sine + 9 * b);
-            mat3_mul(m->joint_rotation + 9 * b, twice, m->turn_cosine + 9 * b);
-        }
-    for (int f = 0; f < nf; ++f)
-        m->frame_body[f] = (int)data[11][f];
-    memcpy(m->frame_rotation, data[12], 9 * nf * sizeof(double));
-    memcpy(m->frame_translation, data[13], 3 * nf * sizeof(double));
     Py_INCREF(args[15]);
     m->frame_index = args[15];
     PyObject *capsule = PyCapsule_New(m, CAPSULE_NAME, free_model);

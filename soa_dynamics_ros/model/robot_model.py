@@ -166,6 +166,7 @@ class RobotModel:
         # The model layer's modules (constrained, subgraph) take it too.
         self.parameters_lock = threading.RLock()
         self._all_joints = select_joints(self.tree)
+        self._compiled = None
         self.set_kernels(kernels)
 
     @classmethod
@@ -210,8 +211,13 @@ class RobotModel:
         self._kernel_mode = mode
         self._kernel_set = None if backend is None else kernel_module.Kernels(
             self._parsed_tree, backend, self.name)
-        self._compiled = None
-        if generic:
+        # The generic model of the parsed tree is kept across switches ("c" to
+        # "generic" when the robot's kernels are not cached): building it again costs
+        # a large tree's tables a second time.
+        built, self._compiled = self._compiled, None
+        if generic and built is not None:
+            self._compiled = built
+        elif generic:
             try:
                 self._compiled = kernel_module.compiled_tree(self._parsed_tree)
             except Exception:

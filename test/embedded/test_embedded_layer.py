@@ -20,7 +20,9 @@ from oracles.pinocchio_reference import PinocchioReference
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.embedded.description_loader import DescriptionLoader
 from soa_dynamics_ros.embedded.live_model import LiveModel
-from soa_dynamics_ros.embedded.model_host import EXPANDED, WITHHELD_LOG_PERIOD, ModelHost
+from soa_dynamics_ros.embedded import model_host as model_host_module
+from soa_dynamics_ros.embedded.model_host import (EXPANDED, MAX_DESCRIPTION_LINKS,
+                                                  WITHHELD_LOG_PERIOD, ModelHost)
 from soa_dynamics_ros.errors import InvalidInputError, StaleStateError, UnknownNameError, URDFError
 from soa_dynamics_ros.ros.parameters import PARAMETERS
 
@@ -267,6 +269,56 @@ def test_a_robot_new_to_the_machine_gets_compiled_feedforward_from_its_first_sta
         np.testing.assert_allclose(host.feedforward(0.02).effort, _gravity(q), rtol=0, atol=1e-12)
     finally:
         host.close()
+
+
+def test_a_robot_new_to_the_machine_gets_its_generic_model_built_once(
+        tmp_path, monkeypatch, logger):
+    """The load asks whether the robot's own kernels are cached, then serves the generic
+    module: one build of the tree's generic model (a large tree's takes long; the load
+    built it for each of the two kernel modes)."""
+    _kernel_cache(tmp_path, monkeypatch, with_generic=True)
+    from soa_dynamics_ros import kernels
+    module = kernels.generic_module()
+    builds = []
+    make_model = module.make_model
+    monkeypatch.setattr(module, "make_model",
+                        lambda *packed: builds.append(packed) or make_model(*packed))
+    host = ModelHost(config(robot_description=TWO_LINKS, kernels="auto"), logger)
+    try:
+        model, warmup = host.load(TWO_LINKS)
+        assert warmup is not None and model.kernels == ("generic", "c")
+        assert len(builds) == 1
+    finally:
+        host.close()
+
+
+def _bare_links(count):
+    """URDF text of ``count`` links: a moving one on the base, bare ones on fixed joints."""
+    chain = "".join(f'<joint name="f{k}" type="fixed"><parent link="l{k - 1}"/>'
+                    f'<child link="l{k}"/></joint><link name="l{k}"/>' for k in range(2, count))
+    return ('<robot name="bare_links"><link name="l0"/><joint name="j" type="revolute">'
+            '<parent link="l0"/><child link="l1"/><axis xyz="0 0 1"/>'
+            '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+            '<link name="l1"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" '
+            f'ixy="0" ixz="0" iyz="0"/></inertial></link>{chain}</robot>')
+
+
+def test_a_description_over_the_link_bound_is_refused_before_it_is_parsed(monkeypatch, logger):
+    """A 50,000-link description took the loader seconds of Python whose garbage
+    collections paused the serving thread; one past the bound is refused from its text."""
+    host = ModelHost(config(), logger)
+    try:
+        model_host_module.check_description_size(_bare_links(MAX_DESCRIPTION_LINKS))
+        monkeypatch.setattr(RobotModel, "from_urdf", _never_parsed)
+        with pytest.raises(URDFError, match=f"has {MAX_DESCRIPTION_LINKS + 1} <link> tags; at "
+                                            f"most {MAX_DESCRIPTION_LINKS} are served"):
+            host.load(_bare_links(MAX_DESCRIPTION_LINKS + 1))
+    finally:
+        host.close()
+
+
+def _never_parsed(*_, **__):
+    raise AssertionError("the description was parsed")
 
 
 def test_without_the_generic_module_feedforward_waits_for_the_child(tmp_path, monkeypatch, logger):

@@ -1,6 +1,7 @@
 """Descriptions the node reads: package_paths, xacro_timeout, and a xacro that never ends
 (issue 12, parts 1 and 4), over real Fast DDS with the node in its own process."""
 import pathlib
+import signal
 import threading
 import time
 
@@ -14,6 +15,7 @@ from support.numerics import assert_close
 from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
+from soa_dynamics_ros.ros.process import WATCHDOG_MESSAGE
 from soa_dynamics_ros.srv import GravityTorques
 
 POSE = [0.1, -0.6, 0.2, -2.2, 0.1, 1.7, 0.6]
@@ -198,3 +200,67 @@ def test_states_that_waited_in_a_stopped_node_are_never_answered(tmp_path):
     finally:
         client.close()
         assert node.stop() == 0, node.log()
+
+
+# Hung from the Panda's hand: ~1 MB of URDF, whose load held the GIL in C for seconds
+# (generic.c's make_model, cubic in the chain's length, built twice; issue 43).
+LARGE_CHAIN_JOINTS = 3000
+CHAIN_LINK = """<joint name="chain{k}" type="revolute"><parent link="{parent}"/>
+  <child link="chain_link{k}"/><origin xyz="0 0 0.01"/><axis xyz="0 1 0"/>
+  <limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
+<link name="chain_link{k}"><inertial><mass value="0.01"/>
+  <inertia ixx="1e-6" ixy="0" ixz="0" iyy="1e-6" iyz="0" izz="1e-6"/></inertial></link>
+"""
+# What the node logs on a forced exit (soa_dynamics_ros/ros/process.py): its watchdog's
+# line, and faulthandler's header of the stacks it dumps when the GIL is never released.
+FORCED_EXIT_MARKS = (WATCHDOG_MESSAGE.split("{")[0], "Timeout (")
+
+
+def panda_with_chain(joints):
+    parents = ["panda_link8"] + [f"chain_link{k}" for k in range(joints - 1)]
+    chain = "".join(CHAIN_LINK.format(k=k, parent=parent) for k, parent in enumerate(parents))
+    return open(shipped_urdf("panda.urdf")).read().replace("</robot>", chain + "</robot>")
+
+
+def test_a_large_description_loads_beside_the_serving_model_and_a_signal_ends_it(tmp_path):
+    """Compiled kernels on (the generic module builds the large model): feedforward and
+    services keep answering with the Panda while the large description loads, and
+    SIGTERM during a second such load ends the node by itself.  Before, feedforward
+    stopped for the seconds make_model held the GIL, and a signal waited for it."""
+    node = RosProcess("soa_dynamics_node", "-r", "__node:=large", log_dir=tmp_path, name="large")
+    client = RosClient("large_description_test")
+    stream = None
+    try:
+        description = client.latched_publisher(String, "/robot_description")
+        feedforward = client.collect(JointState, "/large/feedforward_state")
+        gravity = client.client(GravityTorques, "/large/gravity_torques", timeout=60)
+        description.publish(String(data=open(shipped_urdf("panda.urdf")).read()))
+        before = wait_for(lambda: (a := client.call(gravity, gravity_request())).success and a,
+                          timeout=60, what="the Panda loaded")
+        stream = JointStateStream(client)
+        wait_for(lambda: len(feedforward) > 20, timeout=30, what="feedforward flowing")
+
+        published = time.monotonic()
+        description.publish(String(data=panda_with_chain(LARGE_CHAIN_JOINTS)))
+        during = client.call(gravity, gravity_request(), timeout=30.0)
+        assert during.success and list(during.effort) == list(before.effort)
+        wait_for(lambda: node.log().count("loaded from /robot_description") == 2, timeout=600,
+                 what="the large description loaded")
+        loaded = time.monotonic()
+        gap = longest_gap(feedforward, published, loaded)
+        assert gap < 1.0, f"feedforward paused {gap:.3f} s while the large description loaded"
+
+        description.publish(String(data=panda_with_chain(LARGE_CHAIN_JOINTS + 1)))
+        time.sleep(1.0)      # into the load (seconds of parsing and building)
+        stream.stop()
+        stream = None
+        node.process.send_signal(signal.SIGTERM)
+        node.process.wait(60)
+        log = node.log()
+        assert node.process.returncode == 0, log
+        assert not [mark for mark in FORCED_EXIT_MARKS if mark in log], log
+    finally:
+        if stream is not None:
+            stream.stop()
+        client.close()
+        node.stop()
