@@ -45,11 +45,11 @@ MAX_ARRAY_DIMENSIONS = 8         # layout dimensions of a Float64MultiArray on a
 def bounded(what, items, limit):
     """``items`` when there are at most ``limit`` of them, else a refusal naming the limit."""
     if len(items) > limit:
-        raise _too_many_in_request(what, len(items), limit)
+        raise too_many_in_request(what, len(items), limit)
     return items
 
 
-def _too_many_in_request(what, count, limit):
+def too_many_in_request(what, count, limit):
     return InvalidInputError(f"{what}: {count} given, at most {limit} accepted in one request")
 
 
@@ -333,10 +333,10 @@ def trajectory_from_serialized(data, max_joints, compiled):
         _skip_header(cdr)
         for _ in range(cdr.counted("joint names", max_joints)):
             cdr.skip_string("a joint name")
-        what, limit = _trajectory_point_limit(compiled)
+        what, limit = trajectory_point_limit(compiled)
         points = cdr.count()
         if points > limit:
-            raise _too_many_in_request(what, points, limit)
+            raise too_many_in_request(what, points, limit)
         for _ in range(points):
             _skip_point(cdr, max_joints)
     return _deserialized(data, JointTrajectory, "a trajectory", walk)
@@ -468,11 +468,11 @@ def trajectory_arrays(points, count):
 
 def bounded_trajectory_points(points, compiled):
     """A trajectory's points when there are few enough for the kernels in use (else a refusal)."""
-    what, limit = _trajectory_point_limit(compiled)
+    what, limit = trajectory_point_limit(compiled)
     return bounded(what, points, limit)
 
 
-def _trajectory_point_limit(compiled):
+def trajectory_point_limit(compiled):
     """(what the points are called in a refusal, the most accepted) for the kernels in use."""
     if compiled:
         return "trajectory points", MAX_TRAJECTORY_POINTS
@@ -505,7 +505,7 @@ def joint_trajectory_arrays(trajectory):
 def with_efforts(trajectory, efforts):
     """``trajectory`` with each point's ``effort`` set to the rows of ``efforts`` (filled in place)."""
     for point, row in zip(trajectory.points, efforts):
-        point.effort = _doubles(row)
+        point.effort = message_doubles(row)
     return trajectory
 
 
@@ -558,9 +558,9 @@ class FeedforwardMessages:
     def _serialize(self, count):
         markers = [np.arange(count) + 0.5 + 1000.0 * field for field in range(4)]
         array, state = self._array, self._state
-        array.data = _doubles(markers[0])
+        array.data = message_doubles(markers[0])
         state.header.stamp = Time(sec=0x1234567, nanosec=0x7654321)
-        state.position, state.velocity, state.effort = map(_doubles, markers[1:])
+        state.position, state.velocity, state.effort = map(message_doubles, markers[1:])
         self._array_bytes = bytearray(serialize_message(array))
         self._state_bytes = bytearray(serialize_message(state))
         self._array_effort = _view(self._array_bytes, markers[0])
@@ -587,11 +587,11 @@ class FeedforwardMessages:
 
     def _fill_messages(self, effort, position, velocity, stamp):
         """fill's messages as objects (rclpy serializes them at publish: reusing them is safe)."""
-        self._array.data = _doubles(effort)
+        self._array.data = message_doubles(effort)
         self._state.header.stamp = stamp
-        self._state.position = _doubles(position)
-        self._state.velocity = _doubles(velocity)
-        self._state.effort = _doubles(effort)
+        self._state.position = message_doubles(position)
+        self._state.velocity = message_doubles(velocity)
+        self._state.effort = message_doubles(effort)
         return self._array, self._state
 
 
@@ -614,10 +614,10 @@ def _view(serialized, marker):
 
 def row_major(matrix):
     """A matrix as the flat, row-major float64 array of a message field."""
-    return _doubles(np.ravel(matrix))
+    return message_doubles(np.ravel(matrix))
 
 
-def _doubles(vector):
+def message_doubles(vector):
     """A float64 numpy vector as the array.array message setters take without a check per entry."""
     return array.array("d", np.ascontiguousarray(vector, dtype=float).tobytes())
 
@@ -658,8 +658,8 @@ class EstimationMessages:
     def fill(self, estimate, stamp):
         """(JointState of the external torques at the state's positions, WrenchStamped or None)."""
         self.torque.header.stamp = stamp
-        self.torque.position = _doubles(estimate.position)
-        self.torque.effort = _doubles(estimate.torques)
+        self.torque.position = message_doubles(estimate.position)
+        self.torque.effort = message_doubles(estimate.torques)
         if estimate.wrench is None:
             return self.torque, None
         self.wrench.header.stamp = stamp
@@ -681,9 +681,9 @@ class JointStates:
 
     def fill(self, stamp, position, velocity, effort):
         self.message.header.stamp = stamp
-        self.message.position = _doubles(position)
-        self.message.velocity = _doubles(velocity)
-        self.message.effort = _doubles(effort)
+        self.message.position = message_doubles(position)
+        self.message.velocity = message_doubles(velocity)
+        self.message.effort = message_doubles(effort)
         return self.message
 
 
