@@ -1,22 +1,20 @@
 """Conversions between ROS messages and the numpy world of the model library.
 
-With :mod:`.cdr` (messages read from their serialization) the only modules
-that build or unpack message types (the service handlers fill their
+With :mod:`.cdr` (messages as their serialization) the only modules that
+build or unpack message types (the service handlers fill their
 responses' fields); everything else in the package sees arrays, dicts and
 names.
 """
 import array
-import struct
 
 import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Inertia, Point, Quaternion, Vector3, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.serialization import deserialize_message, serialize_message
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Bool
 from transforms3d.quaternions import mat2quat
 from visualization_msgs.msg import Marker
 
@@ -207,91 +205,6 @@ def vector_in_order(values, count, what):
         raise InvalidInputError(f"{what} holds NaN or inf at index "
                                 f"{np.flatnonzero(~np.isfinite(values)).tolist()}")
     return values
-
-
-class FeedforwardMessages:
-    """The two feedforward messages of one joint order, serialized once and refilled per state.
-
-    ``array``: Float64MultiArray for a ros2_control effort ForwardCommandController;
-    ``state``: JointState with the effort, the state it was computed from and
-    that state's stamp.  :meth:`fill` gives them serialized, which publishers
-    take as they are: rclpy's publish of a message object converts it to C and
-    serializes it, ~13 of its ~16 us here, twice per state on the 1 kHz path.
-    Names and layout never change, so only the numbers are written, in place,
-    into a serialization made once; where they go is found by serializing
-    marker values, and checked by deserializing it back.  Where that check
-    fails (a middleware whose serialization is not laid out so),
-    ``serialized_error`` says why and :meth:`fill` gives message objects.
-    """
-
-    def __init__(self, joint_names):
-        self.joint_names = joint_names
-        count = len(joint_names)
-        self._array = Float64MultiArray()
-        self._array.layout.dim = [MultiArrayDimension(label="joints", size=count, stride=count)]
-        self._state = JointState(name=list(joint_names))
-        try:
-            self._serialize(count)
-            self.serialized_error = ""
-        except RuntimeError as error:
-            self.serialized_error = str(error)
-            self.fill = self._fill_messages
-
-    def _serialize(self, count):
-        markers = [np.arange(count) + 0.5 + 1000.0 * field for field in range(4)]
-        array, state = self._array, self._state
-        array.data = message_doubles(markers[0])
-        state.header.stamp = Time(sec=0x1234567, nanosec=0x7654321)
-        state.position, state.velocity, state.effort = map(message_doubles, markers[1:])
-        self._array_bytes = bytearray(serialize_message(array))
-        self._state_bytes = bytearray(serialize_message(state))
-        self._array_effort = _view(self._array_bytes, markers[0])
-        self._stamp_offset = _offset(self._state_bytes, struct.pack("=iI", 0x1234567, 0x7654321))
-        self._position, self._velocity, self._state_effort = (
-            _view(self._state_bytes, marker) for marker in markers[1:])
-        # The serializations must read back as the messages they stand for, filled.
-        values = [np.arange(count) * -0.25 + 0.125 * field for field in range(3)]
-        stamp = Time(sec=3, nanosec=4)
-        array_bytes, state_bytes = self.fill(values[0], values[1], values[2], stamp)
-        array, state = self._fill_messages(values[0], values[1], values[2], stamp)
-        if (deserialize_message(array_bytes, Float64MultiArray) != array
-                or deserialize_message(state_bytes, JointState) != state):
-            raise RuntimeError("the serialized feedforward messages do not read back as written")
-
-    def fill(self, effort, position, velocity, stamp):
-        """(serialized Float64MultiArray, serialized JointState) of one state's feedforward."""
-        self._array_effort[:] = effort
-        self._state_effort[:] = effort
-        self._position[:] = position
-        self._velocity[:] = velocity
-        struct.pack_into("=iI", self._state_bytes, self._stamp_offset, stamp.sec, stamp.nanosec)
-        return bytes(self._array_bytes), bytes(self._state_bytes)
-
-    def _fill_messages(self, effort, position, velocity, stamp):
-        """fill's messages as objects (rclpy serializes them at publish: reusing them is safe)."""
-        self._array.data = message_doubles(effort)
-        self._state.header.stamp = stamp
-        self._state.position = message_doubles(position)
-        self._state.velocity = message_doubles(velocity)
-        self._state.effort = message_doubles(effort)
-        return self._array, self._state
-
-
-def _offset(serialized, pattern):
-    """Where ``pattern`` starts in ``serialized``; it must occur exactly once."""
-    start = serialized.find(pattern)
-    if start < 0 or serialized.find(pattern, start + 1) >= 0:
-        raise RuntimeError("a marker of the feedforward messages is not once in their "
-                           "serialization")
-    return start
-
-
-def _view(serialized, marker):
-    """The float64 vector of ``serialized`` that holds ``marker`` (native byte order, as the
-    middleware serializes), as a writable numpy view."""
-    marker = np.ascontiguousarray(marker, dtype=float)
-    return np.frombuffer(serialized, dtype=float, count=marker.size,
-                         offset=_offset(serialized, marker.tobytes()))
 
 
 def row_major(matrix):

@@ -46,7 +46,7 @@ class EmbeddedModelNode(Node):
         config = validate_all({name: self._declared(name, spec) for name, spec in PARAMETERS.items()})
         self.host = ModelHost(config, self.get_logger(), self._startup_payloads)
         self.stats = diagnostics.Statistics()
-        self._messages = None           # conversions.FeedforwardMessages of live.command_joints
+        self._messages = None           # cdr.FeedforwardMessages of live.command_joints
         self._transport_age = TransportAge()
         self._joint_states = cdr.JointStateReader()
         self._log = ThrottledLog(self.get_logger())     # for what can repeat every message
@@ -271,7 +271,7 @@ class EmbeddedModelNode(Node):
             self._log.warning("clamped", 2.0,
                               f"feedforward clamped to the effort limits of {result.clamped}")
         if self._messages is None or self._messages.joint_names is not live.command_joints:
-            self._messages = conversions.FeedforwardMessages(live.command_joints)
+            self._messages = cdr.FeedforwardMessages(live.command_joints)
             if self._messages.serialized_error:
                 self.get_logger().warning(
                     f"feedforward published as message objects (slower): "
