@@ -3,11 +3,12 @@
 Glue only: parameters (:mod:`.parameters`) configure an
 :class:`~soa_dynamics_ros.embedded.model_host.ModelHost`, which keeps the
 live model across description reloads and kernel warm-ups; joint states in,
-feedforward out (messages in :mod:`.conversions`); services in
-:mod:`.services`, /diagnostics in :mod:`.diagnostics`.  Feedforward torques
-are computed each time a joint state arrives (event-driven, not a timer), so
-the executor is driven by a ``spin_once`` loop (see README: executors were
-chosen by measurement, bench/bench_node_latency.py).
+feedforward out (messages in :mod:`.conversions`, serialized ones in
+:mod:`.cdr`); services in :mod:`.services`, /diagnostics in
+:mod:`.diagnostics`.  Feedforward torques are computed each time a joint
+state arrives (event-driven, not a timer), so the executor is driven by a
+``spin_once`` loop (see README: executors were chosen by measurement,
+bench/bench_node_latency.py).
 """
 import sys
 import time
@@ -22,7 +23,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker
 
-from . import conversions, diagnostics
+from . import cdr, conversions, diagnostics
 from .command_line import help_text, unknown_parameter_warning, unknown_parameters
 from .parameters import PARAMETERS, PAYLOAD_FIELDS, startup_payload, validate_all
 from .process import make_executor, run_node, spin_until_stopped, subscribe_with_info
@@ -45,9 +46,9 @@ class EmbeddedModelNode(Node):
         config = validate_all({name: self._declared(name, spec) for name, spec in PARAMETERS.items()})
         self.host = ModelHost(config, self.get_logger(), self._startup_payloads)
         self.stats = diagnostics.Statistics()
-        self._messages = None           # conversions.FeedforwardMessages of live.command_joints
+        self._messages = None           # cdr.FeedforwardMessages of live.command_joints
         self._transport_age = TransportAge()
-        self._joint_states = conversions.JointStateReader()
+        self._joint_states = cdr.JointStateReader()
         self._log = ThrottledLog(self.get_logger())     # for what can repeat every message
         self.feedforward_publisher = self.create_publisher(Float64MultiArray, "~/feedforward", 1)
         self.feedforward_state_publisher = self.create_publisher(JointState, "~/feedforward_state", 1)
@@ -219,7 +220,7 @@ class EmbeddedModelNode(Node):
             return
         try:
             state = self._joint_states.read(serialized,
-                                            conversions.joint_state_name_limit(live.model.dof))
+                                            cdr.joint_state_name_limit(live.model.dof))
         except SoaDynamicsError as error:
             self._reject(str(error))
             return
@@ -270,7 +271,7 @@ class EmbeddedModelNode(Node):
             self._log.warning("clamped", 2.0,
                               f"feedforward clamped to the effort limits of {result.clamped}")
         if self._messages is None or self._messages.joint_names is not live.command_joints:
-            self._messages = conversions.FeedforwardMessages(live.command_joints)
+            self._messages = cdr.FeedforwardMessages(live.command_joints)
             if self._messages.serialized_error:
                 self.get_logger().warning(
                     f"feedforward published as message objects (slower): "
@@ -312,13 +313,13 @@ class EmbeddedModelNode(Node):
 
     def _on_desired_acceleration(self, serialized):
         def apply(live):
-            message = conversions.desired_acceleration_from_serialized(serialized, live.model.dof)
+            message = cdr.desired_acceleration_from_serialized(serialized, live.model.dof)
             live.set_desired_acceleration(live.command_joints, message.data)
         self._set_desired("~/desired_acceleration", apply)
 
     def _on_desired_state(self, serialized):
         def apply(live):
-            message = conversions.desired_point_from_serialized(serialized, live.model.dof)
+            message = cdr.desired_point_from_serialized(serialized, live.model.dof)
             live.set_desired_point(live.command_joints, message.positions, message.velocities,
                                    message.accelerations)
         self._set_desired("~/desired_state", apply)
@@ -345,7 +346,7 @@ class EmbeddedModelNode(Node):
             live = self.host.live
             if live is None:
                 raise ModelNotReady("no robot model loaded yet")
-            message = conversions.trajectory_from_serialized(
+            message = cdr.trajectory_from_serialized(
                 serialized, live.model.dof, live.model.kernels[1] is not None)
             names, time_from_start, positions, velocities, accelerations = \
                 conversions.joint_trajectory_arrays(message)

@@ -1,4 +1,4 @@
-"""conversions.JointStateReader: serialized JointStates read as rclpy deserializes them."""
+"""cdr.JointStateReader: serialized JointStates read as rclpy deserializes them."""
 import itertools
 import math
 import struct
@@ -11,8 +11,8 @@ from sensor_msgs.msg import JointState
 
 from support.mutations import mutated
 from soa_dynamics_ros.errors import InvalidInputError
-from soa_dynamics_ros.ros import conversions
-from soa_dynamics_ros.ros.conversions import JointStateReader
+from soa_dynamics_ros.ros import cdr, conversions
+from soa_dynamics_ros.ros.cdr import JointStateReader
 
 
 def joint_state(names, arrays, frame_id="", stamp=(1795665238, 999_999_999)):
@@ -80,8 +80,8 @@ def test_names_are_read_when_the_padding_after_them_differs():
 def test_a_shape_read_otherwise_than_rclpy_deserializes_it_is_deserialized(monkeypatch):
     """The guard for a middleware that pads otherwise: a reading that disagrees once is
     never used for that shape."""
-    read_doubles = conversions._read_doubles
-    monkeypatch.setattr(conversions, "_read_doubles",
+    read_doubles = cdr._read_doubles
+    monkeypatch.setattr(cdr, "_read_doubles",
                         lambda *arguments: (lambda values, end: (values + 1.0, end))(
                             *read_doubles(*arguments)))
     message = joint_state(["a", "b"], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
@@ -136,7 +136,7 @@ def rclpy_reading(data):
 def failed_deserializations(monkeypatch):
     """The bytes the reader gave deserialize_message and it refused: rclpy's C
     deserializer prints to stderr for each such message."""
-    failed, deserialize = [], conversions.deserialize_message
+    failed, deserialize = [], cdr.deserialize_message
 
     def counting(data, message_type):
         try:
@@ -144,7 +144,7 @@ def failed_deserializations(monkeypatch):
         except Exception:
             failed.append(data)
             raise
-    monkeypatch.setattr(conversions, "deserialize_message", counting)
+    monkeypatch.setattr(cdr, "deserialize_message", counting)
     return failed
 
 
@@ -220,11 +220,11 @@ def test_randomly_mutated_messages_read_as_rclpy(failed_deserializations):
 
 def test_a_message_larger_than_the_largest_joint_state_is_refused_unread(monkeypatch):
     """A 4 MB name: refused from its size, neither decoded nor deserialized."""
-    monkeypatch.setattr(conversions, "deserialize_message", None)    # (a call would raise)
+    monkeypatch.setattr(cdr, "deserialize_message", None)    # (a call would raise)
     huge = serialize_message(joint_state(["x" * 4_000_000], [[0.5], [], []]))
     reader = JointStateReader()
     with pytest.raises(InvalidInputError, match="refused unread: 4000.* bytes are more than"):
-        reader.read(huge, max_names=7 + conversions.MAX_OTHER_JOINT_STATE_NAMES)
+        reader.read(huge, max_names=7 + cdr.MAX_OTHER_JOINT_STATE_NAMES)
 
 
 @pytest.mark.parametrize("message, reason", [
@@ -241,7 +241,7 @@ def test_too_many_or_too_long_names_and_values_are_refused_unread(monkeypatch, m
     byte order (big-endian CDR is not read in place but deserialized)."""
     data = serialize_message(message) if byte_order == "little" else big_endian(message)
     assert rclpy_reading(data) == message          # (a JointState, only too large)
-    monkeypatch.setattr(conversions, "deserialize_message", None)    # (a call would raise)
+    monkeypatch.setattr(cdr, "deserialize_message", None)    # (a call would raise)
     with pytest.raises(InvalidInputError, match=f"refused unread: {reason}"):
         JointStateReader().read(data, max_names=20)
 

@@ -8,7 +8,7 @@ from sensor_msgs.msg import JointState
 
 from support.ros_harness import RosClient, RosProcess, joint_state, publish_and_wait
 from support.waiting import wait_for
-from soa_dynamics_ros.ros import conversions, services, throttled_log
+from soa_dynamics_ros.ros import cdr, conversions, services, throttled_log
 from soa_dynamics_ros.srv import TaskSpaceInertia
 
 POSE = [0.1, -0.6, 0.2, -2.2, 0.1, 1.7, 0.6]
@@ -50,7 +50,7 @@ def test_hostile_joint_states_are_refused_unread_with_short_text(tmp_path):
                  or statuses_saying(statuses, "1000000000 names are too many"),
                  timeout=30, interval=0.2, what="the cut joint state refused")
 
-        unknown = [f"{i}_" + "u" * 250 for i in range(conversions.MAX_OTHER_JOINT_STATE_NAMES)]
+        unknown = [f"{i}_" + "u" * 250 for i in range(cdr.MAX_OTHER_JOINT_STATE_NAMES)]
         many = joint_state(NAMES + unknown, POSE + [0.0] * len(unknown))
         wait_for(lambda: states.publish(many) or "names unknown to the model" in node.log(),
                  timeout=30, interval=0.2, what="the unknown names warned about")

@@ -9,7 +9,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from support.mutations import mutated
 from soa_dynamics_ros.errors import InvalidInputError
-from soa_dynamics_ros.ros import conversions
+from soa_dynamics_ros.ros import cdr, conversions
 
 NAMES = [f"panda_joint{i}" for i in range(1, 8)]
 
@@ -29,7 +29,7 @@ def trajectory(points, names=NAMES, rates=True):
 @pytest.mark.parametrize("message", [trajectory(0), trajectory(3), trajectory(5, rates=False),
                                      trajectory(2, names=["a", "bb", "é"])])
 def test_a_trajectory_reads_as_rclpy_deserializes_it(message):
-    assert conversions.trajectory_from_serialized(serialize_message(message), 7, True) == message
+    assert cdr.trajectory_from_serialized(serialize_message(message), 7, True) == message
 
 
 @pytest.mark.parametrize("message, max_joints, compiled, reason", [
@@ -43,9 +43,9 @@ def test_a_trajectory_reads_as_rclpy_deserializes_it(message):
 def test_too_many_points_or_names_are_refused_unread(monkeypatch, message, max_joints, compiled,
                                                      reason):
     data = serialize_message(message)
-    monkeypatch.setattr(conversions, "deserialize_message", None)    # (a call would raise)
+    monkeypatch.setattr(cdr, "deserialize_message", None)    # (a call would raise)
     with pytest.raises(InvalidInputError, match=reason):
-        conversions.trajectory_from_serialized(data, max_joints, compiled)
+        cdr.trajectory_from_serialized(data, max_joints, compiled)
 
 
 def dimensions(count):
@@ -53,9 +53,9 @@ def dimensions(count):
 
 
 DESIRED = [
-    (conversions.desired_acceleration_from_serialized, Float64MultiArray(
+    (cdr.desired_acceleration_from_serialized, Float64MultiArray(
         layout=MultiArrayLayout(dim=dimensions(1)), data=[0.5] * 7)),
-    (conversions.desired_point_from_serialized, JointTrajectoryPoint(
+    (cdr.desired_point_from_serialized, JointTrajectoryPoint(
         positions=[0.1] * 7, velocities=[0.2] * 7)),
 ]
 
@@ -66,17 +66,17 @@ def test_a_desired_value_reads_as_rclpy_deserializes_it(read, message):
 
 
 @pytest.mark.parametrize("read, message, reason", [
-    (conversions.desired_acceleration_from_serialized,
+    (cdr.desired_acceleration_from_serialized,
      Float64MultiArray(layout=MultiArrayLayout(dim=dimensions(100_000))),
      "100000 layout dimensions are too many"),
-    (conversions.desired_acceleration_from_serialized, Float64MultiArray(data=[0.5] * 8),
+    (cdr.desired_acceleration_from_serialized, Float64MultiArray(data=[0.5] * 8),
      "8 values in an array are too many"),
-    (conversions.desired_point_from_serialized, JointTrajectoryPoint(accelerations=[0.5] * 8),
+    (cdr.desired_point_from_serialized, JointTrajectoryPoint(accelerations=[0.5] * 8),
      "8 values in an array are too many"),
 ])
 def test_oversized_desired_values_are_refused_unread(monkeypatch, read, message, reason):
     data = serialize_message(message)
-    monkeypatch.setattr(conversions, "deserialize_message", None)    # (a call would raise)
+    monkeypatch.setattr(cdr, "deserialize_message", None)    # (a call would raise)
     with pytest.raises(InvalidInputError, match=reason):
         read(data, 7)
 
@@ -118,5 +118,5 @@ def test_mutated_trajectories_read_as_rclpy_or_are_refused_where_it_refuses(capf
     original = serialize_message(trajectory(3))
     for _ in range(3000):
         assert_reads_as_rclpy(
-            lambda data: conversions.trajectory_from_serialized(data, 1000, True),
+            lambda data: cdr.trajectory_from_serialized(data, 1000, True),
             mutated(original, rng, cut=False), JointTrajectory, capfd)

@@ -1,4 +1,4 @@
-"""conversions.FeedforwardMessages: serialized in place, they must read back as the messages."""
+"""cdr.FeedforwardMessages: serialized in place, they must read back as the messages."""
 import numpy as np
 import pytest
 from builtin_interfaces.msg import Time
@@ -6,8 +6,8 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from soa_dynamics_ros.ros import conversions
-from soa_dynamics_ros.ros.conversions import FeedforwardMessages
+from soa_dynamics_ros.ros import cdr
+from soa_dynamics_ros.ros.cdr import FeedforwardMessages
 
 
 # Name lengths that move the numbers across every alignment of the serialization.
@@ -48,7 +48,7 @@ def test_a_serialization_that_cannot_be_filled_in_place_gives_message_objects(na
     """No joints (no marker to find), or a middleware laying the numbers out otherwise:
     the messages are published as objects, with the reason."""
     if names:
-        monkeypatch.setattr(conversions, "serialize_message",
+        monkeypatch.setattr(cdr, "serialize_message",
                             lambda message: b"\0" * 64)     # no marker in it
     messages = FeedforwardMessages(names)
     assert "marker" in messages.serialized_error
