@@ -23,10 +23,7 @@ def main(argv=None):
     parser.add_argument("--frame", action="append", default=[],
                         help="also the task-space kernels of this frame (repeatable)")
     args = parser.parse_args(argv)
-    # The lowest CPU priority, inherited by the compilers: on a 2-core machine two
-    # compilers at normal priority starved the node beside them, whose 1 kHz
-    # feedforward then paused for 0.1-1 s (the simulated arm fell).
-    os.nice(19)
+    lowest_priority()
     logging.basicConfig(level=logging.INFO, format="[kernels] %(message)s")
     from .. import RobotModel
     from ..kernels import cache_dir
@@ -40,6 +37,21 @@ def main(argv=None):
         seconds = model.prepare_kernels(frames=args.frame, derivatives=False, wrenches=False)
     logging.info("%d kernels ready for %s in %.1f s", len(seconds), model.name, sum(seconds.values()))
     return 0
+
+
+def lowest_priority():
+    """This process and its compilers at the lowest CPU priority of the ordinary policy.
+
+    On a 2-core machine two compilers at normal priority starved the node beside them,
+    whose 1 kHz feedforward then paused for 0.1-1 s (the simulated arm fell).  Absolute,
+    not relative to the parent: a node run at a real-time policy (SCHED_FIFO, which nice
+    does not touch) or at a raised priority passes it on to this child.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except (AttributeError, OSError):   # not Linux: nice alone
+        pass
+    os.setpriority(os.PRIO_PROCESS, 0, 19)
 
 
 class BackgroundWarmup:
