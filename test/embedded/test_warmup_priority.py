@@ -17,13 +17,16 @@ from support.robots import shipped_urdf
 from support.waiting import wait_for
 from soa_dynamics_ros.embedded.warmup import BackgroundWarmup
 
-RECORDING_COMPILER = """#!/bin/sh
-case "$1" in
-  --version) echo "recording-cc 1"; exit 0 ;;
-  -print-file-name=*) echo libmvec.so; exit 0 ;;
-esac
-"{python}" -c 'import os; print(os.getsid(0), os.getpgrp(), os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0))' >> "{record}"
-exit 1
+RECORDING_COMPILER = """#!{python}
+import os, sys
+if sys.argv[1] == "--version":
+    sys.exit(print("recording-cc 1"))
+if sys.argv[1].startswith("-print-file-name="):
+    sys.exit(print("libmvec.so"))
+with open({record!r}, "a") as record:
+    print(os.getsid(0), os.getpgrp(), os.getpriority(os.PRIO_PROCESS, 0),
+          os.sched_getscheduler(0), file=record)
+sys.exit(1)
 """
 
 
@@ -31,7 +34,7 @@ def _compilers_of_a_warmup(tmp_path, monkeypatch):
     """(session, process group, nice, policy) of each compiler a warm-up started."""
     record = tmp_path / "compilers.txt"
     compiler = tmp_path / "recording-cc"
-    compiler.write_text(RECORDING_COMPILER.format(python=sys.executable, record=record))
+    compiler.write_text(RECORDING_COMPILER.format(python=sys.executable, record=str(record)))
     compiler.chmod(compiler.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("CC", str(compiler))
     monkeypatch.setenv("SOA_DYNAMICS_CACHE", str(tmp_path / "cache"))
@@ -39,7 +42,7 @@ def _compilers_of_a_warmup(tmp_path, monkeypatch):
 
 
 def _finish(warmup, record):
-    wait_for(lambda: warmup.poll() is not None, 120, what="the warm-up to end")
+    wait_for(lambda: warmup.poll() is not None, 300, what="the warm-up to end")
     assert record.exists(), f"no compiler ran: {warmup.poll()}"
     return [tuple(int(field) for field in line.split()) for line in record.read_text().splitlines()]
 
@@ -49,11 +52,12 @@ def test_the_compilers_share_the_session_and_run_at_nice_19(tmp_path, monkeypatc
     compilers = _finish(BackgroundWarmup(pathlib.Path(shipped_urdf("ur5.urdf")).read_text()), record)
     for session, group, nice, policy in compilers:
         assert session == os.getsid(0), "a compiler in a session (an autogroup) of its own"
-        assert group != os.getpgrp(), "the compiler has no process group of its own to be killed as"
+        assert group != os.getpgrp(), "no process group of its own to be killed as"
         assert (nice, policy) == (19, os.SCHED_OTHER)
 
 
-def test_a_real_time_requester_passes_no_real_time_priority_to_its_compilers(tmp_path, monkeypatch):
+def test_a_real_time_requester_passes_no_real_time_priority_to_its_compilers(tmp_path,
+                                                                             monkeypatch):
     record = _compilers_of_a_warmup(tmp_path, monkeypatch)
     description = pathlib.Path(shipped_urdf("ur5.urdf")).read_text()
     try:
