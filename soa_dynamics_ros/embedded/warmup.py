@@ -9,6 +9,7 @@ Concurrent warm-ups of the same robot wait for each other (a lock file per
 robot structure) instead of compiling the same code twice.
 """
 import argparse
+import contextlib
 import fcntl
 import logging
 import os
@@ -54,6 +55,31 @@ def lowest_priority():
     os.setpriority(os.PRIO_PROCESS, 0, 19)
 
 
+@contextlib.contextmanager
+def _forking_at_the_ordinary_policy():
+    """This thread at SCHED_OTHER meanwhile, if it runs at a real-time policy.
+
+    A child starts at its parent's policy: the warm-up's interpreter start and package
+    imports (a tenth of a second of CPU) then ran at the node's real-time priority, before
+    :func:`lowest_priority`, and kept a CPU from the simulated arm beside it (its loop
+    waited 102.9 ms for one).  Setting the child's policy between fork and exec is not
+    safe in a process with threads (``preexec_fn``), so this thread forks at SCHED_OTHER.
+    """
+    try:
+        policy = os.sched_getscheduler(0)
+    except (AttributeError, OSError):   # not Linux: nothing to lower
+        policy = None
+    if policy not in (getattr(os, "SCHED_FIFO", None), getattr(os, "SCHED_RR", None)):
+        yield
+        return
+    parameter = os.sched_getparam(0)
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, policy, parameter)
+
+
 class BackgroundWarmup:
     """This module run as a child process, for a description given as XML text."""
 
@@ -63,8 +89,9 @@ class BackgroundWarmup:
             command += ["--frame", frame]
         # The log goes to a file, not a pipe: a full pipe would block the child.
         self._log = tempfile.TemporaryFile(mode="w+")
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                        stderr=self._log, text=True)
+        with _forking_at_the_ordinary_policy():
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE,
+                                            stdout=subprocess.DEVNULL, stderr=self._log, text=True)
         self.process.stdin.write(description_xml)
         self.process.stdin.close()
 

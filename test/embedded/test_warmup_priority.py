@@ -65,7 +65,11 @@ def test_a_real_time_requester_passes_no_real_time_priority_to_its_compilers(tmp
     except PermissionError:
         pytest.skip("this user may not use SCHED_FIFO")
     try:
-        warmup = BackgroundWarmup(description)    # (inherits this thread's policy)
+        warmup = BackgroundWarmup(description)
+        # Not even the child's interpreter start runs at the requester's real-time policy,
+        # nor does the requester lose it.
+        assert os.sched_getscheduler(warmup.process.pid) == os.SCHED_OTHER
+        assert os.sched_getscheduler(0) == os.SCHED_FIFO
     finally:
         os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
     for _, _, nice, policy in _finish(warmup, record):
