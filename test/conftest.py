@@ -1,5 +1,5 @@
 """Root conftest: test/ on sys.path (for the oracles and support packages), DDS isolation,
-a reproducible random generator per test."""
+a reproducible random generator per test, the conditions of a failed real-time test."""
 import os
 import pathlib
 import sys
@@ -11,7 +11,10 @@ import pytest
 # `from oracles.… import` and `from support.… import` resolve from any test folder.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+from support import realtime  # noqa: E402
 from support.robots import SHIPPED_ROBOTS  # noqa: E402
+
+LOAD_AT_START = pytest.StashKey[str]()
 
 # DDS stays on this machine, in a domain of its own (scripts/test.sh sets both;
 # this covers running pytest directly).
@@ -27,3 +30,34 @@ def rng(request):
 
 def pytest_report_header(config):
     return f"shipped robots: {', '.join(SHIPPED_ROBOTS) or 'none'}"
+
+
+@pytest.fixture(autouse=True)
+def _realtime_priority(request):
+    """A real-time test runs at a known priority, above the ordinary policy (support.realtime)."""
+    if not request.node.get_closest_marker("realtime"):
+        yield
+        return
+    restore = realtime.raise_own_priority()
+    try:
+        yield
+    finally:
+        restore()
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("realtime"):
+        realtime.RAISED.clear()
+        item.stash[LOAD_AT_START] = realtime.machine_load()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # A real-time verdict is read with the machine's load and the priorities it ran at.
+    report = (yield).get_result()
+    if report.failed and item.get_closest_marker("realtime"):
+        report.sections.append(("real-time conditions", "\n".join([
+            f"at the start: {item.stash.get(LOAD_AT_START, 'not recorded')}",
+            f"at the failure: {realtime.machine_load()}",
+            f"priorities: test process {realtime.priority_of()}; "
+            + "; ".join(realtime.RAISED or ["no process raised"])])))

@@ -4,6 +4,10 @@ Usage: ``python -I -S compile_guard.py COMPILER ARGS...`` with a pipe on stdin.
 The compiler (gcc and the cc1/as/ld it starts) runs in its own process
 group; when stdin reaches end of file, the requesting process has ended
 (even by SIGKILL, which runs no clean-up) and the whole group is killed.
+A process group, not a session: Linux's autogroup scheduling gives each session
+an equal share of the CPUs, whatever its processes' nice values, so a compiler
+in a session of its own took a core from the 1 kHz processes beside it although
+the warm-up had lowered its priority (bench/results/compile_interference.md).
 Standard library only, and started without ``site``: it costs ~20 ms.
 """
 import os
@@ -16,7 +20,8 @@ import threading
 def main():
     # Ctrl-C reaches the whole terminal group: the requester decides, through the pipe.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    compiler = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, start_new_session=True)
+    # (os.setpgrp in the child: this process has no other thread yet)
+    compiler = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, preexec_fn=os.setpgrp)
 
     def watch_parent():
         sys.stdin.buffer.read()          # returns at EOF: the parent closed or died

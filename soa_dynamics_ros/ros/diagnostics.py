@@ -18,6 +18,7 @@ class Statistics:
         self.last_trajectory_rejection = ""
         self.estimates = self.rejected_efforts = 0
         self.last_effort_rejection = ""
+        self.gc_pause_max, self.gc_pause_generation = 0.0, -1    # the serving thread's longest
 
     def record_compute(self, seconds):
         self.compute_total += seconds
@@ -52,7 +53,9 @@ def model_status(name, host, stats, period, stamp):
     """The DiagnosticArray of one period of an embedded.ModelHost (``stats`` taken for it)."""
     live, mode = host.live, host.config["feedforward_mode"]
     values = {"feedforward_mode": mode, "description_error": host.description_error,
-              "estimation": estimation_status(host, time.monotonic())}
+              "estimation": estimation_status(host, time.monotonic()),
+              "gc_pause_max_ms": f"{stats.gc_pause_max * 1e3:.1f}",
+              "gc_pause_max_generation": str(stats.gc_pause_generation)}
     if live is None:
         return conversions.diagnostics(
             name, "", "error", "no robot model loaded" + (

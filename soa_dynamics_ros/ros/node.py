@@ -26,6 +26,7 @@ from visualization_msgs.msg import Marker
 from . import cdr, conversions, diagnostics
 from .command_line import help_text, unknown_parameter_warning, unknown_parameters
 from .parameters import PARAMETERS, PAYLOAD_FIELDS, startup_payload, validate_all
+from .pauses import PauseMeter
 from .process import make_executor, run_node, spin_until_stopped, subscribe_with_info
 from .services import ModelNotReady, ModelServices
 from .throttled_log import MAX_LOG_TEXT, ThrottledLog
@@ -46,6 +47,7 @@ class EmbeddedModelNode(Node):
         config = validate_all({name: self._declared(name, spec) for name, spec in PARAMETERS.items()})
         self.host = ModelHost(config, self.get_logger(), self._startup_payloads)
         self.stats = diagnostics.Statistics()
+        self.pauses = PauseMeter()      # (made in the thread that serves the joint states)
         self._messages = None           # cdr.FeedforwardMessages of live.command_joints
         self._transport_age = TransportAge()
         self._joint_states = cdr.JointStateReader()
@@ -370,6 +372,7 @@ class EmbeddedModelNode(Node):
 
     # ------------------------------------------------------------------ diagnostics and marker
     def _publish_diagnostics(self):
+        self.stats.gc_pause_max, self.stats.gc_pause_generation = self.pauses.take_longest_gc()
         self.diagnostics_publisher.publish(diagnostics.model_status(
             f"{self.get_fully_qualified_name()}: embedded model", self.host, self.stats.take(),
             self.host.config["diagnostics_period"], self.get_clock().now().to_msg()))
@@ -390,6 +393,7 @@ class EmbeddedModelNode(Node):
 
     def destroy_node(self):
         self.host.close()
+        self.pauses.close()
         return super().destroy_node()
 
 

@@ -61,6 +61,7 @@ from .trajectory_controller import GAIN_NAMES, JointTrajectoryControllerEmulatio
 from ..errors import SoaDynamicsError
 from ..ros import conversions
 from ..ros.command_line import help_text, unknown_parameter_warning, unknown_parameters
+from ..ros.pauses import PauseMeter
 from ..ros.process import make_executor, run_node, subscribe_with_info
 from ..ros.throttled_log import ThrottledLog
 from ..validation import as_vector, payload_problems
@@ -180,6 +181,10 @@ class SimNode(Node):
         self.command = None                 # last valid command
         self.command_time = -math.inf       # simulated time it arrived
         self.command_arrival = math.inf     # [wall s] when it arrived (no gap before the first)
+        # Made in the thread that runs the loop (its schedstat is per thread): where the
+        # wall time between two commands went.
+        self.pauses = PauseMeter()
+        self._command_pauses = self.pauses.sample()
         self.waiting = value("wait_for_command")
         self.hold_until = 0.0
         self.applied = np.zeros(self.n)
@@ -336,10 +341,11 @@ class SimNode(Node):
         if not self.answered:
             self.stats["latencies"].append(now - self.state_published_at)
         gap = now - self.command_arrival
+        pauses = self.pauses.sample()
         if gap > self.stats["command_gap_max"]:
             self.stats["command_gap_max"] = gap
-            self.stats["command_gap_detail"] = self._gap_detail(info, now)
-        self.command_arrival = now
+            self.stats["command_gap_detail"] = self._gap_detail(info, now, pauses)
+        self.command_arrival, self._command_pauses = now, pauses
         self.command, self.command_time = data, self.plant.time
         self.answered = True
         self.commander_present = True
@@ -351,13 +357,16 @@ class SimNode(Node):
             self.get_logger().info(f"commands are back (none for {gap:.3f} wall s)")
             self.stats["timed_out"] = False
 
-    def _gap_detail(self, info, now):
-        """Where the wall time before a command went: the controller, the middleware or this loop."""
+    def _gap_detail(self, info, now, pauses):
+        """Where the wall time before a command went: the controller, the middleware or this
+        loop, and this loop's since the command before: its own work, waiting for a CPU, or
+        the garbage collector."""
         _, source_ns, received_ns = conversions.publication_times(info)
         in_transport = f"{(received_ns - source_ns) * 1e-6:.1f} ms in transport, " \
             if source_ns else ""
         return (f"{in_transport}{max(time.time_ns() - received_ns, 0) * 1e-6:.1f} ms queued here, "
-                f"{(now - self.state_published_at) * 1e3:.1f} ms after the state it answers")
+                f"{(now - self.state_published_at) * 1e3:.1f} ms after the state it answers; "
+                f"since the command before: {PauseMeter.describe(self._command_pauses, pauses)}")
 
     def _on_trajectory(self, message):
         if not message.points:      # JTC: an empty trajectory stops; the position is held
@@ -477,11 +486,18 @@ class SimNode(Node):
             "command_gap_max_detail": stats["command_gap_detail"],
         }
         stats["command_gap_max"], stats["command_gap_detail"] = 0.0, ""
+        gc_longest, generation = self.pauses.take_longest_gc()
+        values["gc_pause_max_ms"] = f"{gc_longest * 1e3:.1f}"
+        values["gc_pause_max_generation"] = str(generation)
         self.diagnostics_publisher.publish(conversions.diagnostics(
             f"{self.get_fully_qualified_name()}: MuJoCo arm", self.plant.reference.name,
             "warn" if stats["timed_out"] else "ok",
             "zero effort: no fresh command" if stats["timed_out"] else "running", values,
             self.get_clock().now().to_msg()))
+
+    def destroy_node(self):
+        self.pauses.close()
+        return super().destroy_node()
 
     def run(self, executor, running):
         """The loop: publish state k, wait (lockstep / pacing) while taking commands, step.

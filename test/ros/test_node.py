@@ -153,6 +153,10 @@ def test_stale_joints_stop_the_feedforward_and_diagnostics_say_why(client, joint
                 if "soa_dynamics" in s.name and "feedforward stopped" in s.message]
     report = wait_for(stale_report, timeout=5.0, what="a stale-state diagnostic")
     assert "panda_joint4" in report[-1].message
+    # The serving thread's longest garbage collection of the period (none: generation -1).
+    values = {kv.key: kv.value for kv in report[-1].values}
+    assert float(values["gc_pause_max_ms"]) >= 0.0
+    assert int(values["gc_pause_max_generation"]) in (-1, 0, 1, 2)
     effort = publish_and_wait(joint_states, feedforward, state(panda.joint_names, POSE))
     assert_close(effort, panda.gravity_torques(POSE), "resumed", 1e-12)
 

@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 import pytest
+from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.srv import GetParameters
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64MultiArray
@@ -178,6 +179,7 @@ def test_sim_answers_its_services_while_commands_flood_in(client, tmp_path):
     print(f"reset + get_parameters under a command flood: {max(waits) * 1e3:.0f} ms at most")
 
 
+@pytest.mark.realtime
 def test_sim_runs_in_real_time_and_rejects_bad_commands(client, tmp_path):
     """1 kHz against the wall clock; wrong-length commands are refused with a throttled
     warning; the last valid command holds for command_timeout, then zero effort."""
@@ -185,9 +187,10 @@ def test_sim_runs_in_real_time_and_rejects_bad_commands(client, tmp_path):
     q0 = np.array(list(POSES["panda"].values()))
     states = StateRecorder(client, model.joint_names)
     sim = start_sim("panda", tmp_path, "-p", "command_timeout:=0.3", "-p", "publish_clock:=true",
-                    "-p", "wait_for_command:=false")
+                    "-p", "wait_for_command:=false", realtime=True)
     commands = client.node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
     clock = client.collect(Clock, "/clock")
+    reports = client.collect(DiagnosticArray, "/diagnostics")
     try:
         wait_for(lambda: commands.get_subscription_count() > 0, 30, what="the sim's command subscription")
         wait_for(lambda: states.count() > 500, 30, what="the sim's joint states")
@@ -223,6 +226,13 @@ def test_sim_runs_in_real_time_and_rejects_bad_commands(client, tmp_path):
     assert dropped and all(not np.any(r[4]) for r in dropped), "zero effort after the timeout"
     warnings = re.findall(r"rejected \((\d+) values for 7 joints", sim.log())
     assert set(warnings) <= {"5", "8"} and 1 <= len(warnings) <= 2, sim.log()[-2000:]
+    # Where the loop's time went around its longest command gap, and its longest collection.
+    values = [{kv.key: kv.value for kv in status.values} for _, report in reports
+              for status in report.status if status.name.endswith("MuJoCo arm")]
+    gaps = [v["command_gap_max_detail"] for v in values if v["command_gap_max_detail"]]
+    assert gaps and all(re.search(r"this thread [\d.]+ ms on a CPU, [\d.]+ ms waiting for one, "
+                                  r"[\d.]+ ms collecting garbage", gap) for gap in gaps), gaps
+    assert all(float(v["gc_pause_max_ms"]) >= 0.0 for v in values) and values
 
 
 def test_sim_refuses_a_bad_configuration(tmp_path):

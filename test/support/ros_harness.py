@@ -14,6 +14,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from soa_dynamics_ros.ros.processes import ChildProcess
+from support.realtime import raise_priority
 from support.robots import REPO
 from support.waiting import wait_for
 
@@ -22,14 +23,19 @@ FIRST_EXCHANGE_RESEND = 5.0     # [s] see RosClient.call
 
 
 class RosProcess(ChildProcess):
-    """One of the package's executables in its own process, stopped gracefully by PID."""
+    """One of the package's executables in its own process, stopped gracefully by PID.
 
-    def __init__(self, executable, *ros_args, log_dir, name=None):
+    ``realtime``: at a real-time priority where permitted (support.realtime), for the
+    tests whose verdict depends on the wall clock (marked ``realtime``)."""
+
+    def __init__(self, executable, *ros_args, log_dir, name=None, realtime=False):
         self.name = name or executable
         command = [str(VENV_BIN / executable)]
         if ros_args:
             command += ["--ros-args", *ros_args]
         super().__init__(command, pathlib.Path(log_dir) / f"{self.name}.log", os.environ.copy(), REPO)
+        if realtime:
+            raise_priority(self.pid, self.name)
 
 
 class RosClient:

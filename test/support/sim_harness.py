@@ -53,20 +53,20 @@ def set_parameters(client, node, **values):
     assert not failed, f"{node}: parameters refused: {failed}"
 
 
-def start_sim(robot, log_dir, *extra, name=None):
+def start_sim(robot, log_dir, *extra, name=None, realtime=False):
     positions = list(POSES[robot].values())
     return RosProcess("soa_dynamics_sim", "-p", f"urdf_file:=urdf/{robot}.urdf",
                       "-p", f"initial_positions:={positions}", *extra,
-                      log_dir=log_dir, name=name or f"sim_{robot}")
+                      log_dir=log_dir, name=name or f"sim_{robot}", realtime=realtime)
 
 
-def start_node(robot, log_dir, *extra):
+def start_node(robot, log_dir, *extra, realtime=False):
     # No ramp (as in launch/sim.launch.py): the simulated arm is released at its
     # first command, with no controller of its own to hold it during a ramp.
     return RosProcess("soa_dynamics_node", "--params-file", f"config/{robot}.yaml",
                       "-p", "marker_rate:=0.0", "-p", "feedforward_ramp_time:=0.0",
                       "-r", "~/feedforward:=/effort_controller/commands",
-                      *extra, log_dir=log_dir, name=f"node_{robot}")
+                      *extra, log_dir=log_dir, name=f"node_{robot}", realtime=realtime)
 
 
 def stamp_seconds(stamp):

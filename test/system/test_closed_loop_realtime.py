@@ -6,6 +6,7 @@ third process: arrival of ~/feedforward_state (stamped with the state it
 answers) minus arrival of that /joint_states message.
 """
 import numpy as np
+import pytest
 from sensor_msgs.msg import JointState
 
 from support.ros_harness import RosClient
@@ -14,6 +15,7 @@ from support.sim_harness import (POSES, StateRecorder, reset_client, reset_sim, 
                                  stamp_seconds, start_node, start_sim)
 
 
+@pytest.mark.realtime
 def test_gravity_feedforward_holds_the_arm_in_real_time(tmp_path):
     names = list(POSES["panda"])
     q0 = np.array(list(POSES["panda"].values()))
@@ -23,8 +25,8 @@ def test_gravity_feedforward_holds_the_arm_in_real_time(tmp_path):
     # instead.  With 1 s the sim holds the last command, as a ros2_control
     # ForwardCommandController does; a wrong torque, or none for 1 s, still drifts.
     sim = start_sim("panda", tmp_path, "-p", "wait_for_command:=true", "-p", "publish_clock:=true",
-                    "-p", "command_timeout:=1.0")
-    node = start_node("panda", tmp_path)
+                    "-p", "command_timeout:=1.0", realtime=True)
+    node = start_node("panda", tmp_path, realtime=True)
     client = RosClient("realtime_test")
     states = StateRecorder(client, names)
     answered = {}
