@@ -36,6 +36,7 @@ import time
 import numpy as np
 
 from soa_dynamics_ros.ros.processes import ChildProcess
+from soa_dynamics_ros.ros.stamps import duration_from_seconds, stamp_seconds
 
 REPO = pathlib.Path(__file__).resolve().parents[2]     # the repository (editable install)
 COMMAND_HOLD = 0.5      # [s] the sim's command_timeout in the gravity demo
@@ -65,20 +66,16 @@ class Recorder:
         node.create_subscription(JointState, "/joint_states", self._on_state, 50)
         node.create_subscription(JointState, "/soa_dynamics/feedforward_state", self._on_answer, 50)
 
-    @staticmethod
-    def _seconds(stamp):
-        return stamp.sec + 1e-9 * stamp.nanosec
-
     def _on_state(self, message):
         if self._index is None:
             self._index = [list(message.name).index(n) for n in self.joint_names]
-        row = (self._seconds(message.header.stamp), time.monotonic(),
+        row = (stamp_seconds(message.header.stamp), time.monotonic(),
                np.asarray(message.position)[self._index], np.asarray(message.effort)[self._index])
         with self.lock:
             self.rows.append(row)
 
     def _on_answer(self, message):
-        self.answered.setdefault(self._seconds(message.header.stamp), time.monotonic())
+        self.answered.setdefault(stamp_seconds(message.header.stamp), time.monotonic())
 
     def latest_time(self):
         with self.lock:
@@ -186,7 +183,6 @@ def _fmt(values, digits=2):
 
 def ask_every_service(node, names, q0):
     """One request to each service of the node, at the start pose; one line each."""
-    from builtin_interfaces.msg import Duration
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
     from soa_dynamics_ros.msg import Constraint
@@ -230,8 +226,8 @@ def ask_every_service(node, names, q0):
     for k, s in enumerate(np.linspace(0.0, 2.0, 21)):
         q = q0.copy()
         q[0] += 0.5 * (1 - np.cos(np.pi * s / 2.0))
-        points.append(JointTrajectoryPoint(positions=q.tolist(), time_from_start=Duration(
-            sec=int(s), nanosec=int(round((s % 1) * 1e9)))))
+        points.append(JointTrajectoryPoint(positions=q.tolist(),
+                                           time_from_start=duration_from_seconds(s)))
     a = ask(srv.EvaluateTrajectory, "evaluate_trajectory",
             trajectory=JointTrajectory(joint_names=names, points=points))
     lines.append(("evaluate_trajectory", f"joint 1 through 0.5 rad in 2 s: peak |tau| "

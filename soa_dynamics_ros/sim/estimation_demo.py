@@ -22,6 +22,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+from ..ros.stamps import stamp_seconds
+
 NODE, SIM, LINK = "/soa_dynamics", "/soa_dynamics_sim", "panda_hand"
 WRENCH = np.array([10.0, -15.0, 20.0, 0.5, 1.0, -0.5])     # [f; t] on panda_hand, root axes
 # Friction of the sim's joints the model does not know: viscous [N m s/rad], Coulomb [N m].
@@ -63,7 +65,7 @@ class EstimateRecorder:
         node.create_subscription(Bool, f"{NODE}/contact", self._on_contact, 10)
 
     def _on_torque(self, message, info):
-        stamp = message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+        stamp = stamp_seconds(message.header.stamp)
         with self.lock:
             self.torques.append((stamp, np.array(message.position), np.array(message.effort)))
             self.written.append((info["source_timestamp"], stamp))
@@ -72,7 +74,7 @@ class EstimateRecorder:
     def _on_wrench(self, message):
         w = message.wrench
         with self.lock:
-            self.wrenches.append((message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec,
+            self.wrenches.append((stamp_seconds(message.header.stamp),
                                   np.array([w.force.x, w.force.y, w.force.z,
                                             w.torque.x, w.torque.y, w.torque.z])))
 
