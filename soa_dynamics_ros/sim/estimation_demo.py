@@ -22,6 +22,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+from .clients import call_service, config_dir, set_parameters, spinning_node, start_process, \
+    wait_for_compiled_kernels
 from ..ros.stamps import stamp_seconds
 
 NODE, SIM, LINK = "/soa_dynamics", "/soa_dynamics_sim", "panda_hand"
@@ -283,11 +285,9 @@ class Session:
 
     @staticmethod
     def set_sim(node, **values):
-        from .demo import set_parameters
         set_parameters(node, values, SIM)
 
     def call(self, node, service_type, name, request):
-        from .demo import call_service
         client = node.create_client(service_type, name)
         try:
             return call_service(node, client, request, timeout=self.timeout)
@@ -319,7 +319,6 @@ def estimation_demo(folder, env, warm_up):
     from soa_dynamics_ros.model import RobotModel
     from trajectory_msgs.msg import JointTrajectoryPoint
     import yaml
-    from .demo import config_dir, spinning_node, start_process, wait_for_compiled_kernels
     from .mujoco_plant import MujocoPlant
 
     config = config_dir()
@@ -385,7 +384,3 @@ def estimation_demo(folder, env, warm_up):
             print(f"[demo] exit codes node/sim: {codes}", file=sys.stderr)
     return status
 
-
-if __name__ == "__main__":
-    from .demo import main
-    sys.exit(main(["--part", "estimation"]))
