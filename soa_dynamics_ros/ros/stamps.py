@@ -1,4 +1,6 @@
 """builtin_interfaces Time and Duration to and from seconds, with one rounding rule."""
+import math
+
 from builtin_interfaces.msg import Duration, Time
 
 NANOSECONDS_PER_SECOND = 1_000_000_000
@@ -16,8 +18,11 @@ def stamp_nanoseconds(stamp):
 
 def seconds_and_nanoseconds(seconds):
     """(sec, nanosec) fields of a time in seconds; nanosec in [0, 1e9)."""
-    # Round once, in integer nanoseconds (rounding the fraction alone can carry into a lost second).
-    return divmod(int(round(seconds * 1e9)), NANOSECONDS_PER_SECOND)
+    # The fraction is split off exactly, so a wall-clock time keeps its nanoseconds (seconds * 1e9
+    # would not, beyond 2**53 ns); its rounding may carry into the whole seconds.
+    whole = math.floor(seconds)
+    nanoseconds = round((seconds - whole) * 1e9)
+    return int(whole) + nanoseconds // NANOSECONDS_PER_SECOND, nanoseconds % NANOSECONDS_PER_SECOND
 
 
 def time_from_seconds(seconds):
