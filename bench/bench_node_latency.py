@@ -46,7 +46,7 @@ from feedforward_probe import NodeCount  # noqa: E402
 from latency_probe import ProbeError, build_probe, run_probe  # noqa: E402
 from results_file import run_header, write_results  # noqa: E402
 from support.ros_harness import RosClient, RosProcess  # noqa: E402
-from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels  # noqa: E402
+from soa_dynamics_ros.sim.clients import wait_for_compiled_kernels  # noqa: E402
 from soa_dynamics_ros.ros.parameters import DEFAULT_EXECUTOR, DEFAULT_JOINT_STATES_DEPTH  # noqa: E402
 from soa_dynamics_ros.ros.processes import ChildProcess  # noqa: E402
 from soa_dynamics_ros import RobotModel  # noqa: E402

@@ -45,7 +45,7 @@ from results_file import run_header, write_results  # noqa: E402
 from support.request_bounds import longest_gap, maximal_requests  # noqa: E402
 from support.ros_harness import RosClient, RosProcess  # noqa: E402
 from soa_dynamics_ros import RobotModel  # noqa: E402
-from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels  # noqa: E402
+from soa_dynamics_ros.sim.clients import wait_for_compiled_kernels  # noqa: E402
 
 POSE = [0.1, -0.6, 0.2, -2.2, 0.1, 1.7, 0.6]
 PANDA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)]

@@ -6,9 +6,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 
-
-def _nanoseconds(stamp):
-    return stamp.sec * 10**9 + stamp.nanosec
+from soa_dynamics_ros.ros.stamps import stamp_nanoseconds
 
 
 class NodeCount:
@@ -43,14 +41,14 @@ class FeedforwardProbe:
                                   velocity=[0.0] * len(joint_names))
 
     def _on_echo(self, message):
-        stamp = _nanoseconds(message.header.stamp)
+        stamp = stamp_nanoseconds(message.header.stamp)
         self.received.add(stamp)
         self.arrivals.append(time.monotonic())
         self.latencies.append((self.clock.now().nanoseconds - stamp) * 1e-9)
 
     def publish(self):
         self.message.header.stamp = self.clock.now().to_msg()
-        self.sent.append(_nanoseconds(self.message.header.stamp))
+        self.sent.append(stamp_nanoseconds(self.message.header.stamp))
         self.publisher.publish(self.message)
 
     def wait_until_answered(self, timeout=30.0):

@@ -20,6 +20,8 @@ from visualization_msgs.msg import Marker
 
 from ..errors import InvalidInputError, clipped, shown
 from ..msg import Payload
+# Kept importable from here, the message mapping's public path.
+from .stamps import stamp_seconds, time_from_seconds  # noqa: F401
 
 # Bounds on one service request (docs/robustness.md, "Bounded requests"): with
 # them the largest accepted request of every service costs well under 50 ms
@@ -58,11 +60,6 @@ def joint_state_arrays(message):
 def joint_state_efforts(message):
     """The efforts of a JointState (may be empty)."""
     return np.asarray(message.effort, dtype=float)
-
-
-def stamp_seconds(stamp):
-    """Seconds of a builtin_interfaces/Time (0.0: not stamped)."""
-    return stamp.sec + 1e-9 * stamp.nanosec
 
 
 def publication_times(info):
@@ -135,8 +132,7 @@ def trajectory_arrays(points, count):
         if len(point.positions) != count:
             raise InvalidInputError(f"point {i} has {len(point.positions)} positions for "
                                     f"{count} joint names")
-    time_from_start = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
-                                for p in points])
+    time_from_start = np.array([stamp_seconds(p.time_from_start) for p in points])
 
     def rates(field_name):
         values = [getattr(p, field_name) for p in points]
@@ -229,13 +225,6 @@ def quaternion_from_rotation(rotation):
     """Unit quaternion message of a rotation matrix (transforms3d, which orders it w, x, y, z)."""
     w, x, y, z = mat2quat(rotation)
     return Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))
-
-
-def time_from_seconds(seconds):
-    """builtin_interfaces/Time of a time in seconds."""
-    # Round once, in integer nanoseconds (rounding the fraction alone can carry into a lost second).
-    sec, nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
-    return Time(sec=sec, nanosec=nanosec)
 
 
 def clock(time_message):

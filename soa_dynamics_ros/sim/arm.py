@@ -63,6 +63,7 @@ from ..ros import conversions
 from ..ros.command_line import help_text, unknown_parameter_warning, unknown_parameters
 from ..ros.pauses import PauseMeter
 from ..ros.process import make_executor, run_node, subscribe_with_info
+from ..ros.stamps import stamp_seconds
 from ..ros.throttled_log import ThrottledLog
 from ..validation import as_vector, payload_problems
 
@@ -374,7 +375,7 @@ class SimNode(Node):
             return
         try:
             points = trajectory_points(self.plant.joint_names, message.joint_names, [
-                dict(time=point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec,
+                dict(time=stamp_seconds(point.time_from_start),
                      positions=point.positions, velocities=point.velocities,
                      accelerations=point.accelerations, effort=point.effort)
                 for point in message.points])
@@ -383,7 +384,7 @@ class SimNode(Node):
             self._log.warning(TRAJECTORY_TOPIC, 2.0, f"{TRAJECTORY_TOPIC} rejected: {error}; the "
                                                      "active trajectory goes on")
             return
-        stamp = message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+        stamp = stamp_seconds(message.header.stamp)
         start = None                # zero stamp: start now (at the next step)
         if stamp:
             clock = self.plant.time if self.publish_clock else \

@@ -25,7 +25,6 @@ the node is never told of, identified (:mod:`.estimation_demo`); writes
 ``estimation.png`` beside the first PNG.
 """
 import argparse
-import contextlib
 import os
 import pathlib
 import random
@@ -35,23 +34,12 @@ import time
 
 import numpy as np
 
-from soa_dynamics_ros.ros.processes import ChildProcess
+from soa_dynamics_ros.sim.clients import (  # noqa: F401 - REPO and the helpers' old path
+    REPO, call_service, config_dir, parameter_value, set_parameter, set_parameters, spinning_node,
+    start_process, wait_for_compiled_kernels)
+from soa_dynamics_ros.ros.stamps import duration_from_seconds, stamp_seconds
 
-REPO = pathlib.Path(__file__).resolve().parents[2]     # the repository (editable install)
 COMMAND_HOLD = 0.5      # [s] the sim's command_timeout in the gravity demo
-
-
-def config_dir():
-    if (REPO / "config" / "panda_sim.yaml").is_file():
-        return REPO / "config"
-    from ament_index_python.packages import get_package_share_directory
-    return pathlib.Path(get_package_share_directory("soa_dynamics_ros")) / "config"
-
-
-def start_process(name, module, ros_args, log_dir, env):
-    """``python -m module --ros-args ...`` with its log in ``log_dir/name.log``."""
-    return ChildProcess([sys.executable, "-m", module, "--ros-args", *ros_args],
-                        log_dir / f"{name}.log", env)
 
 
 class Recorder:
@@ -65,20 +53,16 @@ class Recorder:
         node.create_subscription(JointState, "/joint_states", self._on_state, 50)
         node.create_subscription(JointState, "/soa_dynamics/feedforward_state", self._on_answer, 50)
 
-    @staticmethod
-    def _seconds(stamp):
-        return stamp.sec + 1e-9 * stamp.nanosec
-
     def _on_state(self, message):
         if self._index is None:
             self._index = [list(message.name).index(n) for n in self.joint_names]
-        row = (self._seconds(message.header.stamp), time.monotonic(),
+        row = (stamp_seconds(message.header.stamp), time.monotonic(),
                np.asarray(message.position)[self._index], np.asarray(message.effort)[self._index])
         with self.lock:
             self.rows.append(row)
 
     def _on_answer(self, message):
-        self.answered.setdefault(self._seconds(message.header.stamp), time.monotonic())
+        self.answered.setdefault(stamp_seconds(message.header.stamp), time.monotonic())
 
     def latest_time(self):
         with self.lock:
@@ -108,85 +92,12 @@ class Recorder:
                 np.array([r[2] for r in rows]), np.array([r[3] for r in rows]))
 
 
-def call_service(node, client, request, timeout=10.0):
-    if not client.wait_for_service(timeout_sec=timeout):
-        raise TimeoutError(f"service {client.srv_name} not available")
-    future = client.call_async(request)
-    done = threading.Event()
-    future.add_done_callback(lambda _: done.set())
-    if not done.wait(timeout):
-        raise TimeoutError(f"no answer from {client.srv_name}")
-    return future.result()
-
-
-def parameter_value(value):
-    from rcl_interfaces.msg import ParameterType, ParameterValue
-    if isinstance(value, str):
-        return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(value))
-    return ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
-                          double_array_value=[float(v) for v in value])
-
-
-def set_parameters(node, values, target="/soa_dynamics"):
-    """Set string, number or number-list parameters ``{name: value}`` of ``target`` in one
-    atomic request: one exchange, and the target sees them all at once (a sim then steps
-    with none of them half set); RuntimeError if refused."""
-    from rcl_interfaces.msg import Parameter
-    from rcl_interfaces.srv import SetParametersAtomically
-    client = node.create_client(SetParametersAtomically, f"{target}/set_parameters_atomically")
-    request = SetParametersAtomically.Request(parameters=[
-        Parameter(name=name, value=parameter_value(value)) for name, value in values.items()])
-    try:
-        result = call_service(node, client, request).result
-    finally:
-        node.destroy_client(client)
-    if not result.successful:
-        raise RuntimeError(f"setting {', '.join(values)} of {target} refused: {result.reason}")
-
-
-def set_parameter(node, name, value, target="/soa_dynamics"):
-    """Set one string, number or number-list parameter of ``target``; RuntimeError if refused."""
-    set_parameters(node, {name: value}, target)
-
-
-def wait_for_compiled_kernels(node, longest):
-    """Run the loop until the node answers from its compiled kernels, at most ``longest`` s.
-
-    The node compiles a robot's kernels once, in a child process (seconds),
-    and then loads them: the demo measures the node as it runs from then on.
-    Returns the mean feedforward compute time [us] of the last diagnostics
-    period (0 while no joint states arrive).
-    """
-    from diagnostic_msgs.msg import DiagnosticArray
-    periods = []    # (kernels, mean compute us) per diagnostics period
-
-    def on_diagnostics(message):
-        for status in message.status:
-            values = {kv.key: kv.value for kv in status.values}
-            if values.get("feedforward_compute_mean_us") and "kernels" in values:
-                periods.append((values["kernels"], float(values["feedforward_compute_mean_us"])))
-    subscription = node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
-    print("[demo] warming up (the first run for a robot compiles its kernels, a few seconds) ...")
-    deadline = time.monotonic() + longest
-    try:
-        # Two diagnostics periods on the compiled kernels: the load pause is over.
-        while time.monotonic() < deadline and not (
-                len(periods) >= 2 and all(p[0] == "compiled" for p in periods[-2:])):
-            time.sleep(0.1)
-    finally:
-        node.destroy_subscription(subscription)
-    return periods[-1][1] if periods else float("nan")
-
-
 def _fmt(values, digits=2):
     return "[" + ", ".join(f"{v:.{digits}f}" for v in values) + "]"
 
 
 def ask_every_service(node, names, q0):
     """One request to each service of the node, at the start pose; one line each."""
-    from builtin_interfaces.msg import Duration
     from sensor_msgs.msg import JointState
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
     from soa_dynamics_ros.msg import Constraint
@@ -230,8 +141,8 @@ def ask_every_service(node, names, q0):
     for k, s in enumerate(np.linspace(0.0, 2.0, 21)):
         q = q0.copy()
         q[0] += 0.5 * (1 - np.cos(np.pi * s / 2.0))
-        points.append(JointTrajectoryPoint(positions=q.tolist(), time_from_start=Duration(
-            sec=int(s), nanosec=int(round((s % 1) * 1e9)))))
+        points.append(JointTrajectoryPoint(positions=q.tolist(),
+                                           time_from_start=duration_from_seconds(s)))
     a = ask(srv.EvaluateTrajectory, "evaluate_trajectory",
             trajectory=JointTrajectory(joint_names=names, points=points))
     lines.append(("evaluate_trajectory", f"joint 1 through 0.5 rad in 2 s: peak |tau| "
@@ -487,37 +398,6 @@ def plot_tracking(path, results):
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
-
-
-@contextlib.contextmanager
-def spinning_node(name):
-    """An rclpy node of its own context, spun in a daemon thread while the block runs."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node(name, context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    spinning = threading.Thread(target=lambda: _spin(executor, context), daemon=True)
-    spinning.start()
-    try:
-        yield node
-    finally:
-        executor.shutdown()
-        rclpy.try_shutdown(context=context)
-        spinning.join(timeout=5)
-        node.destroy_node()
-
-
-def _spin(executor, context):
-    while context.ok():
-        try:
-            executor.spin_once(timeout_sec=0.05)
-        except Exception:  # noqa: BLE001 - shutdown races end the loop
-            if not context.ok():
-                return
-            raise
 
 
 if __name__ == "__main__":

@@ -22,6 +22,10 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+from .clients import call_service, config_dir, set_parameters, spinning_node, start_process, \
+    wait_for_compiled_kernels
+from ..ros.stamps import stamp_seconds
+
 NODE, SIM, LINK = "/soa_dynamics", "/soa_dynamics_sim", "panda_hand"
 WRENCH = np.array([10.0, -15.0, 20.0, 0.5, 1.0, -0.5])     # [f; t] on panda_hand, root axes
 # Friction of the sim's joints the model does not know: viscous [N m s/rad], Coulomb [N m].
@@ -63,7 +67,7 @@ class EstimateRecorder:
         node.create_subscription(Bool, f"{NODE}/contact", self._on_contact, 10)
 
     def _on_torque(self, message, info):
-        stamp = message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+        stamp = stamp_seconds(message.header.stamp)
         with self.lock:
             self.torques.append((stamp, np.array(message.position), np.array(message.effort)))
             self.written.append((info["source_timestamp"], stamp))
@@ -72,7 +76,7 @@ class EstimateRecorder:
     def _on_wrench(self, message):
         w = message.wrench
         with self.lock:
-            self.wrenches.append((message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec,
+            self.wrenches.append((stamp_seconds(message.header.stamp),
                                   np.array([w.force.x, w.force.y, w.force.z,
                                             w.torque.x, w.torque.y, w.torque.z])))
 
@@ -281,11 +285,9 @@ class Session:
 
     @staticmethod
     def set_sim(node, **values):
-        from .demo import set_parameters
         set_parameters(node, values, SIM)
 
     def call(self, node, service_type, name, request):
-        from .demo import call_service
         client = node.create_client(service_type, name)
         try:
             return call_service(node, client, request, timeout=self.timeout)
@@ -317,7 +319,6 @@ def estimation_demo(folder, env, warm_up):
     from soa_dynamics_ros.model import RobotModel
     from trajectory_msgs.msg import JointTrajectoryPoint
     import yaml
-    from .demo import config_dir, spinning_node, start_process, wait_for_compiled_kernels
     from .mujoco_plant import MujocoPlant
 
     config = config_dir()
@@ -383,7 +384,3 @@ def estimation_demo(folder, env, warm_up):
             print(f"[demo] exit codes node/sim: {codes}", file=sys.stderr)
     return status
 
-
-if __name__ == "__main__":
-    from .demo import main
-    sys.exit(main(["--part", "estimation"]))

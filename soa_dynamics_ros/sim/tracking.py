@@ -19,7 +19,6 @@ import threading
 import time
 
 import numpy as np
-from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -28,6 +27,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from .arm import TRAJECTORY_TOPIC, reset_time
 from .pick_and_place import SETTLE, rms_error
+from ..ros.stamps import duration_from_seconds, stamp_seconds
 
 NODE_TRAJECTORY_IN = "/soa_dynamics/trajectory_in"
 SIM_RESET = "/soa_dynamics_sim/reset"
@@ -47,10 +47,9 @@ def trajectory_message(task):
     times, q, qd, qdd = task.points()
     points = []
     for t, *rows in zip(times, q, qd, qdd):
-        seconds = int(t)
         points.append(JointTrajectoryPoint(
             positions=rows[0].tolist(), velocities=rows[1].tolist(), accelerations=rows[2].tolist(),
-            time_from_start=Duration(sec=seconds, nanosec=int(round((t - seconds) * 1e9)))))
+            time_from_start=duration_from_seconds(t)))
     return JointTrajectory(joint_names=list(task.joint_names), points=points)
 
 
@@ -84,7 +83,7 @@ class TrackingLoop:
     def _on_state(self, message):
         if self._index is None:
             self._index = [list(message.name).index(n) for n in self.task.joint_names]
-        row = (message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec,
+        row = (stamp_seconds(message.header.stamp),
                np.asarray(message.position)[self._index])
         with self.lock:
             self.rows.append(row)

@@ -10,8 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from builtin_interfaces.msg import Time
-from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.srv import SetParameters
 from sensor_msgs.msg import JointState
 
@@ -19,6 +18,8 @@ from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close
 from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
+from soa_dynamics_ros.ros.stamps import stamp_seconds, time_from_seconds
+from soa_dynamics_ros.sim.clients import parameter_value
 
 RAMP = 2.0                    # [s]
 # A state_timeout long enough that no state of a loaded machine is dropped as
@@ -55,15 +56,6 @@ def gravity():
     return lambda q: reference.inverse_dynamics(q, np.zeros(7), np.zeros(7))
 
 
-def stamp_of(seconds):
-    whole = int(seconds)
-    return Time(sec=whole, nanosec=int((seconds - whole) * 1e9))
-
-
-def seconds_of(stamp):
-    return stamp.sec + 1e-9 * stamp.nanosec
-
-
 def stream(client, answers, pose, duration):
     """Publish ``pose`` every 10 ms for ``duration`` s after its first answer; its answers, in order.
 
@@ -75,7 +67,7 @@ def stream(client, answers, pose, duration):
     while time.monotonic() < deadline:
         now = time.time()
         message = JointState(name=JOINTS, position=pose.tolist())
-        message.header.stamp = stamp_of(now)
+        message.header.stamp = time_from_seconds(now)
         sent.add((message.header.stamp.sec, message.header.stamp.nanosec))
         publisher.publish(message)
         time.sleep(0.01)
@@ -84,7 +76,7 @@ def stream(client, answers, pose, duration):
             first_answer = time.monotonic()
         if first_answer is not None and time.monotonic() - first_answer > duration:
             client.node.destroy_publisher(publisher)
-            return [(seconds_of(m.header.stamp), np.array(m.effort)) for m in ours]
+            return [(stamp_seconds(m.header.stamp), np.array(m.effort)) for m in ours]
     raise TimeoutError("no feedforward for the published states")
 
 
@@ -111,8 +103,7 @@ def check_ramp(answers, origin, target, what):
 
 def set_flag(client, name, value):
     setter = client.client(SetParameters, "/soa_dynamics/set_parameters")
-    parameter = ParameterMsg(name=name, value=ParameterValue(type=ParameterType.PARAMETER_BOOL,
-                                                             bool_value=value))
+    parameter = ParameterMsg(name=name, value=parameter_value(value))
     result = client.call(setter, SetParameters.Request(parameters=[parameter])).results[0]
     assert result.successful, result.reason
 

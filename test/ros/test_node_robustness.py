@@ -13,7 +13,7 @@ from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
 from support.small_robots import FIXED_ONLY
-from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels
+from soa_dynamics_ros.sim.clients import wait_for_compiled_kernels
 from soa_dynamics_ros.msg import Constraint
 from soa_dynamics_ros.ros import conversions
 from soa_dynamics_ros.srv import EvaluateTrajectory, GravityTorques, HybridDynamics, SetPayload

@@ -3,14 +3,16 @@ import threading
 import time
 
 import numpy as np
-from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.srv import SetParameters
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from support.ros_harness import RosProcess
 from support.waiting import wait_for
+from soa_dynamics_ros.ros.stamps import stamp_seconds
 from soa_dynamics_ros.sim.arm import reset_time
+from soa_dynamics_ros.sim.clients import parameter_value
 
 # Non-trivial poses, inside the joint limits, with gravity torques inside the
 # effort limits (the PR2 arms have no counterbalance springs here).
@@ -28,20 +30,6 @@ POSES = {
 }
 TOOL = {"panda": "panda_hand_tcp", "dual_arm_torso": "l_gripper_tool_frame"}
 PAYLOAD = {"panda": ("panda_hand", [0.0, 0.0, 0.05]), "dual_arm_torso": ("l_wrist_roll_link", [0.1, 0.0, 0.0])}
-
-
-def parameter_value(value):
-    if isinstance(value, bool):
-        return ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
-    if isinstance(value, str):
-        return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
-    if isinstance(value, (int, float)):
-        return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(value))
-    values = list(value)
-    if values and all(isinstance(v, str) for v in values):
-        return ParameterValue(type=ParameterType.PARAMETER_STRING_ARRAY, string_array_value=values)
-    return ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
-                          double_array_value=[float(v) for v in values])
 
 
 def set_parameters(client, node, **values):
@@ -67,10 +55,6 @@ def start_node(robot, log_dir, *extra, realtime=False):
                       "-p", "marker_rate:=0.0", "-p", "feedforward_ramp_time:=0.0",
                       "-r", "~/feedforward:=/effort_controller/commands",
                       *extra, log_dir=log_dir, name=f"node_{robot}", realtime=realtime)
-
-
-def stamp_seconds(stamp):
-    return stamp.sec + 1e-9 * stamp.nanosec
 
 
 class StateRecorder:

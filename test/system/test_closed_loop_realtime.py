@@ -10,7 +10,7 @@ import pytest
 from sensor_msgs.msg import JointState
 
 from support.ros_harness import RosClient
-from soa_dynamics_ros.sim.demo import wait_for_compiled_kernels
+from soa_dynamics_ros.sim.clients import wait_for_compiled_kernels
 from support.sim_harness import (POSES, StateRecorder, reset_client, reset_sim, run_for,
                                  stamp_seconds, start_node, start_sim)
 
