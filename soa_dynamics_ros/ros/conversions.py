@@ -8,7 +8,6 @@ names.
 import array
 
 import numpy as np
-from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Inertia, Point, Quaternion, Vector3, WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult

@@ -29,6 +29,7 @@ from .parameters import PARAMETERS, PAYLOAD_FIELDS, startup_payload, validate_al
 from .pauses import PauseMeter
 from .process import make_executor, run_node, spin_until_stopped, subscribe_with_info
 from .services import ModelNotReady, ModelServices
+from .stamps import stamp_seconds
 from .throttled_log import MAX_LOG_TEXT, ThrottledLog
 from ..embedded.live_model import TransportAge
 from ..embedded.model_host import TOPIC, ModelHost, description_from
@@ -294,7 +295,7 @@ class EmbeddedModelNode(Node):
         the 1 kHz thread (see _poll_while_busy), and a robot whose states stop gets
         no contact state from it either way.
         """
-        seconds = conversions.stamp_seconds(stamp)
+        seconds = stamp_seconds(stamp)
         estimate = self.host.estimate(seconds if seconds else arrival, now)
         if estimate is None:
             return

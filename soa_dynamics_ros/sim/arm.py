@@ -63,7 +63,7 @@ from ..ros import conversions
 from ..ros.command_line import help_text, unknown_parameter_warning, unknown_parameters
 from ..ros.pauses import PauseMeter
 from ..ros.process import make_executor, run_node, subscribe_with_info
-from ..ros.stamps import stamp_seconds
+from ..ros.stamps import stamp_seconds, time_from_seconds
 from ..ros.throttled_log import ThrottledLog
 from ..validation import as_vector, payload_problems
 
@@ -435,7 +435,7 @@ class SimNode(Node):
     def publish_state(self):
         plant = self.plant
         if self.publish_clock:
-            stamp = conversions.time_from_seconds(plant.time)
+            stamp = time_from_seconds(plant.time)
             self.clock_publisher.publish(conversions.clock(stamp))
         else:
             stamp = self.get_clock().now().to_msg()
