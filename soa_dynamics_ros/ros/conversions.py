@@ -19,8 +19,7 @@ from visualization_msgs.msg import Marker
 
 from ..errors import InvalidInputError, clipped, shown
 from ..msg import Payload
-# Kept importable from here, the message mapping's public path.
-from .stamps import stamp_seconds, time_from_seconds  # noqa: F401
+from .stamps import stamp_seconds
 
 # Bounds on one service request (docs/robustness.md, "Bounded requests"): with
 # them the largest accepted request of every service costs well under 50 ms
