@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
+from support.installation import CONSOLE_SCRIPTS, EXECUTABLES as LIB, SHARE
 from support.robots import REPO
 from support.ros_harness import RosClient
 from support.waiting import wait_for
@@ -28,10 +29,6 @@ from soa_dynamics_ros.ros.processes import ChildProcess
 LAUNCH_DIR = REPO / "launch"
 LAUNCH_FILES = sorted(LAUNCH_DIR.glob("*.launch.py"))
 PACKAGE = "soa_dynamics_ros"
-# The install prefix scripts/setup.sh builds into (a ROS install would be install/).
-PREFIX = pathlib.Path(sys.prefix)
-SHARE = PREFIX / "share" / PACKAGE
-LIB = PREFIX / "lib" / PACKAGE
 
 
 # ---------------------------------------------------------------------- reading launch files
@@ -150,7 +147,7 @@ def test_every_file_a_launch_file_refers_to_exists_and_is_installed(path):
         relative = pathlib.Path(installed).relative_to(SHARE)
         assert (REPO / relative).is_file(), f"{path.name}: {relative} is not in the package"
         assert relative.parts[0] in installed_directories(), f"{relative} is not installed"
-        assert pathlib.Path(installed).is_file(), f"{installed} is not installed (run scripts/setup.sh)"
+        assert pathlib.Path(installed).is_file(), f"{installed} is not installed (colcon build, or scripts/setup.sh)"
 
 
 def test_robot_choices_are_every_robot_with_configs():
@@ -317,7 +314,7 @@ def test_installed_scripts_name_the_python_they_were_built_for():
 
 def test_console_script_runs_without_the_venv_on_path(tmp_path):
     import subprocess
-    result = subprocess.run([str(PREFIX / "bin" / "soa-dynamics"), "info", str(REPO / "urdf" / "panda.urdf")],
+    result = subprocess.run([str(CONSOLE_SCRIPTS / "soa-dynamics"), "info", str(REPO / "urdf" / "panda.urdf")],
                             env=bare_environment(tmp_path), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "total mass" in result.stdout, result.stderr
 
