@@ -21,6 +21,7 @@ from support.robot_generator import random_tree_urdf
 from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
 from soa_dynamics_ros.algorithms.task_space import DEFAULT_RCOND
 from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError, UnknownNameError
+from soa_dynamics_ros import kernels
 from soa_dynamics_ros.kernels import build, generic_module
 from soa_dynamics_ros.model import RobotModel
 from soa_dynamics_ros.model import constrained, subgraph as subgraph_module
@@ -487,3 +488,18 @@ def test_the_installed_generic_module_serves_an_empty_cache_with_no_compile(tmp_
     assert "compiling" not in run.stdout, run.stdout
     assert not list((tmp_path / "cache").glob(f"**/soa_generic_*{build.EXTENSION}"))
     _check_first_answers(run)
+
+
+def test_the_installed_generic_module_is_looked_up_in_the_ament_index_prefix(tmp_path, monkeypatch):
+    """A colcon workspace installs into install/soa_dynamics_ros, not the interpreter's prefix:
+    the prefix whose ament index lists the package is where the generic module is."""
+    workspace, other = tmp_path / "install" / "soa_dynamics_ros", tmp_path / "other"
+    marker = workspace / "share" / "ament_index" / "resource_index" / "packages" / "soa_dynamics_ros"
+    marker.parent.mkdir(parents=True)
+    marker.touch()
+    other.mkdir()
+    monkeypatch.delenv("SOA_DYNAMICS_PREBUILT", raising=False)
+    monkeypatch.setenv("AMENT_PREFIX_PATH", os.pathsep.join([str(other), str(workspace)]))
+    assert kernels.prebuilt_dir() == workspace / "share" / "soa_dynamics_ros" / "kernels"
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(other))
+    assert kernels.prebuilt_dir() == pathlib.Path(sys.prefix) / "share" / "soa_dynamics_ros" / "kernels"
