@@ -293,4 +293,5 @@ def pack_parameters(tree, gravity, out=None):
 
 
 __all__ = ["Kernels", "BACKENDS", "compiler_available", "default_backend", "cache_dir",
-           "prebuilt_dir", "generic_module", "install_generic_module", "generic_cached", "compiled_tree", "pack_parameters"]
+           "prebuilt_dir", "installed_prefix", "generic_module", "install_generic_module", "generic_cached",
+           "compiled_tree", "pack_parameters"]

@@ -105,11 +105,13 @@ class SimNode(Node):
         declare("timestep", 0.001, _descriptor("[s]", True, number=True))
         declare("real_time_factor", 1.0, _descriptor("simulated / wall time; 0: as fast as possible", number=True))
         declare("lockstep", False, _descriptor("wait for the command answering each state"))
-        declare("lockstep_timeout", LOCKSTEP_TIMEOUT, _descriptor("[wall s] longest wait for a command in lockstep", number=True))
+        declare("lockstep_timeout", LOCKSTEP_TIMEOUT,
+                _descriptor("[wall s] longest wait for a command in lockstep", number=True))
         declare("wait_for_command", True, _descriptor(
             "hold the simulation (time stopped, state still published) until the first valid "
             "command; ~/reset re-arms it"))
-        declare("command_timeout", 0.1, _descriptor("[simulated s] a command older than this: zero effort", number=True))
+        declare("command_timeout", 0.1,
+                _descriptor("[simulated s] a command older than this: zero effort", number=True))
         declare("publish_clock", False, _descriptor("publish /clock and stamp with simulated time", True))
         declare("urdf_dynamics", False, _descriptor("apply URDF joint damping/friction", True))
         declare("joint_limits", True, _descriptor("enforce URDF position limits", True))

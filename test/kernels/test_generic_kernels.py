@@ -344,6 +344,7 @@ def test_dependent_constraints_hold_along_the_directions_kept(source, zoo, rng):
         assert_close(model.forward_dynamics(q, qd, tau + result.constraint_torques), result.qdd,
                      "FD(tau + constraint torques)", 1e-9 * scale)
 
+
 def test_inputs_the_compiled_code_declines_get_the_numpy_answer_or_error(rng):
     fast = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="generic")
     slow = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="off")

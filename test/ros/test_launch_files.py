@@ -349,7 +349,6 @@ def test_sim_comes_up_with_each_config_the_launch_file_passes(robot, path, clien
 @pytest.mark.parametrize("robot", [c[0] for c in SIM_CASES])
 def test_sim_configs_start_inside_the_limits_where_gravity_feedforward_can_hold_the_arm(robot):
     """Pinocchio's gravity torques at each initial pose are within the URDF effort limits."""
-    import numpy as np
     import pinocchio as pin
     from soa_dynamics_ros import RobotModel
     urdf = str(REPO / "urdf" / f"{robot}.urdf")
