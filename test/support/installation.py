@@ -20,7 +20,7 @@ def _prefix():
         return REPO / ".venv"
     try:
         return pathlib.Path(get_package_prefix(PACKAGE))
-    except PackageNotFoundError:
+    except (PackageNotFoundError, OSError):     # OSError: AMENT_PREFIX_PATH unset
         return REPO / ".venv"
 
 
