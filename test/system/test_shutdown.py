@@ -170,3 +170,36 @@ def test_a_hanging_teardown_cannot_keep_the_process_alive(tmp_path, sig, hang):
         assert WATCHDOG_MESSAGE.format(TEARDOWN_DEADLINE) in log, log
     # Either way the log shows where it hung.
     assert innermost_frame_of_run_node(log).endswith(" in destroy_node"), log
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_second_signal_at_the_main_thread_is_ignored_during_the_teardown(tmp_path, sig):
+    """The second signal sent to the very thread tearing down (which thread of a process
+    takes a signal is the kernel's choice: on Jazzy it often was this one) must not end
+    the hang early: delivered, it interrupts the C call (EINTR), the teardown returns
+    half-done and the process exits before the watchdog's deadline."""
+    import ctypes
+    import subprocess
+    import sys
+    from soa_dynamics_ros.ros.processes import ChildProcess
+    from soa_dynamics_ros.ros.process import TEARDOWN_DEADLINE
+    process = ChildProcess([sys.executable, "-c",
+                            HANGING_NODE.replace("HANG(", HANGS["holding the GIL"] + "(")],
+                           tmp_path / "hanging.log")
+    try:
+        wait_for(lambda: "running" in process.log(), 60, interval=0.05, what="the node's loop")
+        sent = time.monotonic()
+        process.process.send_signal(sig)
+        wait_for(lambda: "tearing down" in process.log(), 5, interval=0.01, what="the teardown")
+        time.sleep(0.2)                     # inside the C sleep by now
+        pid = process.pid                   # the main thread's id is the process id
+        assert ctypes.CDLL(None).tgkill(pid, pid, int(sig)) == 0
+        process.process.wait(EXIT_DEADLINE + 5.0)
+        seconds = time.monotonic() - sent
+    except subprocess.TimeoutExpired:
+        seconds = None
+    finally:
+        code = process.stop()
+    log = process.log()
+    assert seconds is not None and TEARDOWN_DEADLINE <= seconds < EXIT_DEADLINE, (seconds, log)
+    assert code == 0, log
