@@ -88,8 +88,7 @@ PKG_PREFIX="$WS/install/soa_dynamics_ros"
 for exe in soa_dynamics_node soa_dynamics_sim; do
   [ -x "$PKG_PREFIX/lib/soa_dynamics_ros/$exe" ] || die "$exe is not executable in install/"
 done
-[ -x "$PKG_PREFIX/share/soa_dynamics_ros/kernels/"*.so ] 2>/dev/null \
-  || ls "$PKG_PREFIX/share/soa_dynamics_ros/kernels/" | grep -q '\.so$' \
+compgen -G "$PKG_PREFIX/share/soa_dynamics_ros/kernels/soa_generic_*.so" >/dev/null \
   || die "the generic compiled module was not built into share/soa_dynamics_ros/kernels"
 [ "$(command -v soa-dynamics)" = "$PKG_PREFIX/bin/soa-dynamics" ] || die "soa-dynamics is not on PATH from install/"
 soa-dynamics --help >/dev/null || die "soa-dynamics --help"
