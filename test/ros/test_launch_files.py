@@ -273,10 +273,18 @@ def test_no_launch_file_or_config_names_the_removed_controller():
 
 
 # ---------------------------------------------------------------------- installed executables
+# What sourcing a workspace's install/setup.bash sets besides PATH: a colcon install's
+# Python library and generated interfaces are found through them, not through the interpreter.
+WORKSPACE_VARIABLES = ("PYTHONPATH", "AMENT_PREFIX_PATH", "LD_LIBRARY_PATH")
+
+
 def bare_environment(tmp_path):
-    """What `env -i PATH=/usr/bin:/bin` leaves, plus this test's DDS isolation and a log folder."""
-    return {"PATH": "/usr/bin:/bin", "ROS_DOMAIN_ID": os.environ["ROS_DOMAIN_ID"],
-            "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_LOG_DIR": str(tmp_path / "ros_log")}
+    """What `env -i PATH=/usr/bin:/bin` leaves, plus this test's DDS isolation and a log folder,
+    and the workspace's variables where a sourced install/setup.bash set them."""
+    environment = {"PATH": "/usr/bin:/bin", "ROS_DOMAIN_ID": os.environ["ROS_DOMAIN_ID"],
+                   "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_LOG_DIR": str(tmp_path / "ros_log")}
+    environment.update({name: os.environ[name] for name in WORKSPACE_VARIABLES if os.environ.get(name)})
+    return environment
 
 
 def start_as_launch_would(path, node_call, robot, tmp_path):
