@@ -176,33 +176,7 @@ fi
 #    (/opt/python/cp3xx-cp3xx/...): point them at this venv's.
 # ---------------------------------------------------------------------------
 log "rewriting /opt/python include paths in $V/share/**/*.cmake"
-"$VPY" - "$V/share" <<'PYEOF'
-import pathlib, re, sys, sysconfig
-import numpy
-share = pathlib.Path(sys.argv[1])
-py_inc = sysconfig.get_paths()["include"]
-np_inc = numpy.get_include()
-np_pat = re.compile(r"/opt/python/cp3\d+-cp3\d+/lib/python3\.\d+/site-packages/numpy/_core/include")
-py_pat = re.compile(r"/opt/python/cp3\d+-cp3\d+/include/python3\.\d+")
-changed = 0
-left = []
-for f in share.rglob("*.cmake"):
-    try:
-        text = f.read_text()
-    except (UnicodeDecodeError, OSError):
-        continue
-    if "/opt/python/" not in text:
-        continue
-    new = py_pat.sub(lambda m: py_inc, np_pat.sub(lambda m: np_inc, text))
-    if new != text:
-        f.write_text(new)
-        changed += 1
-    if "/opt/python/" in new:
-        left.append(str(f))
-print(f"[setup]   {changed} file(s) rewritten (python: {py_inc}; numpy: {np_inc})")
-for f in left:
-    print(f"[setup]   note: /opt/python/ still mentioned in {f}")
-PYEOF
+"$VPY" "$ROOT/scripts/wheel_cmake_paths.py" "$V/share"
 
 # ---------------------------------------------------------------------------
 # 5. CMake build of this package, installed into the venv

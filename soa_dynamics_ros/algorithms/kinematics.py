@@ -1,7 +1,7 @@
 """Kinematics: hinge transforms, body placements, frame poses and Jacobians."""
 import numpy as np
 
-from ..multibody.spatial import dtype_of, motion_cross, motion_transform
+from ..multibody.spatial import cross, dtype_of, motion_cross, motion_transform
 
 
 def hinge_placement(tree, body, q):
@@ -62,7 +62,7 @@ def hinge_jacobian(tree, placements, frame):
     for body in ancestors(tree, frame.body):
         linear = rotations[body] @ tree.hinge_map[body][:3]
         angular = rotations[body] @ tree.hinge_map[body][3:]
-        jacobian[:3, body] = linear + np.cross(angular, point - translations[body])
+        jacobian[:3, body] = linear + cross(angular, point - translations[body])
         jacobian[3:, body] = angular
     return jacobian
 

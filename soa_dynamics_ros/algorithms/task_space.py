@@ -13,7 +13,7 @@ the Popov-Vereshchagin solver).  Cost O(N m) for m wrench columns.
 """
 import numpy as np
 
-from ..multibody.spatial import dtype_of, skew
+from ..multibody.spatial import cross, dtype_of, skew
 
 # Directions of a compliance matrix weaker than this fraction of the strongest
 # are treated as absent (singular configuration or redundant constraint).  The
@@ -83,5 +83,5 @@ def classical_acceleration(rotation, offset, velocity, acceleration, gravity):
     """
     v, w = velocity[:3], velocity[3:]
     a_lin, a_ang = acceleration[:3], acceleration[3:]
-    linear = a_lin + np.cross(a_ang, offset) + np.cross(w, v + np.cross(w, offset))
+    linear = a_lin + cross(a_ang, offset) + cross(w, v + cross(w, offset))
     return np.concatenate((rotation @ linear + gravity, rotation @ a_ang))

@@ -11,7 +11,8 @@ measured), or its arrival when the publisher does not stamp.  The observer
 integrates over the stamps' differences: a state with the same stamp as the
 last (a republished state) is skipped; a gap longer than ``state_timeout``
 restarts the observer, whose integral would otherwise span it; a stamp before
-the last (a restarted clock) restarts it and empties the sample buffer.  Effort convention: the effort a state carries is the one applied over
+the last (a restarted clock) restarts it and empties the sample buffer.
+Effort convention: the effort a state carries is the one applied over
 the interval that led to it (what ``soa_dynamics_sim`` and a drive's
 averaged current report); identification pairs it with that interval.
 """
@@ -218,4 +219,3 @@ def _thresholds(values, dof):
         raise InvalidInputError(f"parameter 'contact_thresholds': {values.size} values for "
                                 f"{dof} joints (give one for all, or one per joint)")
     return values
-

@@ -21,9 +21,10 @@ gravity are inputs of the kernels, so they never force new code.
 
 The cache directory is ``$SOA_DYNAMICS_CACHE/kernels`` or
 ``~/.cache/soa_dynamics_ros/kernels``.  The generic module is part of the
-installation rather than of that cache: ``scripts/setup.sh`` builds it into
-the environment (:func:`prebuilt_dir`: ``<sys.prefix>/share/soa_dynamics_ros/
-kernels``, or ``$SOA_DYNAMICS_PREBUILT``), so that an emptied or new kernel
+installation rather than of that cache: installing the package (``colcon build``,
+``scripts/setup.sh``) builds it into the install prefix (:func:`prebuilt_dir`:
+``<prefix>/share/soa_dynamics_ros/kernels``, the prefix found through the ament
+index, or ``$SOA_DYNAMICS_PREBUILT``), so that an emptied or new kernel
 cache (a robot never seen, a fresh ``SOA_DYNAMICS_CACHE``) still answers
 every call compiled from the first one.  Without it there, it is built into
 the cache at first need.
@@ -101,10 +102,24 @@ def ensure_cache_dir():
     return directory
 
 
+_AMENT_INDEX_ENTRY = pathlib.Path("share", "ament_index", "resource_index", "packages", "soa_dynamics_ros")
+
+
 def prebuilt_dir():
-    """Where the installation keeps its generic module (built by ``scripts/setup.sh``)."""
+    """Where the installation keeps its generic module (built when it is installed)."""
     root = os.environ.get("SOA_DYNAMICS_PREBUILT")
-    return pathlib.Path(root) if root else pathlib.Path(sys.prefix) / "share" / "soa_dynamics_ros" / "kernels"
+    return pathlib.Path(root) if root else installed_prefix() / "share" / "soa_dynamics_ros" / "kernels"
+
+
+def installed_prefix():
+    """The install prefix of this package: the first on ``AMENT_PREFIX_PATH`` whose ament
+    index lists it (a colcon workspace's install/, or the venv of ``scripts/setup.sh``),
+    else the interpreter's prefix.  Read from the index's marker file, not through
+    ament_index_python, so that this layer stays free of ROS."""
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        if prefix and (pathlib.Path(prefix) / _AMENT_INDEX_ENTRY).is_file():
+            return pathlib.Path(prefix)
+    return pathlib.Path(sys.prefix)
 
 
 _CODE_VERSION = None
@@ -329,7 +344,7 @@ def generic_module():
 
 
 def install_generic_module():
-    """Build the generic module into :func:`prebuilt_dir` (``scripts/setup.sh``); the module."""
+    """Build the generic module into :func:`prebuilt_dir` (at install time); the module."""
     return _generic(prebuilt_dir())
 
 
@@ -358,5 +373,5 @@ def pack_parameters(tree, gravity, out=None):
 
 
 __all__ = ["Kernels", "BACKENDS", "compiler_available", "default_backend", "cache_dir",
-           "ensure_cache_dir", "prebuilt_dir", "generic_module", "install_generic_module",
-           "generic_cached", "compiled_tree", "pack_parameters"]
+           "ensure_cache_dir", "prebuilt_dir", "installed_prefix", "generic_module",
+           "install_generic_module", "generic_cached", "compiled_tree", "pack_parameters"]

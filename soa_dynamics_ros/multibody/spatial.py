@@ -29,6 +29,13 @@ def dtype_of(*arrays):
     return float
 
 
+def cross(a, b):
+    """``a x b`` of 3-vectors, float or symbolic: numpy 1.x's ``np.cross`` refuses object
+    arrays (UFuncTypeError), and the kernel generator traces with those."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]],
+                    dtype=dtype_of(a, b))
+
+
 def skew(vector):
     """Matrix of the cross product: ``skew(a) @ b == cross(a, b)``."""
     x, y, z = vector
@@ -177,7 +184,7 @@ def wrench_in_frame(wrench, point, rotation, origin):
     """Re-express a wrench ``[f; t]`` given in A's axes about ``point`` (in A)
     in the axes of a frame placed at ``(rotation, origin)`` in A, about its origin."""
     force, moment = wrench[:3], wrench[3:]
-    moment_about_origin = moment + np.cross(point - origin, force)
+    moment_about_origin = moment + cross(point - origin, force)
     return np.concatenate((rotation.T @ force, rotation.T @ moment_about_origin))
 
 

@@ -194,10 +194,10 @@ def cmd_info(args):
                   "mimic of"], rows))
     print()
     print(_table(["link", "depth", "mass [kg]", "inertia"],
-                 [["  " * min(l["depth"], 12) + l["name"], l["depth"], _fmt(l["mass"]),
-                   ("-" if not l["has_inertial"] else
-                    "ok" if not l["inertia_problems"] else "; ".join(l["inertia_problems"]))]
-                  for l in info["links"]]))
+                 [["  " * min(link["depth"], 12) + link["name"], link["depth"], _fmt(link["mass"]),
+                   ("-" if not link["has_inertial"] else
+                    "ok" if not link["inertia_problems"] else "; ".join(link["inertia_problems"]))]
+                  for link in info["links"]]))
     print()
     print(f"total mass: {info['total_mass']:.6g} kg")
     com = ", ".join(f"{c:.6g}" for c in info["center_of_mass_at_zero"])

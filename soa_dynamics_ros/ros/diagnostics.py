@@ -39,7 +39,7 @@ class Statistics:
 
 
 def estimation_status(host, now):
-    """"on (...)" with the observer's gain, or "off: <why>" (joint_states without effort, ...)."""
+    """The estimator: "on (...)" with the observer's gain, or "off: <why>" (joint_states without effort, ...)."""
     reason = host.estimation_off(now)
     if reason:
         return f"off: {reason}"

@@ -194,7 +194,8 @@ PARAMETERS = {
                                        _number(0.5, 60.0, " s")),
     "executor": Spec(DEFAULT_EXECUTOR, " | ".join(EXECUTORS), _choice(EXECUTORS), read_only=True),
     "kernels": Spec("auto", "auto (the generic compiled module at once; this robot's kernels "
-                            "compiled in a child process, then loaded) | off", _choice(("auto", "off")), read_only=True),
+                            "compiled in a child process, then loaded) | off",
+                            _choice(("auto", "off")), read_only=True),
 }
 
 # Start-up payloads: payload.<name>.<field>.  The model checks the physics

@@ -17,7 +17,8 @@ callback it is in, returns, and the node is torn down in order (executor,
 node, context).  A teardown that does not finish within
 :data:`TEARDOWN_DEADLINE` seconds of the request ends the process anyway
 (status 0), with a log line and the threads' stacks: a process never stays
-alive ignoring signals.  Fast DDS can hang deleting a participant while it
+alive ignoring signals.  Signals after the first are ignored (not delivered), so
+that none interrupts the teardown's blocking calls.  Fast DDS can hang deleting a participant while it
 holds the GIL (rclpy's ``destroy_node``; eProsima/Fast-DDS#235 is that class
 of hang): no Python thread runs then, so a POSIX timer whose own C thread
 calls ``_exit(0)`` ends the process at :data:`LAST_RESORT_DEADLINE`, after
@@ -46,6 +47,7 @@ TEARDOWN_DEADLINE = 3.0     # [s] from the stop request to a forced exit
 # thread dumps the stacks at STACKS_DEADLINE, and the C timer exits a little later.
 STACKS_DEADLINE = TEARDOWN_DEADLINE + 0.8
 LAST_RESORT_DEADLINE = TEARDOWN_DEADLINE + 1.0
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 WATCHDOG_MESSAGE = "teardown did not finish within {:g} s of the stop request: exiting without it"
 
 
@@ -116,6 +118,12 @@ class _Lifetime:
 
     def on_signal(self, _signum, _frame):
         self._stop.set()
+        # Later stop signals (a second Ctrl-C, launch's SIGTERM after its SIGINT)
+        # are discarded by the kernel from now on: delivered, one would interrupt the
+        # teardown's blocking C calls (EINTR ends a sleep or wait early) and cut the
+        # orderly teardown short; the watchdog ends a teardown that hangs.
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
         self.start_watchdog()
 
     def start_watchdog(self):
@@ -183,8 +191,6 @@ def spin_until_stopped(node, executor, running):
     while running():
         executor.spin_once(timeout_sec=0.1)
 
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def run_node(name, make_node, executor_for, loop, args=None, help_text=None):

@@ -316,7 +316,6 @@ class Session:
 def estimation_demo(folder, env, warm_up):
     """Both wrench runs and the identification; prints the figures, writes estimation.png.
     0 when the exact-model run meets the issue's targets."""
-    from soa_dynamics_ros.model import RobotModel
     from trajectory_msgs.msg import JointTrajectoryPoint
     import yaml
     from .mujoco_plant import MujocoPlant

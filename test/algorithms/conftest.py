@@ -148,4 +148,3 @@ def robot(request):
     xml = open(source).read() if source.endswith(".urdf") else source
     hinges = HingeSpace(xml)
     return hinges, PinocchioReference(without_mimic(xml), hinges.joint_names)
-

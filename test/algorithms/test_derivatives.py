@@ -86,4 +86,3 @@ def test_gravity_derivative_is_symmetric(robot, rng):
     for q, _, _ in random_states(hinges, STATES, rng):
         derivative = hinges.gravity_derivatives(q)
         assert_close(derivative, derivative.T, "dg/dq symmetric", 1e-12)
-

@@ -230,4 +230,3 @@ def test_library_and_plant_tools_import_neither_urdf_parser_py_nor_transforms3d(
             "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
             "('urdf_parser_py', 'transforms3d', 'lxml')); assert not loaded, loaded")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
-

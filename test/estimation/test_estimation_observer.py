@@ -11,7 +11,7 @@ import pinocchio as pin
 import pytest
 
 from oracles.pinocchio_reference import PinocchioReference
-from support.estimation_runs import (ARM_JOINTS, DT, TOOL, WRIST, arm_description, simulate,
+from support.estimation_runs import (ARM_JOINTS, DT, TOOL, arm_description, simulate,
                                      sinusoid)
 from soa_dynamics_ros import ContactDetector, ExternalTorqueObserver, RobotModel
 from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError

@@ -21,6 +21,7 @@ from support.robot_generator import random_tree_urdf
 from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
 from soa_dynamics_ros.algorithms.task_space import DEFAULT_RCOND
 from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError, UnknownNameError
+from soa_dynamics_ros import kernels
 from soa_dynamics_ros.kernels import build, generic_module
 from soa_dynamics_ros.model import RobotModel
 from soa_dynamics_ros.model import constrained, subgraph as subgraph_module
@@ -343,6 +344,7 @@ def test_dependent_constraints_hold_along_the_directions_kept(source, zoo, rng):
         assert_close(model.forward_dynamics(q, qd, tau + result.constraint_torques), result.qdd,
                      "FD(tau + constraint torques)", 1e-9 * scale)
 
+
 def test_inputs_the_compiled_code_declines_get_the_numpy_answer_or_error(rng):
     fast = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="generic")
     slow = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="off")
@@ -487,3 +489,18 @@ def test_the_installed_generic_module_serves_an_empty_cache_with_no_compile(tmp_
     assert "compiling" not in run.stdout, run.stdout
     assert not list((tmp_path / "cache").glob(f"**/soa_generic_*{build.EXTENSION}"))
     _check_first_answers(run)
+
+
+def test_the_installed_generic_module_is_looked_up_in_the_ament_index_prefix(tmp_path, monkeypatch):
+    """A colcon workspace installs into install/soa_dynamics_ros, not the interpreter's prefix:
+    the prefix whose ament index lists the package is where the generic module is."""
+    workspace, other = tmp_path / "install" / "soa_dynamics_ros", tmp_path / "other"
+    marker = workspace / "share" / "ament_index" / "resource_index" / "packages" / "soa_dynamics_ros"
+    marker.parent.mkdir(parents=True)
+    marker.touch()
+    other.mkdir()
+    monkeypatch.delenv("SOA_DYNAMICS_PREBUILT", raising=False)
+    monkeypatch.setenv("AMENT_PREFIX_PATH", os.pathsep.join([str(other), str(workspace)]))
+    assert kernels.prebuilt_dir() == workspace / "share" / "soa_dynamics_ros" / "kernels"
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(other))
+    assert kernels.prebuilt_dir() == pathlib.Path(sys.prefix) / "share" / "soa_dynamics_ros" / "kernels"

@@ -346,8 +346,10 @@ def test_singular_mass_matrix_raises(kernels):
 # positive.
 NEARLY_MASSLESS_TIP = """<robot name="nearly_massless_tip">
   <link name="base"/>
-  <link name="arm"><inertial><mass value="10"/><origin xyz="0.2 0 0"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
-  <link name="tip"><inertial><mass value="1e-16"/><origin xyz="0.5 0 0"/><inertia ixx="1e-16" ixy="0" ixz="0" iyy="1e-16" iyz="0" izz="1e-16"/></inertial></link>
+  <link name="arm"><inertial><mass value="10"/><origin xyz="0.2 0 0"/>
+      <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <link name="tip"><inertial><mass value="1e-16"/><origin xyz="0.5 0 0"/>
+      <inertia ixx="1e-16" ixy="0" ixz="0" iyy="1e-16" iyz="0" izz="1e-16"/></inertial></link>
   <joint name="j1" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/>
     <limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
   <joint name="j2" type="revolute"><parent link="arm"/><child link="tip"/><origin xyz="0.4 0 0"/>

@@ -56,8 +56,6 @@ def chain(request):
     return model, reference, columns, xml, tip
 
 
-
-
 def test_kdl_is_importable_from_the_venv():
     assert kdl.Chain is not None and hasattr(kdl, "ChainIdSolver_RNE")
 

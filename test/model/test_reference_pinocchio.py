@@ -36,8 +36,6 @@ def robot(request):
     return model, PinocchioReference(xml, model.joint_names), states, xml
 
 
-
-
 def test_dynamics_against_pinocchio(robot, rng):
     model, ref, states, _ = robot
     for q, qd, qdd in random_states(model, states, rng):

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from support.installation import CONSOLE_SCRIPTS
 from support.numerics import assert_close
 from support.robots import REPO, shipped_urdf
 from soa_dynamics_ros import RobotModel
@@ -19,7 +20,7 @@ UR5 = shipped_urdf("ur5.urdf")
 DUAL = shipped_urdf("dual_arm_torso.urdf")
 EXAMPLE_CSV = str(REPO / "examples" / "panda_pick_place.csv")
 EXAMPLE_STIFFNESS = str(REPO / "examples" / "panda_stiffness.yaml")
-SCRIPT = shutil.which("soa-dynamics", path=str(pathlib.Path(sys.executable).parent))
+SCRIPT = shutil.which("soa-dynamics", path=str(CONSOLE_SCRIPTS))
 COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "soa_dynamics_ros.plant.cli"]
 
 
@@ -58,7 +59,7 @@ def write(tmp_path, name, text):
 
 
 def test_the_console_script_is_installed():
-    assert SCRIPT is not None, "run pip install -e . so that .venv/bin/soa-dynamics exists"
+    assert SCRIPT is not None, f"soa-dynamics is not installed in {CONSOLE_SCRIPTS}"
     assert "torques" in run("--help").stdout
 
 

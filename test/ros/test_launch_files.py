@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
+from support.installation import CONSOLE_SCRIPTS, EXECUTABLES as LIB, SHARE
 from support.robots import REPO
 from support.ros_harness import RosClient
 from support.waiting import wait_for
@@ -28,10 +29,6 @@ from soa_dynamics_ros.ros.processes import ChildProcess
 LAUNCH_DIR = REPO / "launch"
 LAUNCH_FILES = sorted(LAUNCH_DIR.glob("*.launch.py"))
 PACKAGE = "soa_dynamics_ros"
-# The install prefix scripts/setup.sh builds into (a ROS install would be install/).
-PREFIX = pathlib.Path(sys.prefix)
-SHARE = PREFIX / "share" / PACKAGE
-LIB = PREFIX / "lib" / PACKAGE
 
 
 # ---------------------------------------------------------------------- reading launch files
@@ -150,7 +147,7 @@ def test_every_file_a_launch_file_refers_to_exists_and_is_installed(path):
         relative = pathlib.Path(installed).relative_to(SHARE)
         assert (REPO / relative).is_file(), f"{path.name}: {relative} is not in the package"
         assert relative.parts[0] in installed_directories(), f"{relative} is not installed"
-        assert pathlib.Path(installed).is_file(), f"{installed} is not installed (run scripts/setup.sh)"
+        assert pathlib.Path(installed).is_file(), f"{installed} is not installed (colcon build, or scripts/setup.sh)"
 
 
 def test_robot_choices_are_every_robot_with_configs():
@@ -276,10 +273,18 @@ def test_no_launch_file_or_config_names_the_removed_controller():
 
 
 # ---------------------------------------------------------------------- installed executables
+# What sourcing a workspace's install/setup.bash sets besides PATH: a colcon install's
+# Python library and generated interfaces are found through them, not through the interpreter.
+WORKSPACE_VARIABLES = ("PYTHONPATH", "AMENT_PREFIX_PATH", "LD_LIBRARY_PATH")
+
+
 def bare_environment(tmp_path):
-    """What `env -i PATH=/usr/bin:/bin` leaves, plus this test's DDS isolation and a log folder."""
-    return {"PATH": "/usr/bin:/bin", "ROS_DOMAIN_ID": os.environ["ROS_DOMAIN_ID"],
-            "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_LOG_DIR": str(tmp_path / "ros_log")}
+    """What `env -i PATH=/usr/bin:/bin` leaves, plus this test's DDS isolation and a log folder,
+    and the workspace's variables where a sourced install/setup.bash set them."""
+    environment = {"PATH": "/usr/bin:/bin", "ROS_DOMAIN_ID": os.environ["ROS_DOMAIN_ID"],
+                   "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_LOG_DIR": str(tmp_path / "ros_log")}
+    environment.update({name: os.environ[name] for name in WORKSPACE_VARIABLES if os.environ.get(name)})
+    return environment
 
 
 def start_as_launch_would(path, node_call, robot, tmp_path):
@@ -317,7 +322,7 @@ def test_installed_scripts_name_the_python_they_were_built_for():
 
 def test_console_script_runs_without_the_venv_on_path(tmp_path):
     import subprocess
-    result = subprocess.run([str(PREFIX / "bin" / "soa-dynamics"), "info", str(REPO / "urdf" / "panda.urdf")],
+    result = subprocess.run([str(CONSOLE_SCRIPTS / "soa-dynamics"), "info", str(REPO / "urdf" / "panda.urdf")],
                             env=bare_environment(tmp_path), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "total mass" in result.stdout, result.stderr
 
@@ -352,7 +357,6 @@ def test_sim_comes_up_with_each_config_the_launch_file_passes(robot, path, clien
 @pytest.mark.parametrize("robot", [c[0] for c in SIM_CASES])
 def test_sim_configs_start_inside_the_limits_where_gravity_feedforward_can_hold_the_arm(robot):
     """Pinocchio's gravity torques at each initial pose are within the URDF effort limits."""
-    import numpy as np
     import pinocchio as pin
     from soa_dynamics_ros import RobotModel
     urdf = str(REPO / "urdf" / f"{robot}.urdf")

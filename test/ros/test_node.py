@@ -104,6 +104,7 @@ def test_feedforward_is_the_gravity_torque_of_the_measured_state(client, joint_s
     effort = publish_and_wait(joint_states, feedforward, state(names, POSE[order]))
     assert_close(effort, panda.gravity_torques(POSE), "feedforward = g(q)", 1e-12)
     # The command array for ros2_control carries the same efforts, in the model's order.
+
     def command_array():
         joint_states.publish(state(names, POSE[order]))
         return commands and commands[-1][1].data

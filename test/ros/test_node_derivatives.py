@@ -32,7 +32,8 @@ STEP = 1e-6           # central differences: truncation ~STEP^2, rounding ~1e-16
 # A link without mass at the end of the chain: its hinge has no inertia, M is singular.
 MASSLESS_TIP = """<robot name="massless_tip">
   <link name="base"/>
-  <link name="arm"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="arm"><inertial><mass value="1"/>
+      <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
   <link name="tip"/>
   <joint name="shoulder" type="revolute"><parent link="base"/><child link="arm"/>
     <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="10" velocity="2"/></joint>

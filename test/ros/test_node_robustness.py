@@ -105,6 +105,12 @@ def test_refusals_are_explained_and_the_node_lives_on(tmp_path):
                                                             constraints=[constraint] * 600))
         assert not answer.success and "at most 16 accepted" in answer.message
         evaluate = client.client(EvaluateTrajectory, "/robust/evaluate_trajectory")
+        # This client's first exchange with a small request: RosClient.call sends a first
+        # request again when its answer is slow (a lost first response), and a second copy
+        # of the 300,000-point request kept the node deserializing it (rclpy builds every
+        # point before the node can refuse; over 10 s on Jazzy) while set_payload waited.
+        empty = client.call(evaluate, EvaluateTrajectory.Request(trajectory=JointTrajectory(joint_names=NAMES)))
+        assert not empty.success and "no points" in empty.message
         point = JointTrajectoryPoint(positions=POSE)
         answer = client.call(evaluate, EvaluateTrajectory.Request(trajectory=JointTrajectory(
             joint_names=NAMES, points=[point] * 300_000)), timeout=60)

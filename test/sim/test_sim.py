@@ -307,10 +307,10 @@ def test_sim_refuses_insane_parameters_and_never_publishes_a_diverged_state(clie
     from support.sim_harness import parameter_value
     from soa_dynamics_ros.ros.processes import ChildProcess
     import os
-    from support.ros_harness import VENV_BIN
+    from support.installation import EXECUTABLES
     names = list(POSES["panda"])
     states = StateRecorder(client, names)
-    command = [str(VENV_BIN / "soa_dynamics_sim"), "--ros-args",
+    command = [str(EXECUTABLES / "soa_dynamics_sim"), "--ros-args",
                "-p", f"urdf_file:={shipped_urdf('panda.urdf')}",
                "-p", f"initial_positions:={list(POSES['panda'].values())}",
                "-p", "wait_for_command:=false", "-p", "real_time_factor:=2.0"]

@@ -14,11 +14,11 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from soa_dynamics_ros.ros.processes import ChildProcess
+from support.installation import EXECUTABLES
 from support.realtime import raise_priority
 from support.robots import REPO
 from support.waiting import wait_for
 
-VENV_BIN = REPO / ".venv" / "bin"
 FIRST_EXCHANGE_RESEND = 5.0     # [s] see RosClient.call
 
 
@@ -30,7 +30,7 @@ class RosProcess(ChildProcess):
 
     def __init__(self, executable, *ros_args, log_dir, name=None, realtime=False):
         self.name = name or executable
-        command = [str(VENV_BIN / executable)]
+        command = [str(EXECUTABLES / executable)]
         if ros_args:
             command += ["--ros-args", *ros_args]
         super().__init__(command, pathlib.Path(log_dir) / f"{self.name}.log", os.environ.copy(), REPO)

@@ -30,8 +30,8 @@ def test_bench_script_quick(script, tmp_path):
 
 
 def test_dynamics_benchmarks_answer_every_quantity_on_the_quick_robot(tmp_path):
-    """A renamed method or option must not turn a row into a recorded error: on the dual-arm robot (mimic grippers, two branches)
-    every quantity answers, on both sides, warm and cold."""
+    """A renamed method or option must not turn a row into a recorded error: on the dual-arm robot
+    (mimic grippers, two branches) every quantity answers, on both sides, warm and cold."""
     sys.path.insert(0, str(REPO / "bench"))
     try:
         import cases
