@@ -192,7 +192,6 @@ def spin_until_stopped(node, executor, running):
         executor.spin_once(timeout_sec=0.1)
 
 
-
 def run_node(name, make_node, executor_for, loop, args=None, help_text=None):
     """Build the node and its executor, run ``loop(node, executor, running)``; the exit status.
 

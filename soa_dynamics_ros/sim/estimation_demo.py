@@ -382,4 +382,3 @@ def estimation_demo(folder, env, warm_up):
         if any(codes):
             print(f"[demo] exit codes node/sim: {codes}", file=sys.stderr)
     return status
-

@@ -22,6 +22,7 @@ from soa_dynamics_ros.description import xacro as xacro_module
 from soa_dynamics_ros.description.urdf import read_description_text, resolve_package_uri
 from soa_dynamics_ros.errors import DescriptionWarning, URDFError, XacroRefusedError
 
+
 def test_the_sandbox_escape_runs_only_where_xacro_is_allowed(tmp_path):
     # Trusted (the library's default): xacro runs it, which is why topics never get xacro.
     trusted_marker = tmp_path / "ran_when_trusted"
