@@ -113,7 +113,10 @@ def test_shell_lines_keep_their_tildes_quoted(block):
         expanded = subprocess.run(["bash", "-c", f"set -- {words}; printf '%s\\n' \"$@\""],
                                   env={"HOME": sentinel, "PATH": os.environ["PATH"]},
                                   capture_output=True, text=True)
-        assert sentinel not in expanded.stdout, \
+        # A path under the home folder (mkdir -p ~/ws) means the expansion; a ROS remap or
+        # parameter (name:=value) never does.
+        remaps = [word for word in expanded.stdout.splitlines() if ":=" in word]
+        assert not any(sentinel in word for word in remaps), \
             f"{page.relative_to(REPO)}:{number}: bash turns a '~' of this line into the home " \
             f"folder; quote it: {text.strip()}"
 
