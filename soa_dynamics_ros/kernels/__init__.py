@@ -49,6 +49,7 @@ from . import build
 from . import generator
 from . import generic
 from . import store
+from .tracing import pack_parameters
 
 logger = logging.getLogger("soa_dynamics_ros.kernels")
 
@@ -56,7 +57,7 @@ BACKENDS = ("c",)
 # What the kernels are derived from: this folder's tracer, generator and
 # builder, and every module of the layers they trace (the joint model, the
 # tree and the recursions).  A change to any of them gives new module names.
-_SOURCES = ("symbolic.py", "generator.py", "build.py", "compile_guard.py", "runtime.h")
+_SOURCES = ("symbolic.py", "tracing.py", "generator.py", "build.py", "compile_guard.py", "runtime.h")
 _TRACED_LAYERS = ("multibody", "algorithms")
 _lock = threading.Lock()
 _locks = {}                 # module name -> lock held while it is built or imported
@@ -351,10 +352,6 @@ def generic_cached():
 def compiled_tree(tree):
     """``tree`` as a model of the generic module (:class:`.generic.CompiledTree`)."""
     return generic.CompiledTree(generic_module(), tree)
-
-
-def pack_parameters(tree, gravity, out=None):
-    return generator.pack_parameters(tree, gravity, out)
 
 
 __all__ = ["Kernels", "BACKENDS", "compiler_available", "default_backend", "cache_dir",
