@@ -17,7 +17,7 @@ import numpy as np
 
 from . import build
 from ..algorithms.task_space import DEFAULT_RCOND
-from .generator import CONDITION_LIMIT
+from .c_emission import CONDITION_LIMIT
 
 SOURCE = pathlib.Path(__file__).resolve().parent / "generic.c"
 # Sources generic.c includes (their changes must rename the module too).
