@@ -10,14 +10,16 @@ function in ``RobotModel._fast``.  The numpy recursions stay the reference
 (the tests hold both compiled paths to them at 1e-12) and the fallback where
 no compiler exists or a compiled function declines (a status).
 
-Per robot, :mod:`.generator` traces the reference recursions into
-straight-line C; :mod:`.build` compiles it with the system C compiler into an
-extension module in an on-disk cache and imports it.  Names of the compiled
-modules are hashes of the model structure, of the source of the recursions,
-the tracer and the generator, and of the toolchain: a node restart finds them
-and loads instead of compiling; a change to the physics code, to the robot's
-structure or to the compiler gives a new name.  Inertias (payloads) and
-gravity are inputs of the kernels, so they never force new code.
+Per robot, :mod:`.tracing` runs the reference recursions on symbolic scalars,
+:mod:`.c_emission` prints the traces as straight-line C and :mod:`.generator`
+says which kernels a robot gets; :mod:`.build` compiles each with the system
+C compiler into an extension module in an on-disk cache and imports it.  Names
+of the compiled modules are hashes of the model structure, of the source of
+the recursions, the tracing, the C printing and the catalogue, and of the
+toolchain: a node restart finds them and loads instead of compiling; a change
+to the physics code, to the robot's structure or to the compiler gives a new
+name.  Inertias (payloads) and gravity are inputs of the kernels, so they
+never force new code.
 
 The cache directory is ``$SOA_DYNAMICS_CACHE/kernels`` or
 ``~/.cache/soa_dynamics_ros/kernels``.  The generic module is part of the
