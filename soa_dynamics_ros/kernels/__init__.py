@@ -10,14 +10,16 @@ function in ``RobotModel._fast``.  The numpy recursions stay the reference
 (the tests hold both compiled paths to them at 1e-12) and the fallback where
 no compiler exists or a compiled function declines (a status).
 
-Per robot, :mod:`.generator` traces the reference recursions into
-straight-line C; :mod:`.build` compiles it with the system C compiler into an
-extension module in an on-disk cache and imports it.  Names of the compiled
-modules are hashes of the model structure, of the source of the recursions,
-the tracer and the generator, and of the toolchain: a node restart finds them
-and loads instead of compiling; a change to the physics code, to the robot's
-structure or to the compiler gives a new name.  Inertias (payloads) and
-gravity are inputs of the kernels, so they never force new code.
+Per robot, :mod:`.tracing` runs the reference recursions on symbolic scalars,
+:mod:`.c_emission` prints the traces as straight-line C and :mod:`.generator`
+says which kernels a robot gets; :mod:`.build` compiles each with the system
+C compiler into an extension module in an on-disk cache and imports it.  Names
+of the compiled modules are hashes of the model structure, of the source of
+the recursions, the tracing, the C printing and the catalogue, and of the
+toolchain: a node restart finds them and loads instead of compiling; a change
+to the physics code, to the robot's structure or to the compiler gives a new
+name.  Inertias (payloads) and gravity are inputs of the kernels, so they
+never force new code.
 
 The cache directory is ``$SOA_DYNAMICS_CACHE/kernels`` or
 ``~/.cache/soa_dynamics_ros/kernels``.  The generic module is part of the
@@ -50,6 +52,7 @@ from . import build
 from . import generator
 from . import generic
 from . import store
+from .tracing import pack_parameters
 
 logger = logging.getLogger("soa_dynamics_ros.kernels")
 
@@ -57,7 +60,8 @@ BACKENDS = ("c",)
 # What the kernels are derived from: this folder's tracer, generator and
 # builder, and every module of the layers they trace (the joint model, the
 # tree and the recursions).  A change to any of them gives new module names.
-_SOURCES = ("symbolic.py", "generator.py", "build.py", "compile_guard.py", "runtime.h")
+_SOURCES = ("symbolic.py", "tracing.py", "c_emission.py", "generator.py", "build.py",
+            "compile_guard.py", "runtime.h")
 _TRACED_LAYERS = ("multibody", "algorithms")
 _lock = threading.Lock()
 _locks = {}                 # module name -> lock held while it is built or imported
@@ -366,10 +370,6 @@ def generic_cached():
 def compiled_tree(tree):
     """``tree`` as a model of the generic module (:class:`.generic.CompiledTree`)."""
     return generic.CompiledTree(generic_module(), tree)
-
-
-def pack_parameters(tree, gravity, out=None):
-    return generator.pack_parameters(tree, gravity, out)
 
 
 __all__ = ["Kernels", "BACKENDS", "compiler_available", "default_backend", "cache_dir",

@@ -5,7 +5,7 @@ toolchain, so nothing built elsewhere is loaded) and shared by every model of
 a process; ``scripts/setup.sh`` builds it in advance.  A :class:`CompiledTree`
 packs one :class:`~soa_dynamics_ros.multibody.tree.BodyTree` (structure only:
 inertias and gravity are the parameter vector ``p`` of
-:func:`~.generator.pack_parameters`) into a C-side model object;
+:func:`~.tracing.pack_parameters`) into a C-side model object;
 :meth:`CompiledTree.function` binds it to a function of the module, which then
 has the per-robot kernels' calling convention ``f(q, ..., p)``.
 """
@@ -17,7 +17,7 @@ import numpy as np
 
 from . import build
 from ..algorithms.task_space import DEFAULT_RCOND
-from .generator import CONDITION_LIMIT
+from .c_emission import CONDITION_LIMIT
 
 SOURCE = pathlib.Path(__file__).resolve().parent / "generic.c"
 # Sources generic.c includes (their changes must rename the module too).

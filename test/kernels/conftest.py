@@ -1,6 +1,6 @@
 """The one place where this folder's tracer tests call library internals (the body tree,
-the generator's tracing, parameter packing, the compiled kernels, their build), so that a
-change of their signatures is adapted here alone."""
+the tracing, parameter packing, the generator, the compiled kernels, their build), so
+that a change of their signatures is adapted here alone."""
 import math
 import os
 import subprocess
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from soa_dynamics_ros.description.urdf import parse_urdf
-from soa_dynamics_ros.kernels import Kernels, build, cache_dir, generator, generic
+from soa_dynamics_ros.kernels import Kernels, build, cache_dir, generator, generic, tracing
 from soa_dynamics_ros.kernels.symbolic import ADD, COS, DIV, INPUT, MUL, NEG, SIN, SUB, Sym
 from soa_dynamics_ros.multibody.tree import BodyTree
 
@@ -45,28 +45,28 @@ class TracedRobot:
         self._compiled = None
 
     def parameters(self, gravity=GRAVITY):
-        return generator.pack_parameters(self.tree, gravity)
+        return tracing.pack_parameters(self.tree, gravity)
 
     def traced_inverse_dynamics(self):
         """``(trace, outputs)``: the inverse dynamics traced with inputs q, qd, qdd, p."""
-        tracing, _, torque = generator.trace_inverse_dynamics(self.tree)
-        return tracing.trace, torque
+        traced, _, torque = tracing.trace_inverse_dynamics(self.tree)
+        return traced.trace, torque
 
     def traced_forward_dynamics_ways(self, links=()):
         """``{method: (trace, qdd)}``: each way the generator may trace this robot's
         forward dynamics (no mimic joints), not only the one it keeps; ``links``: with
         wrenches on these (input ``w``, 6 values per link)."""
-        return {method: (tracing.trace, qdd) for _, tracing, qdd, method
-                in generator.forward_dynamics_traces(self.tree, links)}
+        return {method: (traced.trace, qdd) for _, traced, qdd, method
+                in tracing.forward_dynamics_traces(self.tree, links)}
 
     def traced_mass_matrix(self):
-        tracing, _, mass = generator.trace_mass_matrix(self.tree)
-        return tracing.trace, mass
+        traced, _, mass = tracing.trace_mass_matrix(self.tree)
+        return traced.trace, mass
 
     def traced_mass_matrix_ways(self):
         """``[(trace, M)]``: each way the generator may trace M, not only the one it keeps."""
-        return [(tracing.trace, mass) for _, tracing, _, mass
-                in generator.mass_matrix_traces(self.tree)]
+        return [(traced.trace, mass) for _, traced, _, mass
+                in tracing.mass_matrix_traces(self.tree)]
 
     def compiled(self, kernel):
         """The module's function ``kernel``, or None where no module is generated; also

@@ -32,7 +32,7 @@ DERIVATIVES = {  # batch kernel: (single-sample kernel, (N, dof) inputs, matrice
     "forward_dynamics_derivatives_batch": ("forward_dynamics_derivatives", 3, 3),
     "gravity_derivatives_batch": ("gravity_derivatives", 1, 1)}
 # Fewer than three blocks of the widest lanes (8) and a tail; over two threads' shares
-# (generator.samples_per_thread: at most 512 samples each) and a tail.
+# (c_emission.samples_per_thread: at most 512 samples each) and a tail.
 COUNTS = (19, 2 * 512 + 19)
 
 

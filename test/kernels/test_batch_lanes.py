@@ -117,12 +117,12 @@ def test_a_workspace_too_large_for_the_stack_leaves_the_batch_sample_by_sample(
     """A lanes core keeps a copy of its core's workspace per lane on the stack: above
     MAX_LANES_WORKSPACE doubles a sample the batch runs the single core (lowered here
     below the Panda's 4 x 7 x 7 for its forward dynamics derivatives)."""
-    from soa_dynamics_ros.kernels import generator
+    from soa_dynamics_ros.kernels import c_emission
     robot = traced_robot(shipped_urdf("panda.urdf"))
     kernel = "forward_dynamics_derivatives"
-    monkeypatch.setattr(generator, "MAX_LANES_WORKSPACE", 4 * 7 * 7)
+    monkeypatch.setattr(c_emission, "MAX_LANES_WORKSPACE", 4 * 7 * 7)
     assert f"{kernel}_core, {kernel}_lanes)" in robot.generated_source(kernel)
-    monkeypatch.setattr(generator, "MAX_LANES_WORKSPACE", 4 * 7 * 7 - 1)
+    monkeypatch.setattr(c_emission, "MAX_LANES_WORKSPACE", 4 * 7 * 7 - 1)
     source = robot.generated_source(kernel)
     assert f"{kernel}_core, NULL)" in source and f"{kernel}_lanes(" not in source
 

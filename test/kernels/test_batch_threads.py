@@ -1,7 +1,7 @@
 """Batches split over the CPUs (runtime.h soa_call_batch, generic.c run_samples).
 
 A batch of at least two threads' shares (32 samples each in the generic module,
-32-512 for a traced kernel: generator.samples_per_thread) runs on one thread per
+32-512 for a traced kernel: c_emission.samples_per_thread) runs on one thread per
 usable CPU, without the GIL, each taking chunks of samples (8 in the generic
 module, 64 for a traced kernel) until none is left, so which thread runs which
 sample changes from call to call; the generic module's workers each on a copy of
@@ -126,7 +126,7 @@ def test_a_thread_using_the_same_model_meanwhile_gets_its_own_answers(rng):
     assert not errors
 
 
-# Enough samples for two threads (at most 512 each: generator.samples_per_thread), and a
+# Enough samples for two threads (at most 512 each: c_emission.samples_per_thread), and a
 # tail of fewer than a block.  (The derivative kernels' batches: test_batch_derivatives.py.)
 TRACED_SAMPLES = 2 * 512 + 19
 TRACED_BATCHES = ("gravity_torques_batch", "inverse_dynamics_batch", "forward_dynamics_batch")

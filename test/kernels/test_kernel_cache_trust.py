@@ -30,7 +30,7 @@ import logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(levelname)s %(message)s")
 import numpy as np
 from soa_dynamics_ros.description.urdf import parse_urdf
-from soa_dynamics_ros.kernels import Kernels, generator
+from soa_dynamics_ros.kernels import Kernels, pack_parameters
 from soa_dynamics_ros.multibody.tree import BodyTree
 tree = BodyTree(parse_urdf(sys.stdin.read()))
 try:
@@ -38,7 +38,7 @@ try:
 except ImportError as error:
     print("refused:", error)
 else:
-    p = generator.pack_parameters(tree, (0.0, 0.0, -9.81))
+    p = pack_parameters(tree, (0.0, 0.0, -9.81))
     print("answer", gravity_torques(np.array(Q_VALUES), p).tolist())
 """.replace("Q_VALUES", repr(Q))
 

@@ -18,7 +18,7 @@ from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
 from support.small_robots import MASSLESS
 from support.waiting import wait_for
 from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError
-from soa_dynamics_ros.kernels import Kernels, build, generator
+from soa_dynamics_ros.kernels import Kernels, build, generator, tracing
 from soa_dynamics_ros.model import RobotModel, robot_model
 
 TOL = 1e-12
@@ -50,7 +50,7 @@ def test_mimic_forward_dynamics_solves_by_the_tree_where_m_has_its_sparsity(rng)
         model = RobotModel.from_urdf(source, kernels="off")
         if not model.tree.coordinates.couples_hinges:
             continue
-        parents = generator.folded_tree_parents(model.tree)
+        parents = tracing.folded_tree_parents(model.tree)
         tails.add(parents is None)
         if parents is None:
             continue

@@ -14,7 +14,7 @@ from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf, zoo_urdf_text
 from support.small_robots import MASSLESS, MASSLESS_MIMIC, SCALED_MIMIC_GRIPPER
 from soa_dynamics_ros import RobotModel
-from soa_dynamics_ros.kernels import generator
+from soa_dynamics_ros.kernels import tracing
 from soa_dynamics_ros.model import derivatives as derivatives_module
 from soa_dynamics_ros.errors import (InertiaWarning, InvalidInputError, SingularDynamicsError,
                                      UnknownNameError)
@@ -377,5 +377,5 @@ def test_a_hinge_below_the_singular_threshold_raises_as_forward_dynamics_does(ke
         for name in ("forward_dynamics", "forward_dynamics_derivatives"):
             assert compiled[name](q, ones, ones, robot._params) == 2, name
     if kernels == "c":
-        _, _, _, method = generator.trace_forward_dynamics(robot.tree)
+        _, _, _, method = tracing.trace_forward_dynamics(robot.tree)
         assert "LTDL" in method
