@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from support.robots import REPO
-from support.ros_harness import VENV_BIN, RosProcess
+from support.installation import EXECUTABLES as INSTALLED_EXECUTABLES
+from support.ros_harness import RosProcess
 from support.waiting import wait_for
 from soa_dynamics_ros.ros.command_line import USAGE_ERROR, type_name, unknown_parameters
 from soa_dynamics_ros.ros.node import NODE_NAME
@@ -28,7 +29,7 @@ EXIT_TIMEOUT = 60.0
 
 
 def _run(executable, *arguments):
-    return subprocess.run([str(VENV_BIN / executable), *arguments], capture_output=True,
+    return subprocess.run([str(INSTALLED_EXECUTABLES / executable), *arguments], capture_output=True,
                           text=True, timeout=EXIT_TIMEOUT, cwd=REPO)
 
 
