@@ -21,8 +21,10 @@
  * arithmetic), 2 singular hinge or mass matrix, 3 ill-conditioned.  Batch
  * functions answer 4 * (first failing sample) + status.
  *
- * The including source defines SOA_GENERIC_MODULE (the module name) and
- * SOA_CONDITION_LIMIT (runtime.h) before including this file (generic.py).
+ * The including source defines SOA_GENERIC_MODULE (the module name),
+ * SOA_CONDITION_LIMIT (runtime.h), SOA_RANK_RCOND and the joint motions' codes
+ * JOINT_NONE, JOINT_ROTATION, JOINT_TRANSLATION (multibody/joints.py's
+ * JOINT_MOTIONS) before including this file (generic.py).
  *
  * Spatial transforms are kept as each body's placement (R, p) in its parent
  * and applied in Featherstone's plux form (transform_motion, ...): a rotation
@@ -45,9 +47,6 @@
 #define SOA_MAX_MAGNITUDE 1e50      /* validation.MAX_MAGNITUDE */
 #define HEADER 4                    /* generator.HEADER: gravity (3), singular threshold */
 #define PARAMS_PER_BODY 10
-#define JOINT_NONE 0
-#define JOINT_ROTATION 1
-#define JOINT_TRANSLATION 2
 #define CAPSULE_NAME "soa_dynamics_ros.generic_model"
 
 typedef struct {
