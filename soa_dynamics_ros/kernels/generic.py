@@ -21,8 +21,10 @@ from ..multibody.joints import JOINT_MODELS, JOINT_MOTIONS
 from .generator import CONDITION_LIMIT
 
 SOURCE = pathlib.Path(__file__).resolve().parent / "generic.c"
-# Sources generic.c includes (their changes must rename the module too).
-INCLUDED = (SOURCE.parent / "generic_derivatives.c",)
+# Sources generic.c includes, one translation unit with it so that -O3 inlines across
+# them (their changes must rename the module too).
+INCLUDED = (*sorted((SOURCE.parent / "generic").glob("*.c")),
+            SOURCE.parent / "generic_derivatives.c")
 # Each joint type's code in the module: its motion's index (generic.c's JOINT_<MOTION>).
 JOINT_CODES = {name: float(JOINT_MOTIONS.index(model.motion))
                for name, model in JOINT_MODELS.items()}
