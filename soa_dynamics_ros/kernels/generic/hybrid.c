@@ -1,4 +1,5 @@
-/* Hybrid dynamics: Gauss least constraint over the compliance (model/constrained.py).
+/* Hybrid dynamics: Gauss least constraint over the compliance (model/constrained.py),
+ * and the dense compliance (mimic joints) task-space inertia shares with it.
  * Part of generic.c (included there, one translation unit). */
 /* dense.task_space_compliance where mimic joints couple hinges: out = (J G) (G^T M G)^-1
  * (J G)^T of unit wrenches along rows first..first+width-1 at each frame, with the mass
