@@ -17,33 +17,43 @@ import numpy as np
 
 from . import build
 from ..algorithms.task_space import DEFAULT_RCOND
+from ..multibody.joints import JOINT_MODELS, JOINT_MOTIONS
 from .c_emission import CONDITION_LIMIT
 
 SOURCE = pathlib.Path(__file__).resolve().parent / "generic.c"
-# Sources generic.c includes (their changes must rename the module too).
-INCLUDED = (SOURCE.parent / "generic_derivatives.c",)
-_JOINT_TYPES = {"revolute": 1.0, "continuous": 1.0, "prismatic": 2.0, "fixed": 0.0}
+# Sources generic.c includes, one translation unit with it so that -O3 inlines across
+# them (their changes must rename the module too).
+INCLUDED = (*sorted((SOURCE.parent / "generic").glob("*.c")),
+            SOURCE.parent / "generic_derivatives.c")
+# Each joint type's code in the module: its motion's index (generic.c's JOINT_<MOTION>).
+JOINT_CODES = {name: float(JOINT_MOTIONS.index(model.motion))
+               for name, model in JOINT_MODELS.items()}
 
 
 @functools.cache
 def module_name():
-    """``soa_generic_<hash>``: of generic.c, runtime.h, the defines and the toolchain.
+    """``soa_generic_<hash>``: of generic.c, what it includes, the defines and the toolchain.
 
     Once per process (as ``kernels.code_version``): every model's generic module
     lookup asks for it, and the sources do not change under a running process."""
     digest = hashlib.sha256(build.toolchain_id().encode())
     for path in (SOURCE, *INCLUDED, build.RUNTIME_DIR / "runtime.h"):
         digest.update(path.read_bytes())
-    digest.update(repr((CONDITION_LIMIT, DEFAULT_RCOND)).encode())
+    digest.update(_defines().encode())
     return f"soa_generic_{digest.hexdigest()[:16]}"
+
+
+def _defines():
+    """The constants generic.c takes from Python: thresholds and the joint motions' codes."""
+    motions = "".join(f"#define JOINT_{motion.upper()} {code}\n"
+                      for code, motion in enumerate(JOINT_MOTIONS))
+    return (f"#define SOA_CONDITION_LIMIT {CONDITION_LIMIT!r}\n"
+            f"#define SOA_RANK_RCOND {DEFAULT_RCOND!r}\n" + motions)
 
 
 def module_source(name):
     """The C source compiled as module ``name``: defines, then generic.c (found by -I)."""
-    return (f"#define SOA_GENERIC_MODULE {name}\n"
-            f"#define SOA_CONDITION_LIMIT {CONDITION_LIMIT!r}\n"
-            f"#define SOA_RANK_RCOND {DEFAULT_RCOND!r}\n"
-            f'#include "{SOURCE.name}"\n')
+    return f"#define SOA_GENERIC_MODULE {name}\n{_defines()}#include \"{SOURCE.name}\"\n"
 
 
 def _flat(values):
@@ -66,7 +76,8 @@ class CompiledTree:
         self.body_frames = np.array([self.frame_index[link] for link in tree.body_link])
         frames = list(tree.frames.values())
         positions = tree.coordinates
-        types = [0.0] + [_JOINT_TYPES[model.name] for model in tree.joint_model[1:]]
+        types = [float(JOINT_MOTIONS.index("none"))] + [JOINT_CODES[model.name]
+                                                        for model in tree.joint_model[1:]]
         self.rate_dof = rates.dof
         self.couples_hinges = rates.couples_hinges
         self.model = module.make_model(

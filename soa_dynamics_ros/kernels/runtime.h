@@ -538,7 +538,7 @@ static void *soa_run_share(void *argument)
  * core's answer of each sample on its row (width = dof for the dynamics, parts * dof * dof
  * for the derivatives: the generic module's (N, parts, dof, dof) in its memory order).
  * `least`: the fewest samples worth a thread of their own (the generator derives it from
- * the core's operation count, generator.samples_per_thread).
+ * the core's operation count, c_emission.samples_per_thread).
  * `lanes` (or NULL) computes SOA_LANES consecutive samples at once; a block it
  * declines (bad input or a singular hinge in some lane) is re-run sample by
  * sample through `core`, which names the first failing sample and its status.
@@ -773,7 +773,7 @@ static double soa_one_norm(const double *a, int n)
 
 /* SOA_CONDITION_LIMIT: Lambda^-1 with a 1-norm condition number above it is
  * left to the reference path; each generated module defines it from
- * DEFAULT_RCOND (generator.CONDITION_LIMIT). */
+ * DEFAULT_RCOND (c_emission.CONDITION_LIMIT). */
 #ifndef SOA_CONDITION_LIMIT
 #error "SOA_CONDITION_LIMIT must be defined by the generated module"
 #endif

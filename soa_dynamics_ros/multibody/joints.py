@@ -4,6 +4,8 @@ A joint type is a :class:`JointModel`, looked up by its URDF type name with
 :func:`joint_model`.  Each says, one function per concern (as spatial_v2's
 ``jcalc``):
 
+* ``motion``: one of :data:`JOINT_MOTIONS`, the code path of the compiled
+  recursions (:mod:`soa_dynamics_ros.kernels.generic`) that moves the child;
 * ``moving``: whether it has a coordinate (a fixed joint has none and merges
   its child link into the parent body);
 * ``hinge_map(axis)``: the motion subspace H, the spatial motion ``[v; w]`` of
@@ -29,10 +31,16 @@ import numpy as np
 from .spatial import rotation_about_axis, skew
 
 
+# The ways a joint moves its child body, each a code path of the compiled recursions
+# (kernels/generic.c's JOINT_<MOTION> is the motion's index here).
+JOINT_MOTIONS = ("none", "rotation", "translation")
+
+
 @dataclass(frozen=True)
 class JointModel:
     """How one joint type moves its child body (see the module docstring)."""
     name: str
+    motion: str
     moving: bool
     bounded: bool
     unit: str
@@ -77,14 +85,17 @@ def _fixed_placement(rotation, translation, axis, q):
     return rotation, translation
 
 
-REVOLUTE = JointModel("revolute", moving=True, bounded=True, unit="rad", effort_unit="N m",
-                      hinge_map=_rotation_hinge_map, placement=_rotation_placement)
-CONTINUOUS = JointModel("continuous", moving=True, bounded=False, unit="rad", effort_unit="N m",
-                        hinge_map=_rotation_hinge_map, placement=_rotation_placement)
-PRISMATIC = JointModel("prismatic", moving=True, bounded=True, unit="m", effort_unit="N",
-                       hinge_map=_translation_hinge_map, placement=_translation_placement)
-FIXED = JointModel("fixed", moving=False, bounded=False, unit=None, effort_unit=None,
-                   hinge_map=_no_hinge_map, placement=_fixed_placement)
+REVOLUTE = JointModel("revolute", motion="rotation", moving=True, bounded=True, unit="rad",
+                      effort_unit="N m", hinge_map=_rotation_hinge_map,
+                      placement=_rotation_placement)
+CONTINUOUS = JointModel("continuous", motion="rotation", moving=True, bounded=False, unit="rad",
+                        effort_unit="N m", hinge_map=_rotation_hinge_map,
+                        placement=_rotation_placement)
+PRISMATIC = JointModel("prismatic", motion="translation", moving=True, bounded=True, unit="m",
+                       effort_unit="N", hinge_map=_translation_hinge_map,
+                       placement=_translation_placement)
+FIXED = JointModel("fixed", motion="none", moving=False, bounded=False, unit=None,
+                   effort_unit=None, hinge_map=_no_hinge_map, placement=_fixed_placement)
 
 # URDF type name -> model: every joint type the package supports.
 JOINT_MODELS = {model.name: model for model in (REVOLUTE, CONTINUOUS, PRISMATIC, FIXED)}

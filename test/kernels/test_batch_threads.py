@@ -1,4 +1,4 @@
-"""Batches split over the CPUs (runtime.h soa_call_batch, generic.c run_samples).
+"""Batches split over the CPUs (runtime.h soa_call_batch, generic/batches.c run_samples).
 
 A batch of at least two threads' shares (32 samples each in the generic module,
 32-512 for a traced kernel: c_emission.samples_per_thread) runs on one thread per

@@ -25,6 +25,7 @@ from soa_dynamics_ros import kernels
 from soa_dynamics_ros.kernels import build, generic_module
 from soa_dynamics_ros.model import RobotModel
 from soa_dynamics_ros.model import constrained, subgraph as subgraph_module
+from soa_dynamics_ros.multibody.joints import JOINT_MODELS
 
 TOL = 1e-12
 RANDOM_TREES = [  # (seed, moving joints, mimic fraction)
@@ -126,6 +127,29 @@ def test_generic_matches_the_numpy_recursions(source, zoo, rng):
         model.attach_payload("box", link, 2.5, (0.0, 0.01, 0.1), np.diag([0.01, 0.02, 0.03]))
         model.gravity = [0.5, -1.0, -9.7]
     _compare_everything(fast, slow, rng, samples=2)
+
+
+def _chain_of_every_joint_type():
+    """URDF text of a chain with two joints of each type of multibody/joints.py, one about a
+    coordinate axis and one about an axis off them (the C has a path for each)."""
+    links, joints = ['<link name="link0"/>'], []
+    inertial = ('<inertial><origin xyz="0.02 -0.01 0.05"/><mass value="1.3"/><inertia ixx="0.02"'
+                ' ixy="0.001" ixz="-0.002" iyy="0.03" iyz="0.001" izz="0.025"/></inertial>')
+    for k, joint_type in enumerate(2 * list(JOINT_MODELS), start=1):
+        axis = "0 0 1" if k <= len(JOINT_MODELS) else "0.48 -0.6 0.64"
+        limit = '<limit lower="-3" upper="3" effort="10" velocity="1"/>'
+        links.append(f'<link name="link{k}">{inertial}</link>')
+        joints.append(f'<joint name="joint{k}" type="{joint_type}"><parent link="link{k - 1}"/>'
+                      f'<child link="link{k}"/><origin xyz="0.1 0.05 0.2" rpy="0.3 -0.2 0.5"/>'
+                      f'<axis xyz="{axis}"/>{limit}</joint>')
+    return '<robot name="every_joint_type">' + "".join(links + joints) + "</robot>"
+
+
+def test_every_joint_type_has_its_compiled_path(rng):
+    """A joint type added to multibody/joints.py reaches the C through its motion's code:
+    the generic module answers a chain of every type as the numpy recursions do."""
+    fast, slow = _pair(_chain_of_every_joint_type(), None)
+    _compare_everything(fast, slow, rng)
 
 
 @pytest.mark.parametrize("source,zoo", SOURCES)

@@ -5,6 +5,7 @@ make_model's tables were cubic in a chain's depth (seconds for the Panda plus a
 3000-joint chain) and held the GIL for all of it: the node's feedforward and
 services stopped while a new description loaded in the background.
 """
+import re
 import sys
 import threading
 
@@ -73,3 +74,18 @@ def test_make_model_lets_another_thread_run_while_it_builds(chain_urdf, monkeypa
     assert iterations == wanted_iterations, (
         f"this thread ran {iterations} iterations while make_model built a {CHAIN_JOINTS}-joint "
         "chain: the build held the GIL")
+
+
+def test_every_source_generic_c_includes_renames_the_module():
+    """The module's name hashes its sources: a changed include must not load a stale build."""
+    hashed = {generic.SOURCE, *generic.INCLUDED}
+    pending, included = [generic.SOURCE], set()
+    while pending:
+        source = pending.pop()
+        for name in re.findall(r'^#include "([^"]+)"', source.read_text(), re.MULTILINE):
+            path = (generic.SOURCE.parent / name).resolve()
+            if path.name != "runtime.h" and path not in included:
+                included.add(path)
+                pending.append(path)
+    assert included, "generic.c includes its parts"
+    assert not included - hashed, f"not in generic.INCLUDED: {sorted(included - hashed)}"
