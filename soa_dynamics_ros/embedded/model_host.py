@@ -324,8 +324,8 @@ class ModelHost:
         """The feedforward for the latest state (a model is live); None when feedforward_mode is off.
 
         Withheld while compiled code is on its way and only the numpy path
-        could answer (no generic module cached): the numpy path (~1 ms per
-        state here) fell behind at 1 kHz, and the sim saw 0.1-0.9 s gaps right
+        could answer (no generic module cached): the numpy path fell
+        behind at 1 kHz, and the sim saw 0.1-0.9 s gaps right
         after its first command; a sim that waits for the first command holds
         still until the kernels are in.
         """
@@ -357,8 +357,8 @@ class ModelHost:
     def _estimation_kernels(self):
         """Why the observer cannot run at the joint-state rate yet ("" when it can).
 
-        Its C^T qd has no compiled path but the robot's own kernels: ~0.5-1 ms
-        per state otherwise, held before the next state's feedforward.
+        Its C^T qd has no compiled path but the robot's own kernels: numpy's
+        would take most of a 1 kHz cycle, held before the next state's feedforward.
         """
         mode, backend = self.live.model.kernels
         if mode == "c":

@@ -22,16 +22,15 @@ import sysconfig
 import numpy as np
 
 RUNTIME_DIR = pathlib.Path(__file__).resolve().parent          # runtime.h
-# -march=native: the generated arithmetic is ~25% faster with FMA and the
-# host's vector registers (inverse dynamics of the Panda 0.64 -> 0.49 us).
+# -march=native: the generated arithmetic is measurably faster with FMA and the
+# host's vector registers (docs/performance.md, "Design measurements").
 # -fno-math-errno lets sin and cos of one angle become one sincos call.  No
 # -ffast-math: it would change NaN handling and reorder the reference's arithmetic.
 FLAGS = ("-march=native", "-fno-math-errno", "-std=gnu11", "-fPIC", "-shared")
 # The per-robot kernels are straight-line code: -O3 measured no faster than -O2 and
 # compiles longer.  The generic module is loops over bodies and rows, which -O3
-# inlines and vectorizes (2026-11-25, same machine, -O2 -> -O3: derivatives of
-# inverse dynamics 3.05 -> 2.58 us on the Panda, 14.0 -> 12.0 us on a 32-joint
-# tree; forward 4.55 -> 4.10 and 29.4 -> 27.8 us; nothing slower).
+# inlines and vectorizes: measurably faster, nothing slower (docs/performance.md,
+# "Design measurements").
 KERNEL_OPTIMIZATION = "-O2"
 GENERIC_OPTIMIZATION = "-O3"
 EXTENSION = sysconfig.get_config_var("EXT_SUFFIX") or ".so"

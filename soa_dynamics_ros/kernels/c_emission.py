@@ -21,11 +21,9 @@ from .tracing import live_nodes
 CONDITION_LIMIT = 1.0 / (10.0 * DEFAULT_RCOND)
 
 
-# A thread of a batch should do at least this many traced operations: starting and
-# joining one costs 26-55 us here (pthread_create + pthread_join, 2026-11-25), and an
-# operation of straight-line code 0.1 ns (lanes: the Panda's inverse dynamics derivatives,
-# 5,592 operations, 0.52 us a sample) to 0.2 ns (one sample at a time), so such a share
-# takes 150-300 us: at least 3 times what its thread costs.
+# A thread of a batch should do at least this many traced operations: such a share of
+# straight-line code takes several times what starting and joining its thread costs
+# (pthread_create + pthread_join; docs/performance.md, "Design measurements").
 OPERATIONS_PER_THREAD = 1_500_000
 
 
@@ -36,7 +34,7 @@ def samples_per_thread(operations):
 
     One rule for every batch kernel.  Arms' dynamics (300-2,800 operations) get the 512
     that runtime.h once fixed for all batches, as before; their derivatives
-    (4,000-8,600 operations, 0.5-2 us a sample) 170-360, so a planner's batch of a few
+    (4,000-8,600 operations) 170-360, so a planner's batch of a few
     hundred samples already uses two cores.  The bounds: below 32 samples a share is a
     few blocks of lanes; above 512 (the smallest robots) a split would wait for batches
     larger than their trajectories.
@@ -79,7 +77,8 @@ def _body(trace, outputs, indent="    ", strides=None):
     must hold, else status 2) follow the last node they read.  An input is read
     just before its first use and an output stored as soon as it is known (after
     the last guard), so neither stays live across the kernel: on iCub's M that
-    took a sixth of the moves to and from memory and 8-12% of the time.  ``strides``
+    took a sixth of the moves to and from memory and measurably less time
+    (docs/performance.md, "Design measurements").  ``strides``
     (``{array: C expression}``, every output array's): the same arithmetic on
     ``SOA_LANES`` consecutive samples at once (see ``runtime.h``): nodes that
     read a sample are ``soa_vd`` vectors, nodes of the parameters alone stay

@@ -8,7 +8,8 @@ A process group, not a session: Linux's autogroup scheduling gives each session
 an equal share of the CPUs, whatever its processes' nice values, so a compiler
 in a session of its own took a core from the 1 kHz processes beside it although
 the warm-up had lowered its priority (bench/results/compile_interference.md).
-Standard library only, and started without ``site``: it costs ~20 ms.
+Standard library only, and started without ``site``: importing it costs a
+noticeable share of the start-up.
 """
 import os
 import signal

@@ -114,26 +114,23 @@ _INVERSE_DYNAMICS = {"gravity_torques": (False, False, "g(q)"),
 
 # The derivative kernels grow with the (ancestor, descendant) pairs: above this many traced
 # operations one compiles for minutes (a 32-joint tree's inverse dynamics derivatives:
-# 39,000, 137 s) and ran no faster than the generic module's loops (13 against 14 us),
-# which then answer.  Arms trace 5,000-8,000.
+# 39,000) and ran no faster than the generic module's loops, which then answer
+# (docs/performance.md, "Design measurements").  Arms trace 5,000-8,000.
 MAX_TRACED_OPERATIONS = 15_000
 # The kernels of LANES_CAP_KERNELS are generated up to this size for their lanes batch
 # alone (batch_only: above MAX_TRACED_OPERATIONS their single calls stay with the generic
-# module).  Measured 2026-11-27, same process, per sample of 1,000 / per call,
-# kernel against generic: the 19-joint dual-arm robot with mimic grippers (24,200
-# operations, 69 s to compile) 1.72 against 5.49 us / 10.75 against 11.21 us; the
-# 32-joint tree (39,200, 187 s) 4.18 against 6.65 us / 21.2 against 11.6 us: its batch
-# would gain 1.6x for minutes of compile per robot.
+# module): the 19-joint dual-arm robot with mimic grippers (24,200 operations) gains
+# several times on its batch; the 32-joint tree (39,200) would gain much less for
+# minutes of compile per robot (docs/performance.md, "Design measurements").
 MAX_LANES_TRACED_OPERATIONS = 25_000
 # Measured for the inverse dynamics derivatives only: the forward ones (whose batch also
 # runs lanes) trace 1.5x as many operations and keep MAX_TRACED_OPERATIONS.
 LANES_CAP_KERNELS = ("inverse_dynamics_derivatives",)
 # The wrenched dynamics kernels, one per link set, are the size of their plain dynamics
 # and pay where the derivatives do not: the 32-joint tree's forward dynamics with a
-# wrench (35,900 traced operations) compiled in 59 s here; a call through the API took
-# 45.7k instructions (40.0k in the kernel, as its plain forward dynamics) against 69k
-# through the generic articulated-body pass (callgrind, 2026-11-26), which had read
-# 0.58x Pinocchio's aba(fext).  This cap keeps 30-40 joint humanoids and trees (Talos:
+# wrench (35,900 traced operations) compiles in about a minute and a call through the
+# API runs clearly fewer instructions than the generic articulated-body pass
+# (docs/performance.md, "Design measurements").  This cap keeps 30-40 joint humanoids and trees (Talos:
 # 22,200) and leaves larger ones to the generic module.
 MAX_WRENCHED_DYNAMICS_OPERATIONS = 40_000
 _CAPPED_TRACES = {"inverse_dynamics_derivatives": trace_inverse_dynamics_derivatives,
@@ -143,18 +140,11 @@ _CAPPED_TRACES = {"inverse_dynamics_derivatives": trace_inverse_dynamics_derivat
                   "forward_dynamics_wrenches": trace_forward_dynamics}
 _traced_sizes = {}          # (structure key, kernel) -> operations
 # Whether the batches of the derivative kernels run blocks of samples through a lanes
-# core.  Measured 2026-11-25, per sample, batch of 32 (one thread) / 1,000, without -> with
-# lanes, and the module's compile time (another job was using one of the two cores):
-#   inverse dynamics derivatives: panda 1.18 -> 0.52 us (1.21 -> 0.55), compile 3.7 ->
-#     5.2 s; lbr_iiwa_14 1.19 -> 0.51 us (1.22 -> 0.56), compile 2.5 -> 6.4 s: 2.2-2.3x,
-#     worth the seconds of a background or prepare_kernels() compile;
-#   gravity derivatives: panda 0.234 -> 0.228 us (0.232 -> 0.215), compile 0.4 -> 0.8 s;
-#     lbr_iiwa_14 0.217 -> 0.235 us (0.214 -> 0.215), compile 0.4 -> 1.0 s: nothing
-#     gained (as for gravity_torques: 660 operations, memory-bound), compile doubled.
-# 2026-11-27, batch of 1,000, without -> with lanes (one copy of M and of the right-hand
-# sides per lane, then the solve lane by lane), same process: forward dynamics
-# derivatives: panda 1.79 -> 0.62 us, lbr_iiwa_14 1.33 -> 0.49 us, ur5 1.31 -> 0.50 us
-# (2.6-2.9x), compile 5.9 -> 11.0 s (panda).
+# core: the inverse and forward dynamics derivatives (one copy of M and of the right-hand
+# sides per lane, then the solve lane by lane) run several times faster per sample,
+# worth the seconds of a background or prepare_kernels() compile; the gravity
+# derivatives gain nothing (as for gravity_torques: 660 operations, memory-bound) and
+# would double their compile time (docs/performance.md, "Design measurements").
 DERIVATIVE_LANES = {"inverse_dynamics_derivatives": True, "forward_dynamics_derivatives": True,
                     "gravity_derivatives": False}
 
@@ -192,7 +182,7 @@ def batch_only(tree, kernel):
     """Whether only the batch of ``kernel``'s module answers, its single calls going to the
     generic module: a trace over MAX_TRACED_OPERATIONS, where a single call runs no faster
     than the generic loops (the dual-arm robot's inverse dynamics derivatives, 24,200
-    operations: 9.8-10.1 against 7.2-9.4 us, two same-process A/Bs, 2026-11-27), but within
+    operations; docs/performance.md, "Design measurements"), but within
     MAX_LANES_TRACED_OPERATIONS, where its lanes batch pays."""
     return kernel in LANES_CAP_KERNELS and (
         MAX_TRACED_OPERATIONS < _traced_size(tree, kernel) <= MAX_LANES_TRACED_OPERATIONS)
@@ -217,9 +207,9 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
         with_qd, with_qdd, doc = _INVERSE_DYNAMICS[kernel]
         t, arrays, torque = trace_inverse_dynamics(tree, with_qd, with_qdd)
         module.kernel(kernel, arrays, vector_outputs(torque), t.trace, doc, (dof,))
-        # Gravity gained nothing from lanes on 6-7 DOF arms (0.88-1.03x per
-        # sample, 1.65x on a 32-joint tree, 2026-11-23) and costs compile time;
-        # inverse and forward dynamics gained 1.3-2.1x and 2.0-5.3x.
+        # Gravity gains nothing from lanes on arms (memory-bound) and lanes cost
+        # compile time; inverse and forward dynamics gain clearly
+        # (docs/performance.md, "Design measurements").
         module.batch(kernel + "_batch", kernel, arrays, vectorized=kernel != "gravity_torques")
     elif kernel == "coriolis_transpose_product":
         t, arrays, product = trace_coriolis_transpose_product(tree)

@@ -153,13 +153,10 @@ def trace_coriolis_transpose_product(tree):
     return t, arrays, t.coordinates.joint_forces(product)
 
 
-# Frames with root axes take more loads and stores per operation than body frames:
-# on G1 (43 joints) M in aligned frames traced 7% fewer operations and ran alike;
-# on iCub 28% fewer and ran 17% faster (2026-11-27, same machine).  Example-robot-data
-# robots the bench does not list (2026-11-28; traced share, callgrind instructions a
-# call body -> aligned, time): Alex with Psyonic hands 0.86, 22.2k -> 19.6k, 15% faster;
-# Centauro 0.86, 16.2k -> 14.8k, between 3% slower and 15% faster over four processes;
-# SO-101 0.89, 2.66k -> 2.44k but 5% slower; the Puma 0.96, 25% slower.
+# Frames with root axes take more loads and stores per operation than body frames, so
+# aligned frames pay only where they save a clear share of the operations: below this
+# share they measured faster, above it alike or slower (docs/performance.md, "Design
+# measurements").
 ALIGNED_FRAMES_MASS_MATRIX_SHARE = 0.87
 
 
@@ -192,8 +189,8 @@ def trace_forward_dynamics(tree, links=()):
     links are an input too.  Robots with mimic joints get (M, h) as the answer, for the
     kernel to solve.  Others get qdd by whichever of :func:`forward_dynamics_traces`
     traces to the fewest operations: on the Panda M, h and M's LTDL in body frames
-    (2,300 against 2,400 by the articulated-body recursion, 0.22 against 0.25 us a
-    kernel call, 2026-11-27), on a 32-joint tree with random axes the same in aligned
+    (2,300 against 2,400 by the articulated-body recursion, and measurably faster a
+    kernel call: docs/performance.md, "Design measurements"), on a 32-joint tree with random axes the same in aligned
     frames (22,100 against 29,900)."""
     arrays = _forward_dynamics_arrays(tree, links)
     if tree.coordinates.couples_hinges:
@@ -258,9 +255,9 @@ def _traced_forward_dynamics(tree, arrays, links, way):
 
 
 # A solve multiplies the error of M by its condition number, and M in root axes
-# carries more: on iCub (condition 1e5 to 6e8) qdd by aligned frames was 1e-12 to
-# 4e-11 off Pinocchio's, by body frames 5e-14 to 8e-13; on the random tree
-# (condition up to 1e4) 9e-15 off the recursion's (2026-11-27).
+# carries more: aligned frames are kept only where their qdd agrees with the
+# recursion's to this (ill-conditioned trees such as iCub's miss it by orders of
+# magnitude; docs/performance.md, "Design measurements").
 ALIGNED_SOLVE_AGREEMENT = 1e-13
 
 
@@ -356,10 +353,10 @@ def folded_tree_parents(tree):
 def trace_forward_dynamics_derivatives(tree):
     """``(dtau/dq, dtau/dqd)`` of the joints at ``qdd = FD(q, qd, tau)`` and M, by the
     root-axes closed form: the kernel then solves with M.  qdd from M, which the kernel
-    needs anyway, and h by :func:`_traced_solve`: 16-21% fewer operations than the
-    articulated-body recursion on the Panda, UR5, iiwa 14 and Puma (2026-11-27); h from
-    the closed form's own pass at qdd = 0, then what qdd adds (9-11% fewer than a
-    separate inverse dynamics pass for h).  Its
+    needs anyway, and h by :func:`_traced_solve`: fewer operations than the
+    articulated-body recursion on the arms; h from the closed form's own pass at
+    qdd = 0, then what qdd adds (fewer than a separate inverse dynamics pass for h;
+    docs/performance.md, "Design measurements").  Its
     pivots guard as the recursion's hinge inertias do (the singular threshold, status 2)
     where they are those (:func:`_pivots_are_articulated`), else > 0 as the reference's
     forward dynamics of mimic robots, which solves with M; a joint order that would fill

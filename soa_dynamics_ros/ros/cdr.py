@@ -57,8 +57,8 @@ def max_joint_state_bytes(max_names):
 class JointStateReader:
     """JointStates read from their serialization, as a raw subscription gives them.
 
-    On the 1 kHz path, rclpy's message object costs ~10 us a state (built
-    from the C message, then turned into arrays); read here, ~3 us: the
+    On the 1 kHz path, rclpy's message object (built from the C message,
+    then turned into arrays) costs several times what reading here does: the
     arrays are read-only views of the message's bytes, and the names, which
     a driver sends the same every time, are compared byte for byte (lengths
     and terminating NULs included) with the last name block read rather
@@ -346,7 +346,7 @@ class FeedforwardMessages:
     ``state``: JointState with the effort, the state it was computed from and
     that state's stamp.  :meth:`fill` gives them serialized, which publishers
     take as they are: rclpy's publish of a message object converts it to C and
-    serializes it, ~13 of its ~16 us here, twice per state on the 1 kHz path.
+    serializes it, most of its cost, twice per state on the 1 kHz path.
     Names and layout never change, so only the numbers are written, in place,
     into a serialization made once; where they go is found by serializing
     marker values, and checked by deserializing it back.  Where that check

@@ -22,16 +22,16 @@ from ..msg import Payload
 from .stamps import stamp_seconds
 
 # Bounds on one service request (docs/robustness.md, "Bounded requests"): with
-# them the largest accepted request of every service costs well under 50 ms
-# on the 2-core development machine, so no request holds the feedforward path
-# longer.  Name lists are bounded by the model itself (a joint named twice is
+# them the largest accepted request of every service stays short
+# (docs/performance.md, "Design measurements"), so no request holds the
+# feedforward path long.  Name lists are bounded by the model itself (a joint named twice is
 # refused anyway).
 MAX_WRENCHES = 64
 MAX_CONSTRAINTS = 16
 MAX_CONSTRAINT_ROWS = 48
 MAX_TRAJECTORY_POINTS = 1000
 # On the numpy path (no compiler, or kernels still compiling) a trajectory
-# point costs ~1 ms instead of ~5 us.
+# point costs orders of magnitude more than through the kernels.
 MAX_TRAJECTORY_POINTS_NUMPY_PATH = 20
 MAX_REQUEST_PAYLOADS = 8
 MAX_PAYLOADS = 64                # attached at once through ~/set_payload

@@ -130,8 +130,8 @@ class EmbeddedModelNode(Node):
     def _poll_while_busy(self):
         """Run the background poll only while a load or warm-up is under way.
 
-        Every wake-up of the executor takes this thread ~0.13 ms (an EventsExecutor
-        timer with an empty callback, 2026-11-27), and a joint state arriving
+        Every wake-up of the executor takes this thread a while (even an
+        EventsExecutor timer with an empty callback), and a joint state arriving
         meanwhile waits: polling an idle host was 20 such delays a second.
         Called wherever background work may start or end.
         """

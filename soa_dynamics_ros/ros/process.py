@@ -225,7 +225,7 @@ def run_node(name, make_node, executor_for, loop, args=None, help_text=None):
         executor.add_node(node)
         # Out of the collector's reach go the ~40,000 objects start-up made
         # (modules, the model, rclpy): a full collection scanning them paused
-        # the 1 kHz loop for ~10 ms; now it scans what the loop allocates.
+        # the 1 kHz loop for cycles; now it scans what the loop allocates.
         gc.freeze()
         loop(node, executor, lifetime.running)
     except (KeyboardInterrupt, ExternalShutdownException):

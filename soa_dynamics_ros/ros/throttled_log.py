@@ -1,11 +1,11 @@
 """Throttled logging that costs nothing while it is throttled.
 
 rclpy's ``throttle_duration_sec`` looks up the calling line with ``inspect``
-(file stats included) on every call, throttled or not: 0.7 ms, most of a
-1 kHz cycle.  Measured 2026-11-26 on the 2-core VM: a Panda whose
-/joint_states also name its two finger joints, which the arm's URDF lacks,
-cost the node 0.92 ms per state instead of 0.15 ms, through the throttled
-"names unknown to the model" warning.  The node and the sim log per-message
+(file stats included) on every call, throttled or not: most of a 1 kHz
+cycle.  A Panda whose /joint_states also name its two finger joints, which
+the arm's URDF lacks, made the node several times slower per state through
+the throttled "names unknown to the model" warning (docs/performance.md,
+"Design measurements").  The node and the sim log per-message
 problems through this instead.
 """
 import math

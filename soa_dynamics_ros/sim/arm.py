@@ -476,7 +476,7 @@ class SimNode(Node):
             "rejected_commands": stats["rejected"], "lockstep_timeouts": stats["lockstep_timeouts"],
             "overruns": stats["overruns"],
             # (statistics, not numpy: np.median imports numpy.ma at its first call, a
-            # 30-70 ms pause of this loop measured 2026-11-23)
+            # pause of this loop)
             "command_latency_median_us": f"{statistics.median(latencies):.0f}"
             if latencies.size else "",
             "command_latency_max_us": f"{latencies.max():.0f}" if latencies.size else "",
