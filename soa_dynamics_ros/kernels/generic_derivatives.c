@@ -313,8 +313,8 @@ static inline void pair_entry(double *entry, double value, const int direct)
 /* The pair products of derivative_answers added into out[0] and out[1] (zeroed), at the
  * rates moving each pair's bodies, scaled by both rates' multipliers: mimic hinges share
  * a rate, and their entries add up there (fold_hinges' sum, without the nb x nb hinge
- * matrices it reads: Talos, 44 hinges for 32 rates, spent 10,000 of 119,000
- * instructions of a call folding them).  `direct` (a constant where inlined): rate k
+ * matrices it reads: Talos, 44 hinges for 32 rates, spent a measurable share of a
+ * call's instructions folding them; docs/performance.md, "Design measurements").  `direct` (a constant where inlined): rate k
  * moves body k + 1 with multiplier 1, every hinge is free, and each entry is one pair's. */
 __attribute__((always_inline))
 static inline void pair_products(const Model *m, const double *terms, double sign,

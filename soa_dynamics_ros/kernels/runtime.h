@@ -71,9 +71,9 @@ static inline soa_vd soa_broadcast(double x)
 
 /* sin and cos of all lanes per call from glibc's vector math library (libmvec: its AVX2
  * variants for 4 lanes, its AVX-512 ones for 8; build.py defines SOA_LIBMVEC and links
- * it where the toolchain has it).  Lane by lane, libm's sincos took 2,650 of the 7,400
- * instructions a sample of a 32-joint tree's inverse dynamics batch; these take 450
- * (callgrind, 2026-11-27).  Their results may differ from libm's in the last bits
+ * it where the toolchain has it).  Lane by lane, libm's sincos took a large share of the
+ * instructions of a batch sample; these take a fraction of them (docs/performance.md,
+ * "Design measurements").  Their results may differ from libm's in the last bits
  * (glibc bounds both to a few ulp). */
 #if defined(SOA_LIBMVEC) && SOA_LANES == 4 && defined(__AVX2__)
 #include <immintrin.h>
@@ -123,8 +123,8 @@ static inline soa_vd soa_vcos(soa_vd x)
 }
 
 /* Both of one angle: one sincos per lane, as GCC makes of the single-sample core's
- * sin and cos of one angle (GCC does not fuse the two loops above: 14 against
- * 2 x 10 ns a lane here). */
+ * sin and cos of one angle (GCC does not fuse the two loops above, and one sincos
+ * costs less than a sin and a cos). */
 static inline void soa_vsincos(soa_vd x, soa_vd *sine, soa_vd *cosine)
 {
     for (int l = 0; l < SOA_LANES; ++l) {
@@ -209,8 +209,9 @@ static int soa_sample_arguments(PyObject *const *args, Py_ssize_t nargs, int inp
     return *p ? SOA_OK : SOA_BAD_INPUT;
 }
 
-/* Answer arrays, recycled.  Making a small array and freeing it costs numpy ~1,400
- * instructions, more than a 7-joint pose or gravity vector does: a module keeps its
+/* Answer arrays, recycled.  Making a small array and freeing it costs numpy more
+ * instructions than a 7-joint pose or gravity vector does (docs/performance.md, "Design
+ * measurements"): a module keeps its
  * last SOA_POOL answers, and one that nothing references any more (its caller dropped
  * it, and no view, buffer or weak reference of it lives: the reference count says so)
  * is filled again instead.  An answer that is still held is never touched: the next
@@ -223,8 +224,8 @@ static PyObject *soa_pool[SOA_POOL];
 
 /* Large answers' memory, reused.  A batch's answer over 32 MB is a fresh mapping from
  * glibc every time (its mmap threshold stops growing there), which the kernel faults in
- * and zeroes page by page: 7 of the 33 us per sample of a 43-joint humanoid's forward
- * dynamics derivatives over 1,000 samples (44 MB; Unitree G1, 2026-11-27).  So the memory
+ * and zeroes page by page: a noticeable share of a large batch's time
+ * (docs/performance.md, "Design measurements").  So the memory
  * of a large answer, once no array uses it any more, is kept for the next one (one
  * block per module, at most SOA_SPARE_MAX_BYTES), already faulted in.  Only ever
  * under the GIL: answers are made before a batch releases it, and freed by numpy. */
@@ -507,7 +508,7 @@ static inline int soa_take_chunk(npy_intp *next, npy_intp size, npy_intp count,
 
 /* A multiple of SOA_LANES, so that chunks start on a block boundary and every sample
  * goes through the same path (lanes or core) however the chunks are shared; 64 samples
- * of the cheapest core (~0.1 us each) make the atomic add negligible. */
+ * of even the cheapest core make the atomic add negligible. */
 #define SOA_CHUNK (64 / SOA_LANES * SOA_LANES)
 
 static void *soa_run_share(void *argument)
@@ -734,8 +735,8 @@ static inline void soa_eliminate_row(double *x, int n, int i, int first, int end
 }
 
 /* The per-robot kernels build at -O2 (build.KERNEL_OPTIMIZATION); row updates over whole
- * rows need -O3's vectorizer (75 -> 54 us for the generic module's forward dynamics
- * derivatives of a 32-joint tree when it was built at -O2). */
+ * rows need -O3's vectorizer (measurably faster: docs/performance.md, "Design
+ * measurements"). */
 #define SOA_VECTORIZED __attribute__((optimize("O3")))
 
 /* M X = B for n x n symmetric positive definite m (its lower Cholesky factor overwrites

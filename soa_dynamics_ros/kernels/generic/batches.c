@@ -19,8 +19,8 @@ typedef struct {
     int status;
 } Worker;
 
-/* Samples of 1-50 us: an atomic add per 8 is nothing, and 8 leave a slowed worker little
- * to finish after the others. */
+/* A generic sample costs far more than an atomic add, so one add per 8 is nothing, and 8
+ * leave a slowed worker little to finish after the others. */
 #define GENERIC_CHUNK 8
 
 static void *work(void *argument)

@@ -37,7 +37,8 @@ static PyObject *torques_with_wrenches(PyObject *self, PyObject *const *args,
         return NULL;
     hinge_positions(m, data[0]);
     /* only each wrenched body's path to the root: a fingertip of a 45-body humanoid
-     * places and gathers along 12 bodies, where the whole tree's passes took 3x longer */
+     * places and gathers along 12 bodies, where the whole tree's passes took several
+     * times longer (docs/performance.md, "Design measurements") */
     memset(m->torque, 0, m->nb * sizeof(double));
     for (int k = 0; k < count; ++k) {
         int body = m->frame_body[(int)m->wrench_frames[k]];

@@ -46,7 +46,7 @@ static void joint_forces(const Model *m, const double *hinge, double *out)
 
 /* joints.placement: the body's placement in its parent at the hinge coordinate.  Inlined
  * in the loops over bodies (local_placements, chain_placements): a call per body costs
- * ~5% of a frame pose. */
+ * a measurable share of a frame pose (docs/performance.md, "Design measurements"). */
 __attribute__((always_inline)) static inline void hinge_placement(const Model *m, int body,
                                                                   double *rotation,
                                                                   double *translation)

@@ -2,8 +2,8 @@
  * Part of generic.c (included there, one translation unit). */
 /* ------------------------------------------------------------------ small algebra */
 /* Forced inline: -O3 leaves most of these as calls in the loops over bodies, whose
- * arguments and results then go through memory (inlined, 3-11% fewer instructions in
- * every generic function measured, derivatives and forward dynamics the most). */
+ * arguments and results then go through memory (inlined, fewer instructions in every
+ * generic function measured: docs/performance.md, "Design measurements"). */
 __attribute__((always_inline))
 static inline void mat3_mul(const double *a, const double *b, double *out)
 {
