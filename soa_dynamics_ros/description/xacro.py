@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 
-DEFAULT_TIMEOUT = 10.0               # seconds, whole expansion (start-up ~0.1 s)
+DEFAULT_TIMEOUT = 10.0               # seconds, whole expansion (far above its start-up)
 MEMORY_LIMIT_BYTES = 2 * 1024 ** 3   # address space of the child
 # How deep below each of package_paths a package folder is looked for.
 PACKAGE_SEARCH_DEPTH = 4

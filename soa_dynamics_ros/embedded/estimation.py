@@ -32,7 +32,8 @@ MAX_BUFFER_SAMPLES = 60_000
 # one identification, so that ~/identify_payload holds the node no longer
 # than the other services' largest requests (README, "Estimation").
 MAX_IDENTIFICATION_SAMPLES = 300
-# On the numpy path (no compiled kernels) a sample costs ~50x more.
+# On the numpy path (no compiled kernels) a sample costs well over an order of
+# magnitude more (docs/performance.md, "Design measurements").
 MAX_IDENTIFICATION_SAMPLES_NUMPY_PATH = 30
 IDENTIFIED_PAYLOAD = "identified"
 

@@ -325,7 +325,7 @@ class ModelHost:
 
         Withheld while compiled code is on its way and only the numpy path
         could answer (no generic module cached): the numpy path fell
-        behind at 1 kHz, and the sim saw 0.1-0.9 s gaps right
+        behind at 1 kHz, and the sim saw gaps of many cycles right
         after its first command; a sim that waits for the first command holds
         still until the kernels are in.
         """

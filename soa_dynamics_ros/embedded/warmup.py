@@ -43,7 +43,7 @@ def lowest_priority():
     """This process and its compilers at the lowest CPU priority of the ordinary policy.
 
     On a 2-core machine two compilers at normal priority starved the node beside them,
-    whose 1 kHz feedforward then paused for 0.1-1 s (the simulated arm fell).  Absolute,
+    whose 1 kHz feedforward then paused long enough for the simulated arm to fall.  Absolute,
     not relative to the parent: a node run at a real-time policy (SCHED_FIFO, which nice
     does not touch) or at a raised priority passes it on to this child.
     """

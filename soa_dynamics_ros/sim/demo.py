@@ -235,8 +235,8 @@ def gravity_demo(args, env, output):
             print("[demo] starting the MuJoCo arm ...")
             # The arm holds the last command 0.5 s (a ForwardCommandController holds it
             # for good), then falls: a 2-core machine running three 1 kHz Python
-            # processes stalled one of them for 0.29 s in a CI run, and the sim's
-            # default 0.1 s then dropped the held arm (the demo measured the scheduler).
+            # processes stalled one of them for longer than the sim's default 0.1 s in a
+            # CI run, which then dropped the held arm (the demo measured the scheduler).
             sim = start_process("soa_dynamics_sim", "soa_dynamics_ros.sim.arm",
                                 ["--params-file", str(config / "panda_sim.yaml"),
                                  "-p", "publish_clock:=true",
