@@ -285,7 +285,7 @@ def test_a_robot_new_to_the_machine_gets_its_generic_model_built_once(
                         lambda *packed: builds.append(packed) or make_model(*packed))
     host = ModelHost(config(robot_description=TWO_LINKS, kernels="auto"), logger)
     try:
-        model, warmup = host.load(TWO_LINKS)
+        model, warmup = host.load(TWO_LINKS, EXPANDED)
         assert warmup is not None and model.kernels == ("generic", "c")
         assert len(builds) == 1
     finally:
@@ -312,7 +312,7 @@ def test_a_description_over_the_link_bound_is_refused_before_it_is_parsed(monkey
         monkeypatch.setattr(RobotModel, "from_urdf", _never_parsed)
         with pytest.raises(URDFError, match=f"has {MAX_DESCRIPTION_LINKS + 1} <link> tags; at "
                                             f"most {MAX_DESCRIPTION_LINKS} are served"):
-            host.load(_bare_links(MAX_DESCRIPTION_LINKS + 1))
+            host.load(_bare_links(MAX_DESCRIPTION_LINKS + 1), EXPANDED)
     finally:
         host.close()
 
