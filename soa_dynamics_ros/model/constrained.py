@@ -57,6 +57,25 @@ class HybridDynamics:
     constraint_slices: list = field(default_factory=list)  # rows of nu per constraint
 
 
+@dataclass(slots=True)
+class MixedDynamics:
+    """Result of :meth:`RobotModel.mixed_dynamics` (vectors in ``joint_names`` order).
+
+    It also unpacks and indexes as the pair ``(qdd, tau)``, the form it had as a tuple.
+    """
+    qdd: np.ndarray                     # every joint's acceleration, prescribed ones as given
+    tau: np.ndarray                     # every joint's torque, free ones as given
+
+    def __iter__(self):
+        return iter((self.qdd, self.tau))
+
+    def __getitem__(self, index):
+        return (self.qdd, self.tau)[index]
+
+    def __len__(self):
+        return 2
+
+
 def _check_part(part):
     if part not in TASK_SPACE_PARTS:
         raise InvalidInputError(f"part must be one of {sorted(TASK_SPACE_PARTS)}, not {part!r}")
@@ -267,4 +286,4 @@ def mixed_dynamics(model, q, qd, qdd, tau, prescribed, wrenches=None):
     selection = select_joints(model.tree)
     evaluation = _evaluation(model, selection, q, qd, tau, wrenches)
     qdd = as_vector("qdd", qdd, model.tree.dof)
-    return dynamics_for(selection).mixed_dynamics(evaluation, qdd, mask)
+    return MixedDynamics(*dynamics_for(selection).mixed_dynamics(evaluation, qdd, mask))

@@ -743,9 +743,8 @@ class RobotModel:
         frame), ``'translational'`` or ``'rotational'`` (3x3 per frame).  Where
         the joints cannot move the frame in every direction of ``part`` this
         raises :class:`SingularDynamicsError` unless ``damping`` > 0 is given:
-        then Lambda = (Lambda^-1 + damping I)^-1.  ``return_info=True`` returns a
-        :class:`~soa_dynamics_ros.model.constrained.TaskSpaceInertia` with Lambda^-1,
-        its condition number and rank.
+        then Lambda = (Lambda^-1 + damping I)^-1.  ``return_info=True`` is deprecated:
+        :meth:`task_space_inertia_info` returns what it returned.
         """
         if (self._kernel_set is not None and type(frame) is str and part == "full"
                 and damping is None and not return_info and frame in self.tree.frames):
@@ -758,6 +757,12 @@ class RobotModel:
                 return self._fallback(kernel, inertia, (q,), lambda q: (
                     self._rank_checked_task_space_inertia(q, frame)))
         return self._rank_checked_task_space_inertia(q, frame, part, damping, return_info)
+
+    def task_space_inertia_info(self, q, frame, part="full", damping=None):
+        """:meth:`task_space_inertia` with what it was computed from: a
+        :class:`~soa_dynamics_ros.model.constrained.TaskSpaceInertia` with Lambda,
+        Lambda^-1, its condition number and rank."""
+        return self._rank_checked_task_space_inertia(q, frame, part, damping, True)
 
     def _rank_checked_task_space_inertia(self, q, frame, part="full", damping=None,
                                       return_info=False):
@@ -785,7 +790,9 @@ class RobotModel:
                                            wrenches, kernels=self.generic_kernels())
 
     def mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches=None):
-        """``(qdd_all, tau_all)``: joints in ``prescribed`` take their ``qdd``, the rest their ``tau``."""
+        """Joints in ``prescribed`` take their ``qdd``, the rest their ``tau``: a
+        :class:`~soa_dynamics_ros.model.constrained.MixedDynamics` with every joint's
+        ``qdd`` and ``tau`` (it unpacks as ``qdd_all, tau_all``)."""
         if self._compiled is not None:
             mask = constrained.prescribed_mask(self, prescribed).astype(float)
             if self._no_wrenches(wrenches):
@@ -796,7 +803,7 @@ class RobotModel:
                     function, function(q, qd, qdd, tau, mask, wrenches, self._params),
                     (q, qd, qdd, tau, mask), wrenches, lambda *_: None)
             if type(both) is _NDARRAY:
-                return both[0], both[1]
+                return constrained.MixedDynamics(both[0], both[1])
         with self.parameters_lock:
             return constrained.mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches)
 
