@@ -12,6 +12,7 @@ model's parameters lock so that one answer sees one payload and gravity state
 (:func:`hybrid_dynamics` takes it itself, around its numpy path only).
 """
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -57,23 +58,14 @@ class HybridDynamics:
     constraint_slices: list = field(default_factory=list)  # rows of nu per constraint
 
 
-@dataclass(slots=True)
-class MixedDynamics:
+class MixedDynamics(NamedTuple):
     """Result of :meth:`RobotModel.mixed_dynamics` (vectors in ``joint_names`` order).
 
-    It also unpacks and indexes as the pair ``(qdd, tau)``, the form it had as a tuple.
+    A named pair: it also unpacks and indexes as ``(qdd, tau)``, the form it had as a
+    tuple, and costs a warm compiled call no Python-level constructor.
     """
     qdd: np.ndarray                     # every joint's acceleration, prescribed ones as given
     tau: np.ndarray                     # every joint's torque, free ones as given
-
-    def __iter__(self):
-        return iter((self.qdd, self.tau))
-
-    def __getitem__(self, index):
-        return (self.qdd, self.tau)[index]
-
-    def __len__(self):
-        return 2
 
 
 def _check_part(part):

@@ -72,6 +72,8 @@ from .subgraph import Subgraph
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 _NDARRAY = np.ndarray
+# Builds a MixedDynamics without its generated __new__, a Python call on a warm compiled path.
+_new_mixed_dynamics = tuple.__new__
 __all__ = ["RobotModel", "algorithms", "AUTO_COMPILE_AFTER", "FAST_KERNELS", "KERNEL_MODES",
            "KERNELS_ENV"]
 
@@ -576,7 +578,7 @@ class RobotModel:
                     function, function(q, qd, qdd, tau, mask, wrenches, self._params),
                     (q, qd, qdd, tau, mask), wrenches, lambda *_: None)
             if type(both) is _NDARRAY:
-                return constrained.MixedDynamics(both[0], both[1])
+                return _new_mixed_dynamics(constrained.MixedDynamics, (both[0], both[1]))
         with self.parameters_lock:
             return constrained.mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches)
 
