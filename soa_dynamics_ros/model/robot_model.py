@@ -149,13 +149,13 @@ class RobotModel:
         """Deprecated: ``model.kernels.set_mode(mode)``."""
         self._router.set_mode(mode)
 
-    def prepare_kernels(self, frames=(), derivatives=True, wrenches=True):
+    def prepare_kernels(self, *arguments, **options):
         """Deprecated: ``model.kernels.prepare(...)``."""
-        return self._router.prepare(frames, derivatives, wrenches)
+        return self._router.prepare(*arguments, **options)
 
-    def kernels_cached(self, frames=(), derivatives=True, wrenches=True):
+    def kernels_cached(self, *arguments, **options):
         """Deprecated: ``model.kernels.cached(...)``."""
-        return self._router.cached(frames, derivatives, wrenches)
+        return self._router.cached(*arguments, **options)
 
     def generic_kernels(self):
         """For the model layer (:mod:`.subgraph`): ``(compiled tree, p)`` of the generic
