@@ -123,14 +123,14 @@ class ModelHost:
         if not self._kernels_wanted():
             return model, None
         frames = [f for f in [config["marker_frame"]] if f in model.frame_names]
-        # set_kernels("c") builds the generic module when it is not in the cache: only the
+        # kernels.set_mode("c") builds the generic module when it is not in the cache: only the
         # warm-up child may compile.
         if kernels.generic_cached():
-            model.set_kernels("c")
-            if model.kernels_cached(frames, derivatives=False, wrenches=False):
-                model.prepare_kernels(frames, derivatives=False, wrenches=False)
+            model.kernels.set_mode("c")
+            if model.kernels.cached(frames, derivatives=False, wrenches=False):
+                model.kernels.prepare(frames, derivatives=False, wrenches=False)
                 return model, None
-            model.set_kernels("generic")
+            model.kernels.set_mode("generic")
         return model, (xml, frames)
 
     def _description_text(self, description, origin):

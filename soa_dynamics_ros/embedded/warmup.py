@@ -34,7 +34,7 @@ def main(argv=None):
     with open(directory / f".warm-{structure_key(model.tree)}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         # (not the derivative and wrenched kernels: the node never compiles them)
-        seconds = model.prepare_kernels(frames=args.frame, derivatives=False, wrenches=False)
+        seconds = model.kernels.prepare(frames=args.frame, derivatives=False, wrenches=False)
     logging.info("%d kernels ready for %s in %.1f s", len(seconds), model.name, sum(seconds.values()))
     return 0
 

@@ -12,6 +12,7 @@ model's parameters lock so that one answer sees one payload and gravity state
 (:func:`hybrid_dynamics` takes it itself, around its numpy path only).
 """
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -55,6 +56,16 @@ class HybridDynamics:
     joint_names: list
     method: str
     constraint_slices: list = field(default_factory=list)  # rows of nu per constraint
+
+
+class MixedDynamics(NamedTuple):
+    """Result of :meth:`RobotModel.mixed_dynamics` (vectors in ``joint_names`` order).
+
+    A named pair: it also unpacks and indexes as ``(qdd, tau)``, the form it had as a
+    tuple, and costs a warm compiled call no Python-level constructor.
+    """
+    qdd: np.ndarray                     # every joint's acceleration, prescribed ones as given
+    tau: np.ndarray                     # every joint's torque, free ones as given
 
 
 def _check_part(part):
@@ -267,4 +278,4 @@ def mixed_dynamics(model, q, qd, qdd, tau, prescribed, wrenches=None):
     selection = select_joints(model.tree)
     evaluation = _evaluation(model, selection, q, qd, tau, wrenches)
     qdd = as_vector("qdd", qdd, model.tree.dof)
-    return dynamics_for(selection).mixed_dynamics(evaluation, qdd, mask)
+    return MixedDynamics(*dynamics_for(selection).mixed_dynamics(evaluation, qdd, mask))

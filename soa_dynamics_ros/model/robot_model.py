@@ -29,9 +29,11 @@ matrix, one frame's Jacobian and task-space inertia) replace it where they
 exist once compiled.  ``kernels=`` picks: ``"auto"`` (default) uses the
 generic module when a compiler is there and compiles a per-robot kernel in a
 background thread once it has been asked for :data:`AUTO_COMPILE_AFTER`
-times (:meth:`RobotModel.prepare_kernels` compiles them at once); ``"c"``
+times (``model.kernels.prepare()`` compiles them at once); ``"c"``
 compiles per-robot kernels at first use, in the caller; ``"generic"`` uses
 the generic module only; ``"off"`` keeps the numpy path only.
+Which of them answers is the kernel router's business
+(:mod:`.kernel_router`, one per model as ``model.kernels``).
 The environment variable ``SOA_DYNAMICS_KERNELS`` (one of those modes)
 replaces what ``"auto"`` means for a whole process.
 Arguments are validated the same way on every path (what compiled code
@@ -42,11 +44,8 @@ by the numpy path's rule, dense where mimic joints couple hinges; the numpy
 path decides it where an eigenvalue lies within round-off of the threshold,
 and raises for a singular task-space inertia without damping.
 """
-import logging
 import os
-import queue
 import threading
-import types
 
 import numpy as np
 
@@ -60,8 +59,6 @@ from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
 from ..errors import InvalidInputError, UnknownNameError
-from ..kernels.generator import (DERIVATIVE_KERNELS, MAX_WRENCHED_LINKS,
-                                 WRENCHED_DERIVATIVE_KERNELS, WRENCHED_KERNELS)
 from ..multibody.spatial import (homogeneous, inertia_parameters, inertia_to_parameters,
                                  motion_transform, spatial_inertia, transformed_inertia)
 from ..multibody.tree import BodyTree
@@ -69,82 +66,16 @@ from ..validation import (MAX_PAYLOAD_COM, as_float_array, as_samples, as_vector
                           check_link_inertias, payload_problems, readable)
 from . import constrained, derivatives, identification
 from .evaluation import hinge_positions, select_joints
+from .kernel_router import (AUTO_COMPILE_AFTER, FAST_KERNELS, KERNEL_MODES, KERNELS_ENV,
+                            KernelControls, KernelRouter)
 from .subgraph import Subgraph
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
-KERNEL_MODES = ("auto", "off", "c", "generic")
-# Kernels the single-call methods reach through RobotModel._fast: a robot's own once
-# ready, the generic module's meanwhile.
-FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
-                "forward_dynamics") + DERIVATIVE_KERNELS
-# Generic functions the single-call methods with wrenches reach through RobotModel._fast.
-FAST_WRENCHED = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
-# ... and the other derivatives, where a helper's Python call was 10-20% of the call.
-FAST_GENERIC = FAST_WRENCHED + (
-    "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives_wrenches")
-# What prepare_kernels(derivatives=False) (a node's start-up) leaves to the generic module
-# for good: the derivative kernels and their batch versions (in the same modules).
-_DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
-                                                      for name in DERIVATIVE_KERNELS)
-# Functions of the generic module a model binds to its compiled tree at once.
-GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
-    "mixed_dynamics", "torques_with_wrenches",
-    "mixed_dynamics_wrenches", "gravity_torques_batch",
-    "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS))
-# The generic module's function behind each per-frame kernel frame_pose and jacobian call.
-_GENERIC_FRAME_FUNCTIONS = {"frame_pose": "frame_poses", "jacobian": "jacobian"}
-# kernels="auto": a kernel is compiled (in the background) once this many
-# calls (or batch samples) asked for it: a model used a few times never pays
-# for tracing and compiling; a controller at 1 kHz gets its kernel after ~2 s.
-AUTO_COMPILE_AFTER = 2000
-# Overrides what kernels="auto" means for the whole process (e.g. "off" or "c").
-KERNELS_ENV = "SOA_DYNAMICS_KERNELS"
-_logger = logging.getLogger("soa_dynamics_ros.kernels")
 _NDARRAY = np.ndarray
-_jobs = None
-_jobs_lock = threading.Lock()
-
-
-def _compile_in_background(job):
-    """Queue ``job`` for the one daemon compile thread (a process may exit mid-compile)."""
-    global _jobs
-    with _jobs_lock:
-        if _jobs is None:
-            _jobs = queue.Queue()
-
-            def worker():
-                while True:
-                    _jobs.get()()
-            threading.Thread(target=worker, name="soa-kernels", daemon=True).start()
-    _jobs.put(job)
-
-
-def _forward_at_wrench_torques(forward, torques_with_wrenches):
-    """Forward dynamics with wrenches as ``forward`` (the robot's own kernel, no wrenches)
-    at tau + G^T sum J^T w: qdd is linear in tau.  It answers until the robot's wrenched
-    kernel for those links is ready, or for good above that kernel's trace cap.  The
-    generic module's own wrenched pass ran slower everywhere: for mimic robots it forms M
-    by a general composite-body pass (Talos, 32 joints with mimic grippers, answered at
-    1.05x Pinocchio's aba(fext) through it); for the 101-joint TIAGo dual
-    (example-robot-data), over the cap, its articulated-body pass took 14-25 us where
-    this takes 7.2 (the plain kernel 6.2; 2026-11-28).  What the generic function declines
-    (its status: _wrenched_fallback converts, or the numpy path names the problem) goes
-    back."""
-    def forward_dynamics_wrenches(q, qd, tau, wrenches, params):
-        torques = torques_with_wrenches(q, tau, wrenches, params)
-        if type(torques) is not _NDARRAY:
-            return torques
-        return forward(q, qd, torques, params)
-    return forward_dynamics_wrenches
-
-
-def _no_kernel(*arguments):
-    """Stands in for a generic function where there is no generic module: the status
-    None, which sends _fallback to the numpy path."""
-    return None
-
-
-__all__ = ["RobotModel", "algorithms"]
+# Builds a MixedDynamics without its generated __new__, a Python call on a warm compiled path.
+_new_mixed_dynamics = tuple.__new__
+__all__ = ["RobotModel", "algorithms", "AUTO_COMPILE_AFTER", "FAST_KERNELS", "KERNEL_MODES",
+           "KERNELS_ENV"]
 
 
 class RobotModel:
@@ -166,8 +97,8 @@ class RobotModel:
         # The model layer's modules (constrained, subgraph) take it too.
         self.parameters_lock = threading.RLock()
         self._all_joints = select_joints(self.tree)
-        self._compiled = None
-        self.set_kernels(kernels)
+        # Kernel dispatch: the mode, the compiled functions and their readiness.
+        self._router = KernelRouter(self._parsed_tree, kernels, self._use_router)
 
     @classmethod
     def from_urdf(cls, source, strict_inertia=False, kernels="auto", package_paths=None,
@@ -195,163 +126,42 @@ class RobotModel:
                    strict_inertia, kernels)
 
     # ------------------------------------------------------------------ compiled kernels
-    def set_kernels(self, mode):
-        """Switch the kernel backend: ``"auto"``, ``"off"``, ``"c"`` or ``"generic"``."""
-        from .. import kernels as kernel_module
-        if mode not in KERNEL_MODES:
-            raise InvalidInputError(f"kernels must be one of {KERNEL_MODES}, not {mode!r}")
-        if mode == "auto" and os.environ.get(KERNELS_ENV, "auto") in KERNEL_MODES:
-            mode = os.environ.get(KERNELS_ENV, "auto")
-        backend = kernel_module.default_backend() if mode == "auto" else (
-            None if mode in ("off", "generic") else mode)
-        generic = mode != "off" and (mode != "auto" or backend is not None)
-        if self._parsed_tree.dof == 0:
-            # Nothing moves: every answer is empty and the numpy path gives its shape.
-            backend, generic = None, False
-        self._kernel_mode = mode
-        self._kernel_set = None if backend is None else kernel_module.Kernels(
-            self._parsed_tree, backend, self.name)
-        # The generic model of the parsed tree is kept across switches ("c" to
-        # "generic" when the robot's kernels are not cached): building it again costs
-        # a large tree's tables a second time.
-        built, self._compiled = self._compiled, None
-        if generic and built is not None:
-            self._compiled = built
-        elif generic:
-            try:
-                self._compiled = kernel_module.compiled_tree(self._parsed_tree)
-            except Exception:
-                if mode == "generic":
-                    raise
-                _logger.exception("the generic kernels failed to build; using numpy")
-        self._generic = {} if self._compiled is None else {
-            name: self._compiled.function(name) for name in GENERIC_FUNCTIONS}
-        # frame -> what frame_pose and jacobian call (_bind_frame): one dict per kernel,
-        # looked up inline (a 1 kHz controller calls them every cycle)
-        self._bound_poses, self._bound_jacobians = {}, {}
-        self._bound = {"frame_pose": self._bound_poses, "jacobian": self._bound_jacobians}
-        self._ready = {}           # kernel or (kernel, frame) -> callable once usable
-        self._generic_only = ()    # kernels never compiled (prepare_kernels)
-        self._requests = {}        # auto mode: how often each kernel was asked for
-        # Per wrenched kernel, what answered the last wrenched call for good (_wrenched_call),
-        # called first: the robot's kernel of one link set, which declines any other
-        # links, or the generic function where no kernel of the robot's will come.  A
-        # lookup by the first link (next(iter()), dict.get) cost 1,100 of the 6,800
-        # instructions of a vx300s inverse dynamics with one wrench (callgrind,
-        # 2026-11-27); it stays behind, for calls alternating link sets.
-        self._wrenched = types.SimpleNamespace(**dict.fromkeys(WRENCHED_KERNELS, _no_kernel))
-        self._last_wrenched = {name: {} for name in WRENCHED_KERNELS}
-        # The single-call model kernels as attributes, the cheapest lookup there
-        # is: the generic function, or a stand-in until a per-robot kernel is
-        # ready (see _pending); the FAST_GENERIC functions, _no_kernel without a
-        # generic module.
-        self._fast = types.SimpleNamespace(**{
-            name: self._generic[name] if self._kernel_set is None and self._generic
-            else self._pending(name) for name in FAST_KERNELS}, **{
-            name: self._generic.get(name, _no_kernel) for name in FAST_GENERIC})
+    def _use_router(self, dispatch):
+        """Take what the kernel router (re)built: the functions this model's methods call
+        inline (a warm call reads them as attributes, with no Python call of the router's)."""
+        self._kernel_set, self._compiled, self._generic = (dispatch.kernel_set,
+                                                           dispatch.compiled, dispatch.generic)
+        self._fast, self._wrenched = dispatch.fast, dispatch.wrenched
+        self._last_wrenched = dispatch.last_wrenched
+        self._bound_poses, self._bound_jacobians = dispatch.bound_poses, dispatch.bound_jacobians
+        self._ready, self._requests = dispatch.ready, dispatch.requests
+        self._kernel, self._bind_frame = dispatch.kernel, dispatch.bind_frame
+        self._wrenched_call = dispatch.wrenched_call
         self._pack_parameters()
 
     @property
     def kernels(self):
-        """The kernel mode and backend in use: ``(mode, backend or None)``."""
-        if self._kernel_set is not None:
-            return self._kernel_mode, self._kernel_set.backend
-        return self._kernel_mode, None if self._compiled is None else "c"
+        """The kernel mode and backend in use, ``(mode, backend or None)``, and the kernel
+        management: ``.set_mode``, ``.prepare``, ``.cached`` (:class:`KernelControls`)."""
+        return KernelControls(self._router)
+
+    def set_kernels(self, mode):
+        """Deprecated: ``model.kernels.set_mode(mode)``."""
+        self._router.set_mode(mode)
+
+    def prepare_kernels(self, *arguments, **options):
+        """Deprecated: ``model.kernels.prepare(...)``."""
+        return self._router.prepare(*arguments, **options)
+
+    def kernels_cached(self, *arguments, **options):
+        """Deprecated: ``model.kernels.cached(...)``."""
+        return self._router.cached(*arguments, **options)
 
     def generic_kernels(self):
         """For the model layer (:mod:`.subgraph`): ``(compiled tree, p)`` of the generic
         module (:class:`soa_dynamics_ros.kernels.generic.CompiledTree`), or
         ``(None, None)`` when this model uses none."""
         return self._compiled, None if self._compiled is None else self._params
-
-    def prepare_kernels(self, frames=(), derivatives=True, wrenches=True):
-        """Compile (or load from the on-disk cache) every kernel now; seconds per kernel module.
-
-        ``frames``: the links whose pose, Jacobian and task-space inertia are asked for,
-        and wrenches applied to (each alone and, two to four of them, all at once: inverse
-        and forward dynamics, and the inverse dynamics derivatives).  A ROS
-        node calls this at start-up so that no control cycle pays for it, with
-        ``derivatives=False, wrenches=False``: the derivative and wrenched kernels
-        are then neither compiled now nor later, and the generic module answers them
-        (in a node their compile would run beside the 1 kHz feedforward, and a
-        service round trip hides their speed).
-        """
-        if self._kernel_set is None:
-            return {}
-        self._generic_only = (
-            () if derivatives else _DERIVATIVES_AND_BATCHES + WRENCHED_DERIVATIVE_KERNELS) + (
-            () if wrenches else WRENCHED_KERNELS)
-        for frame in frames:
-            self.tree.frame(frame)
-        for (name, frame), function in self._kernel_set.prepare(frames, derivatives,
-                                                                wrenches).items():
-            self._set_ready(name if frame is None else (name, frame), function)
-        return dict(self._kernel_set.compile_seconds)
-
-    def kernels_cached(self, frames=(), derivatives=True, wrenches=True):
-        """True when :meth:`prepare_kernels` would load every kernel from the disk cache
-        (the generic module included: ``set_kernels("c")`` then compiles nothing)."""
-        from .. import kernels as kernel_module
-        if self._kernel_set is None:
-            return True
-        return kernel_module.generic_cached() and self._kernel_set.cached(frames, derivatives,
-                                                                          wrenches)
-
-    def _set_ready(self, key, function):
-        """Kernel ``key`` is built (``function``) or known not to exist (None)."""
-        self._ready[key] = function
-        # What answered wrenched calls for good may not any more (a generic function
-        # when its kernel comes, or one that _fast no longer holds).
-        vars(self._wrenched).update(dict.fromkeys(WRENCHED_KERNELS, _no_kernel))
-        if key in FAST_KERNELS:
-            # with no kernel of its own (a derivative kernel above the size cap) the
-            # generic function answers for good, without _pending's asking
-            setattr(self._fast, key, function or self._generic.get(key, _no_kernel))
-            if key == "forward_dynamics" and function is not None and self._generic:
-                # what no wrenched kernel of its own answers (none yet, none for these
-                # links, or none for good: over the trace cap)
-                self._fast.forward_dynamics_wrenches = _forward_at_wrench_torques(
-                    function, self._generic["torques_with_wrenches"])
-        elif function is not None and type(key) is tuple and key[0] in self._bound:
-            self._bound[key[0]][key[1]] = function
-
-    def _pending(self, name, frame=None, generic=None):
-        """Stands in for per-robot kernel ``name`` (of ``frame``) until it is ready: the
-        generic function (``generic``, or the module's ``name``) meanwhile, or None (no
-        generic module), which sends callers to the numpy path."""
-        generic = generic or self._generic.get(name)
-
-        def pending(*arguments):
-            kernel = self._kernel(name, frame) or generic
-            return None if kernel is None else kernel(*arguments)
-        return pending
-
-    def _kernel(self, name, frame=None, weight=1):
-        """The ready kernel, or None (numpy path) while it is not (yet) available."""
-        key = name if frame is None else (name, frame)
-        function = self._ready.get(key)
-        if function is not None or self._kernel_set is None or name in self._generic_only:
-            return function
-        if self._kernel_mode != "auto":
-            function = self._kernel_set.get(name, frame)
-            self._set_ready(key, function)
-            return function
-        count = self._requests.get(key, 0)
-        self._requests[key] = count + weight
-        if count < AUTO_COMPILE_AFTER <= count + weight:
-            kernel_set = self._kernel_set
-
-            def build():
-                try:
-                    function = kernel_set.get(name, frame)
-                except Exception:  # pragma: no cover - the numpy path keeps answering
-                    _logger.exception("kernel %s for %s failed to build; using numpy", name,
-                                      self.name)
-                    return
-                if kernel_set is self._kernel_set:
-                    self._set_ready(key, function)
-            _compile_in_background(build)
-        return None
 
     def _pack_parameters(self):
         """Pack inertias and gravity into the kernels' ``p``; after every change of either."""
@@ -533,44 +343,9 @@ class RobotModel:
     def _wrenched_dynamics(self, name, vectors, wrenches, reference):
         """Inverse or forward dynamics with wrenches that the function last used declined:
         _wrenched_call's answer, or what _wrenched_fallback makes of its status."""
-        answer = self._wrenched_call(name, vectors, wrenches)
+        answer = self._wrenched_call(name, vectors, wrenches, self._params)
         return self._wrenched_fallback(getattr(self._fast, name), answer, vectors, wrenches,
                                        reference)
-
-    def _wrenched_call(self, name, vectors, wrenches):
-        """A wrenched call the function last used (self._wrenched) did not answer: the
-        answer of the robot's kernel last used for the first link, else of its own kernel
-        ``name`` for exactly these links (up to MAX_WRENCHED_LINKS), else of the generic
-        function, which declines unknown links (the numpy path names them) as its status.
-        What answers for good is called first from then on."""
-        links = tuple(wrenches) if type(wrenches) is dict else ()
-        if links:
-            kernel = self._last_wrenched[name].get(links[0])
-            answer = None if kernel is None else kernel(*vectors, wrenches, self._params)
-            if type(answer) in (_NDARRAY, tuple):
-                setattr(self._wrenched, name, kernel)
-                return answer
-        final = self._kernel_set is None or name in self._generic_only
-        if (links and not final and len(links) <= MAX_WRENCHED_LINKS
-                and all(type(link) is str and link in self.tree.frames for link in links)):
-            key = tuple(sorted(links))
-            kernel = self._kernel(name, key)
-            if kernel is not None:
-                answer = kernel(*vectors, wrenches, self._params)
-                if type(answer) in (_NDARRAY, tuple):
-                    self._last_wrenched[name][links[0]] = kernel
-                    setattr(self._wrenched, name, kernel)
-                    return answer
-            # Without a kernel for good (over the size cap, which is the kernel's, not the
-            # links'), no link set has one: the generic function answers from then on
-            # (asking for the kernel cost 2-4 us per call on a 32-joint tree, 0.3x
-            # Pinocchio's computeRNEADerivatives).
-            final = kernel is None and (name, key) in self._ready
-        generic = getattr(self._fast, name)
-        answer = generic(*vectors, wrenches, self._params)
-        if final and type(answer) in (_NDARRAY, tuple):
-            setattr(self._wrenched, name, generic)
-        return answer
 
     def _wrenched_fallback(self, function, result, vectors, wrenches, reference):
         """The answer when generic ``function`` (or _no_kernel) returned ``result`` for
@@ -676,7 +451,7 @@ class RobotModel:
                 both = self._fast.inverse_dynamics_derivatives(q, qd, qdd, self._params)
             else:
                 both = self._wrenched_call("inverse_dynamics_derivatives_wrenches",
-                                           (q, qd, qdd), wrenches)
+                                           (q, qd, qdd), wrenches, self._params)
         if type(both) is tuple:
             return both
         with self.parameters_lock:
@@ -743,9 +518,8 @@ class RobotModel:
         frame), ``'translational'`` or ``'rotational'`` (3x3 per frame).  Where
         the joints cannot move the frame in every direction of ``part`` this
         raises :class:`SingularDynamicsError` unless ``damping`` > 0 is given:
-        then Lambda = (Lambda^-1 + damping I)^-1.  ``return_info=True`` returns a
-        :class:`~soa_dynamics_ros.model.constrained.TaskSpaceInertia` with Lambda^-1,
-        its condition number and rank.
+        then Lambda = (Lambda^-1 + damping I)^-1.  ``return_info=True`` is deprecated:
+        :meth:`task_space_inertia_info` returns what it returned.
         """
         if (self._kernel_set is not None and type(frame) is str and part == "full"
                 and damping is None and not return_info and frame in self.tree.frames):
@@ -758,6 +532,12 @@ class RobotModel:
                 return self._fallback(kernel, inertia, (q,), lambda q: (
                     self._rank_checked_task_space_inertia(q, frame)))
         return self._rank_checked_task_space_inertia(q, frame, part, damping, return_info)
+
+    def task_space_inertia_info(self, q, frame, part="full", damping=None):
+        """:meth:`task_space_inertia` with what it was computed from: a
+        :class:`~soa_dynamics_ros.model.constrained.TaskSpaceInertia` with Lambda,
+        Lambda^-1, its condition number and rank."""
+        return self._rank_checked_task_space_inertia(q, frame, part, damping, True)
 
     def _rank_checked_task_space_inertia(self, q, frame, part="full", damping=None,
                                       return_info=False):
@@ -785,7 +565,9 @@ class RobotModel:
                                            wrenches, kernels=self.generic_kernels())
 
     def mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches=None):
-        """``(qdd_all, tau_all)``: joints in ``prescribed`` take their ``qdd``, the rest their ``tau``."""
+        """Joints in ``prescribed`` take their ``qdd``, the rest their ``tau``: a
+        :class:`~soa_dynamics_ros.model.constrained.MixedDynamics` with every joint's
+        ``qdd`` and ``tau`` (it unpacks as ``qdd_all, tau_all``)."""
         if self._compiled is not None:
             mask = constrained.prescribed_mask(self, prescribed).astype(float)
             if self._no_wrenches(wrenches):
@@ -796,7 +578,7 @@ class RobotModel:
                     function, function(q, qd, qdd, tau, mask, wrenches, self._params),
                     (q, qd, qdd, tau, mask), wrenches, lambda *_: None)
             if type(both) is _NDARRAY:
-                return both[0], both[1]
+                return _new_mixed_dynamics(constrained.MixedDynamics, (both[0], both[1]))
         with self.parameters_lock:
             return constrained.mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches)
 
@@ -943,27 +725,6 @@ class RobotModel:
         if type(pose) is _NDARRAY:
             return pose
         return self._fallback(kernel, pose, (q,), lambda q: self._reference_frame_pose(q, frame))
-
-    def _bind_frame(self, kernel, frame):
-        """What frame_pose or jacobian (``kernel``) calls for ``frame``, kept in its dict:
-        the robot's own kernel once ready, meanwhile the generic function bound to the
-        frame through a stand-in that asks for the kernel (_pending); None for
-        what is not a known frame's name, or without compiled code."""
-        compiled = self._compiled
-        if type(frame) is not str or frame not in self.tree.frames:
-            return None
-        bound = self._bound[kernel]
-        generic = None if compiled is None else compiled.function(
-            _GENERIC_FRAME_FUNCTIONS[kernel], compiled.frame_index[frame])
-        if self._kernel_set is None:
-            if generic is not None:
-                bound[frame] = generic
-            return generic
-        own = self._kernel(kernel, frame)
-        if own is not None:
-            return own
-        function = bound[frame] = self._pending(kernel, frame, generic)
-        return function
 
     def _reference_frame_pose(self, q, frame):
         target = self.tree.frame(frame)

@@ -92,6 +92,10 @@ class Subgraph:
                                                   damping, return_info,
                                                   kernels=self._restricted_kernels())
 
+    def task_space_inertia_info(self, q, frame, part="full", damping=None):
+        """See :meth:`RobotModel.task_space_inertia_info`."""
+        return self.task_space_inertia(q, frame, part, damping, True)
+
     def hybrid_dynamics(self, q, qd, constraints, tau=None, wrenches=None):
         return constrained.hybrid_dynamics(self.model, self.selection, q, qd, constraints,
                                            tau, wrenches, kernels=self._restricted_kernels())

@@ -135,8 +135,7 @@ class ModelServices:
         model = self.live.model
         joints = self._joint_names("joints", request.joints)
         target = model.subgraph(joints) if joints else model
-        info = target.task_space_inertia(q, request.frame, damping=request.damping or None,
-                                         return_info=True)
+        info = target.task_space_inertia_info(q, request.frame, damping=request.damping or None)
         response.name = target.joint_names
         response.inertia = info.inertia.ravel()
         response.inertia_inverse = info.inertia_inverse.ravel()

@@ -19,7 +19,7 @@ from support.small_robots import MASSLESS
 from support.waiting import wait_for
 from soa_dynamics_ros.errors import InvalidInputError, SingularDynamicsError
 from soa_dynamics_ros.kernels import Kernels, build, generator, tracing
-from soa_dynamics_ros.model import RobotModel, robot_model
+from soa_dynamics_ros.model import RobotModel, kernel_router
 
 TOL = 1e-12
 RANDOM_TREES = [  # (seed, moving joints, mimic fraction)
@@ -536,7 +536,7 @@ def test_a_process_killed_mid_compile_leaves_no_compiler_and_no_partial_file(tmp
 def test_auto_mode_moves_frame_pose_and_jacobian_to_their_kernels(rng, monkeypatch):
     """The generic module answers a frame's pose and Jacobian until the frame's own kernels
     are compiled (after AUTO_COMPILE_AFTER calls), then those do, with the same answers."""
-    monkeypatch.setattr(robot_model, "AUTO_COMPILE_AFTER", 5)
+    monkeypatch.setattr(kernel_router, "AUTO_COMPILE_AFTER", 5)
     fast = RobotModel.from_urdf(shipped_urdf("ur5.urdf"), kernels="auto")
     slow = RobotModel.from_urdf(shipped_urdf("ur5.urdf"), kernels="off")
     if fast.kernels[1] is None:

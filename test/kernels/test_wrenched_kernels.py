@@ -16,7 +16,7 @@ from support.robots import SHIPPED_ROBOTS, shipped_urdf, zoo_urdf_text
 from support.waiting import wait_for
 from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError
 from soa_dynamics_ros.kernels import Kernels, generator
-from soa_dynamics_ros.model import RobotModel, robot_model
+from soa_dynamics_ros.model import RobotModel, kernel_router
 
 TOL = 1e-12
 ZOO_ROBOTS = ["trossen_descriptions/urdf/vx300s.urdf.xacro",      # mimic gripper
@@ -232,7 +232,7 @@ def test_the_robots_wrenched_kernels_take_over_from_the_generic_module_once_prep
 
 
 def test_auto_mode_compiles_a_link_set_asked_for_often(rng, monkeypatch):
-    monkeypatch.setattr(robot_model, "AUTO_COMPILE_AFTER", 5)
+    monkeypatch.setattr(kernel_router, "AUTO_COMPILE_AFTER", 5)
     fast, slow = _load(shipped_urdf("ur5.urdf"), None, "auto"), _load(shipped_urdf("ur5.urdf"),
                                                                        None, "off")
     if fast.kernels[1] is None:

@@ -7,6 +7,7 @@ from support.numerics import assert_close
 from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf
 from soa_dynamics_ros import InvalidInputError, RobotModel, SingularDynamicsError, UnknownNameError
+from soa_dynamics_ros.model.constrained import MixedDynamics
 
 
 def _cases():
@@ -283,3 +284,27 @@ def test_bad_payloads_change_nothing(panda, kwargs, message):
         panda.detach_payload("box")
     with pytest.raises(UnknownNameError, match="unknown frame"):
         panda.attach_payload("box", "hand", 1.0)
+
+
+@pytest.mark.parametrize("kernels", ["auto", "off"])
+def test_mixed_result_and_task_space_info_are_their_own_types(kernels, rng):
+    """Mixed dynamics answers a named result (like hybrid dynamics) on the compiled and the
+    numpy path, and task-space information comes from its own call, for a model and a
+    subgraph, against Pinocchio."""
+    urdf = open(shipped_urdf("panda.urdf")).read()
+    model = RobotModel.from_urdf(urdf, kernels=kernels)
+    ref = PinocchioReference(urdf, model.joint_names)
+    q, qd, qdd = _state(model, rng)
+    tau = rng.normal(size=model.dof)
+    prescribed = model.joint_names[:3]
+    mixed = model.mixed_dynamics(q, qd, qdd, tau, prescribed)
+    mass, bias = ref.mass_matrix(q), ref.inverse_dynamics(q, qd, np.zeros(model.dof))
+    assert isinstance(mixed, MixedDynamics)
+    assert_close(mixed.tau[:3], mass[:3] @ mixed.qdd + bias[:3], "mixed tau", 1e-9)
+    assert_close(mass[3:] @ mixed.qdd + bias[3:], tau[3:], "mixed free rows", 1e-9)
+    frame = "panda_hand_tcp"
+    for target in (model, model.subgraph(model.joint_names)):
+        info = target.task_space_inertia_info(q, frame, damping=1e-3)
+        assert_close(info.inertia_inverse, ref.task_space_compliance(q, [frame]), "Lambda^-1",
+                     1e-9)
+        assert info.rank == 6 and info.damping == 1e-3
