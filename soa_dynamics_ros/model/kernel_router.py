@@ -30,7 +30,7 @@ FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_mat
                 "forward_dynamics") + DERIVATIVE_KERNELS
 # Generic functions the single-call methods with wrenches reach through RobotModel._fast.
 FAST_WRENCHED = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
-# ... and the other derivatives, where a helper's Python call was 10-20% of the call.
+# ... and the other derivatives, where a helper's Python call is a sizeable share of the call.
 FAST_GENERIC = FAST_WRENCHED + (
     "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives_wrenches")
 # What prepare_kernels(derivatives=False) (a node's start-up) leaves to the generic module
@@ -75,10 +75,8 @@ def _forward_at_wrench_torques(forward, torques_with_wrenches):
     at tau + G^T sum J^T w: qdd is linear in tau.  It answers until the robot's wrenched
     kernel for those links is ready, or for good above that kernel's trace cap.  The
     generic module's own wrenched pass ran slower everywhere: for mimic robots it forms M
-    by a general composite-body pass (Talos, 32 joints with mimic grippers, answered at
-    1.05x Pinocchio's aba(fext) through it); for the 101-joint TIAGo dual
-    (example-robot-data), over the cap, its articulated-body pass took 14-25 us where
-    this takes 7.2 (the plain kernel 6.2; 2026-11-28).  What the generic function declines
+    by a general composite-body pass, and over the cap its articulated-body pass costs
+    about twice this (docs/performance.md, "Design measurements").  What the generic function declines
     (its status: _wrenched_fallback converts, or the numpy path names the problem) goes
     back."""
     def forward_dynamics_wrenches(q, qd, tau, wrenches, params):
@@ -180,9 +178,8 @@ class KernelRouter:
         # Per wrenched kernel, what answered the last wrenched call for good (_wrenched_call),
         # called first: the robot's kernel of one link set, which declines any other
         # links, or the generic function where no kernel of the robot's will come.  A
-        # lookup by the first link (next(iter()), dict.get) cost 1,100 of the 6,800
-        # instructions of a vx300s inverse dynamics with one wrench (callgrind,
-        # 2026-11-27); it stays behind, for calls alternating link sets.
+        # lookup by the first link (next(iter()), dict.get) was a sixth of a warm
+        # wrenched call's instructions; it stays behind, for calls alternating link sets.
         self._wrenched = types.SimpleNamespace(**dict.fromkeys(WRENCHED_KERNELS, _no_kernel))
         self._last_wrenched = {name: {} for name in WRENCHED_KERNELS}
         # The single-call model kernels as attributes, the cheapest lookup there
@@ -322,8 +319,7 @@ class KernelRouter:
                     return answer
             # Without a kernel for good (over the size cap, which is the kernel's, not the
             # links'), no link set has one: the generic function answers from then on
-            # (asking for the kernel cost 2-4 us per call on a 32-joint tree, 0.3x
-            # Pinocchio's computeRNEADerivatives).
+            # (asking for the kernel each time would cost as much as the answer).
             final = kernel is None and (name, key) in self._ready
         generic = getattr(self._fast, name)
         answer = generic(*vectors, wrenches, params)

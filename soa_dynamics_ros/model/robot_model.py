@@ -713,8 +713,8 @@ class RobotModel:
     # ------------------------------------------------------------------ kinematics
     def frame_pose(self, q, frame):
         """4x4 pose of a link frame in the root link frame."""
-        # jacobian repeats these lines: one helper for both cost a warm call ~40 of its
-        # ~165 ns on a 6-joint arm; a subscript, not .get, saved 10 (2026-11-28).
+        # jacobian repeats these lines: a shared helper's extra Python call is a quarter
+        # of a warm call (docs/performance.md, "Design measurements").
         try:
             kernel = self._bound_poses[frame]
         except KeyError:
