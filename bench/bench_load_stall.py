@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "test"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from results_file import run_header, write_results  # noqa: E402
-from soa_dynamics_ros.embedded.model_host import ModelHost  # noqa: E402
+from soa_dynamics_ros.embedded.model_host import TOPIC, ModelHost  # noqa: E402
 from soa_dynamics_ros.ros.parameters import PARAMETERS  # noqa: E402
 
 CHAIN_LINK = ('<joint name="chain{k}" type="revolute"><parent link="{parent}"/>'
@@ -88,7 +88,7 @@ def main():
     def load():
         started = time.perf_counter()
         try:
-            model, _ = host.load(description)
+            model, _ = host.load(description, TOPIC)
             outcome["kernels"] = model.kernels
         except Exception as error:  # noqa: BLE001 - reported in the table
             outcome["error"] = f"{type(error).__name__}: {error}"
