@@ -61,8 +61,9 @@ def _forking_at_the_ordinary_policy():
     A child starts at its parent's policy: the warm-up's interpreter start and package
     imports (a tenth of a second of CPU) then ran at the node's real-time priority, before
     :func:`lowest_priority`, and kept a CPU from the simulated arm beside it (its loop
-    waited for one; docs/performance.md, "Design measurements").  Setting the child's policy between fork and exec is not
-    safe in a process with threads (``preexec_fn``), so this thread forks at SCHED_OTHER.
+    waited for one; docs/performance.md, "Design measurements").  Setting the child's
+    policy between fork and exec is not safe in a process with threads (``preexec_fn``),
+    so this thread forks at SCHED_OTHER.
     """
     try:
         policy = os.sched_getscheduler(0)

@@ -350,6 +350,7 @@ def folded_tree_parents(tree):
         parents.append(above)
     return parents
 
+
 def trace_forward_dynamics_derivatives(tree):
     """``(dtau/dq, dtau/dqd)`` of the joints at ``qdd = FD(q, qd, tau)`` and M, by the
     root-axes closed form: the kernel then solves with M.  qdd from M, which the kernel
@@ -447,4 +448,3 @@ def trace_task_space_compliance(tree, frame_name):
     columns[frame.body] += frame_wrench_map(rotations[frame.body], frame.translation) @ np.eye(6)
     compliance, _ = compliance_gather(t.symbolic_tree, bodies, columns)
     return t, arrays, 0.5 * (compliance + compliance.T)
-
