@@ -72,6 +72,13 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( RANDOM % 100 + 101 ))}"
 export SOA_DYNAMICS_CACHE="$WS/kernel-cache"   # an empty kernel cache, as a new user has
 rm -rf "$SOA_DYNAMICS_CACHE" log
+# The workspace is kept between runs for a warm build, but CMake refuses a build folder
+# configured from another source folder (each CI run is a new clone): start it afresh then.
+CACHED_SOURCE="$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/soa_dynamics_ros/CMakeCache.txt 2>/dev/null || true)"
+if [ -n "$CACHED_SOURCE" ] && [ "$CACHED_SOURCE" != "$ROOT" ]; then
+  log "the workspace was built from $CACHED_SOURCE: building afresh from $ROOT"
+  rm -rf build install
+fi
 log "colcon build ${BUILD_MODE[*]:-(plain install)} in $WS"
 colcon --log-base log build --base-paths "$ROOT" "${BUILD_MODE[@]}" \
   --event-handlers console_cohesion- status- summary+ \
