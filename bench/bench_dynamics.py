@@ -16,8 +16,9 @@ looped from Python.  Ratios < 1: faster than Pinocchio.  The cold start is bench
     python bench/bench_dynamics.py                  # every robot (~40 min)
     python bench/bench_dynamics.py --robots panda   # some robots
     python bench/bench_dynamics.py --quick          # smoke (CI): dual-arm robot, few repeats
+    python bench/bench_dynamics.py --robots ur5 --quantities "frame twist" --name frame_motion
 
-Writes bench/results/dynamics.md and .json (dynamics-quick.* with --quick).
+Writes bench/results/dynamics.md and .json (dynamics-quick.* with --quick; --name renames).
 """
 import argparse
 import pathlib
@@ -113,7 +114,8 @@ def measure_robot(index, total, name, source, xml, settings):
     prepare_seconds = time.perf_counter() - started
     ref = cases.load_pinocchio(urdf.name, model.joint_names)
     pathlib.Path(urdf.name).unlink()
-    ours = cases.our_cases(model, w)
+    ours = {quantity: case for quantity, case in cases.our_cases(model, w).items()
+            if settings.quantities is None or quantity in settings.quantities}
     theirs = cases.pinocchio_cases(ref, w)
     rows = []
     for quantity, case in ours.items():
@@ -199,6 +201,10 @@ def main(argv=None):
                         help="calls of each quantity before timing (default 2100)")
     parser.add_argument("--warmup-seconds", type=float, default=3.0,
                         help="at most this long warming up one quantity")
+    parser.add_argument("--quantities", nargs="*",
+                        help="only these quantities (bench/cases.py our_cases)")
+    parser.add_argument("--name", default="dynamics",
+                        help="results file name in --output (default dynamics)")
     settings = parser.parse_args(argv)
     settings.repeat, settings.min_seconds = (2, 0.002) if settings.quick else (7, 0.04)
     settings.samples = 200 if settings.quick else cases.BATCH_SAMPLES
@@ -210,7 +216,7 @@ def main(argv=None):
     text = table(results, settings)
     print()
     print(text)
-    write_results(settings.output, "dynamics-quick" if settings.quick else "dynamics", text,
+    write_results(settings.output, settings.name + ("-quick" if settings.quick else ""), text,
                   {"header": text.splitlines()[0][2:], "warmup_calls": settings.warmup,
                    "warmup_seconds": settings.warmup_seconds, "repeat": settings.repeat,
                    "batch_samples": settings.samples, "robots": results})
