@@ -16,7 +16,8 @@ looped from Python.  Ratios < 1: faster than Pinocchio.  The cold start is bench
     python bench/bench_dynamics.py                  # every robot (~40 min)
     python bench/bench_dynamics.py --robots panda   # some robots
     python bench/bench_dynamics.py --quick          # smoke (CI): dual-arm robot, few repeats
-    python bench/bench_dynamics.py --robots ur5 --quantities "frame twist" --name frame_motion
+    python bench/bench_dynamics.py --robots ur5 --quantities "frame twist" --name frame_motion \
+        --no-prepare
 
 Writes bench/results/dynamics.md and .json (dynamics-quick.* with --quick; --name renames).
 """
@@ -110,7 +111,8 @@ def measure_robot(index, total, name, source, xml, settings):
     print(f"[bench] robot {index}/{total} {name} ({model.dof} dof, {source}): frames "
           f"{w.frames}; subgraph {len(w.subgraph)} joints; preparing kernels ...", flush=True)
     started = time.perf_counter()
-    model.prepare_kernels(frames=w.frames)
+    if settings.prepare:
+        model.prepare_kernels(frames=w.frames)
     prepare_seconds = time.perf_counter() - started
     ref = cases.load_pinocchio(urdf.name, model.joint_names)
     pathlib.Path(urdf.name).unlink()
@@ -205,6 +207,9 @@ def main(argv=None):
                         help="only these quantities (bench/cases.py our_cases)")
     parser.add_argument("--name", default="dynamics",
                         help="results file name in --output (default dynamics)")
+    parser.add_argument("--no-prepare", dest="prepare", action="store_false",
+                        help="skip prepare_kernels: for quantities only the generic module "
+                             "answers (the frame motion rows)")
     settings = parser.parse_args(argv)
     settings.repeat, settings.min_seconds = (2, 0.002) if settings.quick else (7, 0.04)
     settings.samples = 200 if settings.quick else cases.BATCH_SAMPLES

@@ -20,7 +20,8 @@ Compiled kernels (:mod:`soa_dynamics_ros.kernels`) are two more
 implementations of the same recursions in C, built with the system C
 compiler: the *generic* module, compiled once per machine for every robot,
 answers gravity, bias, inverse, forward, mixed and hybrid dynamics
-(wrenches included), mass matrix, Jacobians, frame poses, centre of mass,
+(wrenches included), mass matrix, Jacobians, frame poses, frame twists and
+classical accelerations, Jacobian time derivatives, centre of mass,
 batches, the task-space compliance ``J M^-1 J^T`` of any frames and parts,
 and the same for subgraphs, from a model's first call;
 *per-robot* straight-line

@@ -3,7 +3,9 @@
  * path to the root.
  * Part of generic.c (included there, one translation unit). */
 /* frame_motion.path_velocities: [v(o(i)); w(i)] (root axes) of `body` and its ancestors
- * into m->velocity, root first; chain_placements(m, body) current. */
+ * into m->velocity, root first, and their hinge maps in root axes [l(i); s(i)] into
+ * m->bias_acceleration (free between calls: the columns of frame_motion read them);
+ * chain_placements(m, body) current. */
 static void path_velocities(Model *m, int body, const double *qd)
 {
     int depth = 0;
@@ -14,7 +16,8 @@ static void path_velocities(Model *m, int body, const double *qd)
     while (depth > 0) {
         int link = m->chain[--depth], parent = m->parent[link];
         const double *r = m->rotations + 9 * link, *hb = m->hinge_map + 6 * link;
-        double arm[3], whirl[3], axis_linear[3], axis_angular[3];
+        double arm[3], whirl[3];
+        double *axis_linear = m->bias_acceleration + 6 * link, *axis_angular = axis_linear + 3;
         for (int k = 0; k < 3; ++k)
             arm[k] = m->translations[3 * link + k] - m->translations[3 * parent + k];
         cross(v + 6 * parent + 3, arm, whirl);
@@ -50,15 +53,14 @@ static void frame_motion(Model *m, int frame, const double *qdd, double *twist,
         memcpy(twist, point_velocity, sizeof point_velocity);
         memcpy(twist + 3, v_body + 3, 3 * sizeof(double));
     }
+    if (!derivative && !acceleration)
+        return;
     if (derivative)
         memset(derivative, 0, 6 * n * sizeof(double));
     for (int link = body; link > 0; link = m->parent[link]) {
-        const double *r = m->rotations + 9 * link, *hb = m->hinge_map + 6 * link;
         const double *v_link = m->velocity + 6 * link, *w = v_link + 3;
-        double axis_linear[3], axis_angular[3], turning[3], spin[3], swing[3], slide[3];
-        double relative[3], column[6];
-        mat3_vec(r, hb, axis_linear);
-        mat3_vec(r, hb + 3, axis_angular);
+        const double *axis_linear = m->bias_acceleration + 6 * link, *axis_angular = axis_linear + 3;
+        double turning[3], spin[3], swing[3], slide[3], relative[3], column[6];
         for (int k = 0; k < 3; ++k) {
             arm[k] = point[k] - m->translations[3 * link + k];
             relative[k] = point_velocity[k] - v_link[k];
