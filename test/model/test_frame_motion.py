@@ -149,3 +149,21 @@ def test_bad_input_raises_the_errors_of_jacobian(kernels):
                     continue
                 with pytest.raises(InvalidInputError):
                     call()
+
+
+@pytest.mark.parametrize("kernels", ["c", "auto"])
+def test_modes_with_robot_kernels_answer_from_the_generic_module(kernels, rng):
+    """Where a robot gets kernels of its own, frame motion (which has none) is the generic
+    module's from the first call: no robot kernel is asked for."""
+    xml = pathlib.Path(shipped_urdf("panda.urdf")).read_text()
+    model, numpy_path = _model(xml, kernels), _model(xml, "off")
+    if model.kernels.backend is None:
+        pytest.skip("no C compiler")
+    for q, qd, qdd in random_states(model, 2, rng):
+        for frame in ("panda_hand_tcp", "panda_link3"):
+            for name, rates in (("frame_twist", (qd,)), ("frame_acceleration", (qd, qdd)),
+                                ("jacobian_time_derivative", (qd,)),
+                                ("jacobian_derivative_product", (qd,))):
+                assert_close(getattr(model, name)(q, *rates, frame),
+                             getattr(numpy_path, name)(q, *rates, frame), name, rtol=1e-12)
+    assert not model.kernels.router._requests and not model.kernels.router._ready
