@@ -152,8 +152,11 @@ def table(results, settings):
              "",
              "Ours: the public `RobotModel` method as a user calls it (validation included). "
              "Pinocchio: its fastest Python route measured here (route column). Protocol per "
-             "robot: `RobotModel.from_urdf` (kernels=\"auto\"), then `prepare_kernels(frames=[F1, "
-             "F2, F3])` (every per-robot kernel compiled or loaded), then each quantity called "
+             "robot: `RobotModel.from_urdf` (kernels=\"auto\"), then "
+             + ("`prepare_kernels(frames=[F1, F2, F3])` (every per-robot kernel compiled or "
+                "loaded)" if settings.prepare else "no `prepare_kernels` (--no-prepare: the "
+                "generic module answers these rows)")
+             + ", then each quantity called "
              f"{settings.warmup} times (at most {settings.warmup_seconds:g} s; fewer where the "
              "warm-up column says) before timing; time = best of "
              f"{settings.repeat} rounds of a mean over >= {settings.min_seconds:g} s of calls, "
