@@ -44,6 +44,10 @@ GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
     "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS))
 # The generic module's function behind each per-frame kernel frame_pose and jacobian call.
 _GENERIC_FRAME_FUNCTIONS = {"frame_pose": "frame_poses", "jacobian": "jacobian"}
+# Per-frame calls only the generic module answers (no per-robot kernel), in the order
+# the model takes their dicts (RobotModel._use_router).
+FRAME_MOTION_FUNCTIONS = ("frame_twist", "frame_acceleration", "jacobian_time_derivative",
+                          "jacobian_derivative_product")
 # kernels="auto": a kernel is compiled (in the background) once this many
 # calls (or batch samples) asked for it: a model used a few times never pays
 # for tracing and compiling; a controller at 1 kHz gets its kernel after ~2 s.
@@ -171,7 +175,8 @@ class KernelRouter:
         # frame -> what frame_pose and jacobian call (_bind_frame): one dict per kernel,
         # looked up inline (a 1 kHz controller calls them every cycle)
         self._bound_poses, self._bound_jacobians = {}, {}
-        self._bound = {"frame_pose": self._bound_poses, "jacobian": self._bound_jacobians}
+        self._bound = {"frame_pose": self._bound_poses, "jacobian": self._bound_jacobians,
+                       **{name: {} for name in FRAME_MOTION_FUNCTIONS}}
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
         self._generic_only = ()    # kernels never compiled (prepare_kernels)
         self._requests = {}        # auto mode: how often each kernel was asked for
@@ -194,6 +199,7 @@ class KernelRouter:
             kernel_set=self._kernel_set, compiled=self._compiled, generic=self._generic,
             fast=self._fast, wrenched=self._wrenched, last_wrenched=self._last_wrenched,
             bound_poses=self._bound_poses, bound_jacobians=self._bound_jacobians,
+            bound_frame_motion=tuple(self._bound[name] for name in FRAME_MOTION_FUNCTIONS),
             ready=self._ready, requests=self._requests, kernel=self._kernel,
             bind_frame=self._bind_frame, wrenched_call=self._wrenched_call))
 
@@ -328,17 +334,18 @@ class KernelRouter:
         return answer
 
     def _bind_frame(self, kernel, frame):
-        """What frame_pose or jacobian (``kernel``) calls for ``frame``, kept in its dict:
-        the robot's own kernel once ready, meanwhile the generic function bound to the
-        frame through a stand-in that asks for the kernel (_pending); None for
+        """What frame_pose, jacobian or a FRAME_MOTION_FUNCTIONS call (``kernel``) calls for
+        ``frame``, kept in its dict: the robot's own kernel once ready, meanwhile the
+        generic function bound to the frame through a stand-in that asks for the kernel
+        (_pending); the generic function alone where no robot kernel exists; None for
         what is not a known frame's name, or without compiled code."""
         compiled = self._compiled
         if type(frame) is not str or frame not in self._tree.frames:
             return None
         bound = self._bound[kernel]
         generic = None if compiled is None else compiled.function(
-            _GENERIC_FRAME_FUNCTIONS[kernel], compiled.frame_index[frame])
-        if self._kernel_set is None:
+            _GENERIC_FRAME_FUNCTIONS.get(kernel, kernel), compiled.frame_index[frame])
+        if self._kernel_set is None or kernel in FRAME_MOTION_FUNCTIONS:
             if generic is not None:
                 bound[frame] = generic
             return generic

@@ -20,7 +20,8 @@ Compiled kernels (:mod:`soa_dynamics_ros.kernels`) are two more
 implementations of the same recursions in C, built with the system C
 compiler: the *generic* module, compiled once per machine for every robot,
 answers gravity, bias, inverse, forward, mixed and hybrid dynamics
-(wrenches included), mass matrix, Jacobians, frame poses, centre of mass,
+(wrenches included), mass matrix, Jacobians, frame poses, frame twists and
+classical accelerations, Jacobian time derivatives, centre of mass,
 batches, the task-space compliance ``J M^-1 J^T`` of any frames and parts,
 and the same for subgraphs, from a model's first call;
 *per-robot* straight-line
@@ -50,6 +51,7 @@ import threading
 import numpy as np
 
 from .. import algorithms
+from ..algorithms import frame_motion
 from ..algorithms.external_forces import body_forces, gravity_root_acceleration
 from ..algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
 from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
@@ -134,6 +136,8 @@ class RobotModel:
         self._fast, self._wrenched = dispatch.fast, dispatch.wrenched
         self._last_wrenched = dispatch.last_wrenched
         self._bound_poses, self._bound_jacobians = dispatch.bound_poses, dispatch.bound_jacobians
+        (self._bound_twists, self._bound_accelerations, self._bound_jacobian_derivatives,
+         self._bound_derivative_products) = dispatch.bound_frame_motion
         self._ready, self._requests = dispatch.ready, dispatch.requests
         self._kernel, self._bind_frame = dispatch.kernel, dispatch.bind_frame
         self._wrenched_call = dispatch.wrenched_call
@@ -762,3 +766,79 @@ class RobotModel:
         target = self.tree.frame(frame)
         placements = body_placements(self.tree, hinge_positions(self.tree, q))
         return self.tree.coordinates.joint_columns(hinge_jacobian(self.tree, placements, target))
+
+    # ------------------------------------------------------------------ frame motion
+    # As jacobian: the compiled function bound to the frame first, inline.
+    def frame_twist(self, q, qd, frame):
+        """``[v; w]`` of the frame origin, root-link axes: ``jacobian(q, frame) @ qd``."""
+        try:
+            kernel = self._bound_twists[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("frame_twist", frame)
+            if kernel is None:
+                return self._reference_frame_motion(frame_motion.frame_twist, frame, q, qd)
+        twist = kernel(q, qd, self._params)
+        if type(twist) is _NDARRAY:
+            return twist
+        return self._fallback(kernel, twist, (q, qd), lambda q, qd: self._reference_frame_motion(
+            frame_motion.frame_twist, frame, q, qd))
+
+    def frame_acceleration(self, q, qd, qdd, frame):
+        """Classical acceleration ``[dv/dt; dw/dt]`` of the frame origin, root-link axes
+        (gravity not included): ``jacobian @ qdd + jacobian_derivative_product``."""
+        try:
+            kernel = self._bound_accelerations[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("frame_acceleration", frame)
+            if kernel is None:
+                return self._reference_frame_motion(frame_motion.frame_acceleration, frame, q,
+                                                    qd, qdd)
+        acceleration = kernel(q, qd, qdd, self._params)
+        if type(acceleration) is _NDARRAY:
+            return acceleration
+        return self._fallback(kernel, acceleration, (q, qd, qdd),
+                              lambda q, qd, qdd: self._reference_frame_motion(
+                                  frame_motion.frame_acceleration, frame, q, qd, qdd))
+
+    def jacobian_time_derivative(self, q, qd, frame):
+        """6 x dof time derivative of ``jacobian(q, frame)`` moving at ``qd``."""
+        try:
+            kernel = self._bound_jacobian_derivatives[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("jacobian_time_derivative", frame)
+            if kernel is None:
+                return self._reference_jacobian_time_derivative(q, qd, frame)
+        derivative = kernel(q, qd, self._params)
+        if type(derivative) is _NDARRAY:
+            return derivative
+        return self._fallback(kernel, derivative, (q, qd), lambda q, qd: (
+            self._reference_jacobian_time_derivative(q, qd, frame)))
+
+    def _reference_jacobian_time_derivative(self, q, qd, frame):
+        return self.tree.coordinates.joint_columns(self._reference_frame_motion(
+            frame_motion.hinge_jacobian_derivative, frame, q, qd))
+
+    def jacobian_derivative_product(self, q, qd, frame):
+        """``jacobian_time_derivative(q, qd, frame) @ qd``: the classical bias, so that
+        ``frame_acceleration(q, qd, qdd, frame) == jacobian(q, frame) @ qdd + this``."""
+        try:
+            kernel = self._bound_derivative_products[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("jacobian_derivative_product", frame)
+            if kernel is None:
+                return self._reference_frame_motion(frame_motion.jacobian_derivative_product,
+                                                    frame, q, qd)
+        product = kernel(q, qd, self._params)
+        if type(product) is _NDARRAY:
+            return product
+        return self._fallback(kernel, product, (q, qd), lambda q, qd: self._reference_frame_motion(
+            frame_motion.jacobian_derivative_product, frame, q, qd))
+
+    def _reference_frame_motion(self, algorithm, frame, q, *rates):
+        """The numpy path of a frame motion ``algorithm`` (of :mod:`..algorithms.frame_motion`)
+        at ``q`` and the joint ``rates`` (qd, then qdd)."""
+        target = self.tree.frame(frame)
+        tree = self.tree
+        placements = body_placements(tree, hinge_positions(tree, q))
+        hinge_rates = [self._hinge_rates(name, value) for name, value in zip(("qd", "qdd"), rates)]
+        return algorithm(tree, placements, target, *hinge_rates)

@@ -154,6 +154,19 @@ def _quantities(model, numpy_path, reference):
                         lambda a: reference.frame_pose(a["q"], LINK), ("q",)),
         "jacobian": (lambda a: model.jacobian(a["q"], LINK),
                      lambda a: reference.jacobian(a["q"], LINK), ("q",)),
+        "frame_twist": (lambda a: model.frame_twist(a["q"], a["qd"], LINK),
+                        lambda a: reference.frame_twist(a["q"], a["qd"], LINK), ("q", "qd")),
+        "frame_acceleration": (
+            lambda a: model.frame_acceleration(a["q"], a["qd"], a["qdd"], LINK),
+            lambda a: reference.frame_acceleration(a["q"], a["qd"], a["qdd"], LINK),
+            ("q", "qd", "qdd")),
+        "jacobian_time_derivative": (
+            lambda a: model.jacobian_time_derivative(a["q"], a["qd"], LINK),
+            lambda a: reference.jacobian_time_derivative(a["q"], a["qd"], LINK), ("q", "qd")),
+        "jacobian_derivative_product": (
+            lambda a: model.jacobian_derivative_product(a["q"], a["qd"], LINK),
+            lambda a: reference.jacobian_time_derivative(a["q"], a["qd"], LINK) @ a["qd"],
+            ("q", "qd")),
         "task_space_inertia": (
             lambda a: model.task_space_inertia(a["q"], LINK),
             lambda a: np.linalg.inv(reference.task_space_compliance(a["q"], [LINK])), ("q",)),

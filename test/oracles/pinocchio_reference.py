@@ -145,6 +145,31 @@ class PinocchioReference:
         return pin.getFrameClassicalAcceleration(self.model, self.data, fid,
                                                  pin.LOCAL_WORLD_ALIGNED).vector
 
+    def _frame_id(self, link):
+        return self.model.getFrameId(link, pin.FrameType.BODY)
+
+    def frame_twist(self, q, qd, link):
+        """getFrameVelocity, LOCAL_WORLD_ALIGNED: [v; w] of a link origin in root axes."""
+        pin.forwardKinematics(self.model, self.data, self.configuration(q), self.selection @ qd)
+        return pin.getFrameVelocity(self.model, self.data, self._frame_id(link),
+                                    pin.LOCAL_WORLD_ALIGNED).vector
+
+    def frame_acceleration(self, q, qd, qdd, link):
+        """getFrameClassicalAcceleration, LOCAL_WORLD_ALIGNED."""
+        pin.forwardKinematics(self.model, self.data, self.configuration(q), self.selection @ qd,
+                              self.selection @ qdd)
+        return pin.getFrameClassicalAcceleration(self.model, self.data, self._frame_id(link),
+                                                 pin.LOCAL_WORLD_ALIGNED).vector
+
+    def jacobian_time_derivative(self, q, qd, link):
+        """getFrameJacobianTimeVariation, LOCAL_WORLD_ALIGNED, folded on the independent
+        joints (dJ/dt S: S is constant)."""
+        pin.computeJointJacobiansTimeVariation(self.model, self.data, self.configuration(q),
+                                               self.selection @ qd)
+        pin.updateFramePlacements(self.model, self.data)
+        return pin.getFrameJacobianTimeVariation(self.model, self.data, self._frame_id(link),
+                                                 pin.LOCAL_WORLD_ALIGNED) @ self.selection
+
     def task_space_compliance(self, q, links, columns=None):
         """J M^-1 J^T for the stacked frame Jacobians (optionally over some joints only)."""
         columns = slice(None) if columns is None else columns
