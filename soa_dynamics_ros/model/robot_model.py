@@ -50,6 +50,9 @@ import threading
 import numpy as np
 
 from .. import algorithms
+from ..algorithms.coriolis import coriolis_matrix as _christoffel_coriolis
+from ..algorithms.energy import kinetic_energy as _kinetic_energy
+from ..algorithms.energy import potential_energy as _potential_energy
 from ..algorithms.external_forces import body_forces, gravity_root_acceleration
 from ..algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
 from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
@@ -762,3 +765,50 @@ class RobotModel:
         target = self.tree.frame(frame)
         placements = body_placements(self.tree, hinge_positions(self.tree, q))
         return self.tree.coordinates.joint_columns(hinge_jacobian(self.tree, placements, target))
+
+    # ------------------------------------------------------------------ Coriolis matrix, energy
+    # The generic module answers (no per-robot kernel); what it declines goes to the numpy
+    # path, which answers or names the problem.  Mimic joints fold as the mass matrix does:
+    # C = G^T C_hinge G (G constant, so dM/dt = C + C^T still holds).
+    def coriolis_matrix(self, q, qd):
+        """C(q, qd), dof x dof, with ``C qd = h(q, qd) - g(q)`` and ``dM/dt = C + C^T``
+        (the Christoffel-symbol C, Pinocchio's ``computeCoriolisMatrix``)."""
+        kernel = self._generic.get("coriolis_matrix")
+        if kernel is not None:
+            matrix = kernel(q, qd, self._params)
+            if type(matrix) is _NDARRAY:
+                return matrix
+            return self._fallback(kernel, matrix, (q, qd), self._reference_coriolis_matrix)
+        return self._reference_coriolis_matrix(q, qd)
+
+    def _reference_coriolis_matrix(self, q, qd):
+        with self.parameters_lock:
+            tree = self.tree
+            q_hinge = hinge_positions(tree, q)
+            return tree.coordinates.joint_mass_matrix(
+                _christoffel_coriolis(tree, q_hinge, self._hinge_rates("qd", qd)))
+
+    def kinetic_energy(self, q, qd):
+        """``1/2 qd^T M(q) qd`` (J), a float."""
+        kernel = self._generic.get("kinetic_energy")
+        if kernel is not None:
+            energy = kernel(q, qd, self._params)
+            if type(energy) is float:
+                return energy
+        with self.parameters_lock:
+            tree = self.tree
+            return float(_kinetic_energy(tree, hinge_positions(tree, q),
+                                         self._hinge_rates("qd", qd)))
+
+    def potential_energy(self, q):
+        """Gravitational potential energy (J), a float: ``-sum m g . c`` over the moving
+        bodies, with :attr:`gravity` and each centre of mass ``c`` in root-link axes; zero
+        at the root frame's origin, and its gradient in q is :meth:`gravity_torques`."""
+        kernel = self._generic.get("potential_energy")
+        if kernel is not None:
+            energy = kernel(q, self._params)
+            if type(energy) is float:
+                return energy
+        with self.parameters_lock:
+            tree = self.tree
+            return float(_potential_energy(tree, hinge_positions(tree, q), self._gravity))
