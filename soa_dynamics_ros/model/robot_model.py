@@ -188,7 +188,7 @@ class RobotModel:
                 converted = None
             if converted is not None:
                 result = kernel(*converted, self._params)
-                if type(result) is _NDARRAY:
+                if type(result) in (_NDARRAY, float):     # (the energies are floats)
                     return result
         return reference(*vectors)
 
@@ -795,6 +795,10 @@ class RobotModel:
             energy = kernel(q, qd, self._params)
             if type(energy) is float:
                 return energy
+            return self._fallback(kernel, energy, (q, qd), self._reference_kinetic_energy)
+        return self._reference_kinetic_energy(q, qd)
+
+    def _reference_kinetic_energy(self, q, qd):
         with self.parameters_lock:
             tree = self.tree
             return float(_kinetic_energy(tree, hinge_positions(tree, q),
@@ -809,6 +813,10 @@ class RobotModel:
             energy = kernel(q, self._params)
             if type(energy) is float:
                 return energy
+            return self._fallback(kernel, energy, (q,), self._reference_potential_energy)
+        return self._reference_potential_energy(q)
+
+    def _reference_potential_energy(self, q):
         with self.parameters_lock:
             tree = self.tree
             return float(_potential_energy(tree, hinge_positions(tree, q), self._gravity))
