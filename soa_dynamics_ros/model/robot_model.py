@@ -767,19 +767,18 @@ class RobotModel:
         return self.tree.coordinates.joint_columns(hinge_jacobian(self.tree, placements, target))
 
     # ------------------------------------------------------------------ Coriolis matrix, energy
-    # The generic module answers (no per-robot kernel); what it declines goes to the numpy
-    # path, which answers or names the problem.  Mimic joints fold as the mass matrix does:
+    # The generic module answers (no per-robot kernel); what it declines, or no generic
+    # module (_fast's stand-in answers None), goes to the numpy path, which answers or
+    # names the problem.  Mimic joints fold as the mass matrix does:
     # C = G^T C_hinge G (G constant, so dM/dt = C + C^T still holds).
     def coriolis_matrix(self, q, qd):
         """C(q, qd), dof x dof, with ``C qd = h(q, qd) - g(q)`` and ``dM/dt = C + C^T``
         (the Christoffel-symbol C, Pinocchio's ``computeCoriolisMatrix``)."""
-        kernel = self._generic.get("coriolis_matrix")
-        if kernel is not None:
-            matrix = kernel(q, qd, self._params)
-            if type(matrix) is _NDARRAY:
-                return matrix
-            return self._fallback(kernel, matrix, (q, qd), self._reference_coriolis_matrix)
-        return self._reference_coriolis_matrix(q, qd)
+        matrix = self._fast.coriolis_matrix(q, qd, self._params)
+        if type(matrix) is _NDARRAY:
+            return matrix
+        return self._fallback(self._fast.coriolis_matrix, matrix, (q, qd),
+                              self._reference_coriolis_matrix)
 
     def _reference_coriolis_matrix(self, q, qd):
         with self.parameters_lock:
@@ -790,13 +789,11 @@ class RobotModel:
 
     def kinetic_energy(self, q, qd):
         """``1/2 qd^T M(q) qd`` (J), a float."""
-        kernel = self._generic.get("kinetic_energy")
-        if kernel is not None:
-            energy = kernel(q, qd, self._params)
-            if type(energy) is float:
-                return energy
-            return self._fallback(kernel, energy, (q, qd), self._reference_kinetic_energy)
-        return self._reference_kinetic_energy(q, qd)
+        energy = self._fast.kinetic_energy(q, qd, self._params)
+        if type(energy) is float:
+            return energy
+        return self._fallback(self._fast.kinetic_energy, energy, (q, qd),
+                              self._reference_kinetic_energy)
 
     def _reference_kinetic_energy(self, q, qd):
         with self.parameters_lock:
@@ -808,13 +805,11 @@ class RobotModel:
         """Gravitational potential energy (J), a float: ``-sum m g . c`` over the moving
         bodies, with :attr:`gravity` and each centre of mass ``c`` in root-link axes; zero
         at the root frame's origin, and its gradient in q is :meth:`gravity_torques`."""
-        kernel = self._generic.get("potential_energy")
-        if kernel is not None:
-            energy = kernel(q, self._params)
-            if type(energy) is float:
-                return energy
-            return self._fallback(kernel, energy, (q,), self._reference_potential_energy)
-        return self._reference_potential_energy(q)
+        energy = self._fast.potential_energy(q, self._params)
+        if type(energy) is float:
+            return energy
+        return self._fallback(self._fast.potential_energy, energy, (q,),
+                              self._reference_potential_energy)
 
     def _reference_potential_energy(self, q):
         with self.parameters_lock:

@@ -13,7 +13,7 @@ static PyObject *coriolis_matrix(PyObject *self, PyObject *const *args, Py_ssize
     npy_intp lengths[2] = {m->dof, m->rate_dof};
     if (!p || vectors(args + 1, 2, lengths, data) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
-    double *out, *work = scratch(m, (size_t)m->nb * CORIOLIS_DOUBLES);
+    double *out, *work = scratch(m, (size_t)m->nb * (CORIOLIS_DOUBLES + 2));
     if (!work)
         return PyErr_NoMemory();
     PyObject *result = new_array(2, m->rate_dof, m->rate_dof, &out);
@@ -39,10 +39,12 @@ static PyObject *kinetic_energy(PyObject *self, PyObject *const *args, Py_ssize_
     npy_intp lengths[2] = {m->dof, m->rate_dof};
     if (!p || vectors(args + 1, 2, lengths, data) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
+    double *sines = scratch(m, 2 * (size_t)m->nb);
+    if (!sines)
+        return PyErr_NoMemory();
     hinge_positions(m, data[0]);
     hinge_rates(m, data[1], m->qd_hinge);
-    local_placements(m);
-    return PyFloat_FromDouble(kinetic_energy_core(m, p));
+    return PyFloat_FromDouble(kinetic_energy_core(m, p, sines));
 }
 
 /* f(model, q, p) -> -sum m g.c over the moving bodies, a float */
@@ -58,7 +60,9 @@ static PyObject *potential_energy(PyObject *self, PyObject *const *args, Py_ssiz
     npy_intp length = m->dof;
     if (!p || vectors(args + 1, 1, &length, &q) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
+    double *sines = scratch(m, 2 * (size_t)m->nb);
+    if (!sines)
+        return PyErr_NoMemory();
     hinge_positions(m, q);
-    body_placements(m);
-    return PyFloat_FromDouble(potential_energy_core(m, p));
+    return PyFloat_FromDouble(potential_energy_core(m, p, sines));
 }

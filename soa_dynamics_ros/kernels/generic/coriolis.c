@@ -23,12 +23,15 @@ static void root_axes_hinge_map(const double *r, const double *p, const double *
 }
 
 /* coriolis.coriolis_matrix into hinge_mass (nb x nb, only hinge pairs on one path, as
- * fold_hinges reads), qd_hinge current; work: CORIOLIS_DOUBLES per body */
+ * fold_hinges reads), q_hinge and qd_hinge current; work: CORIOLIS_DOUBLES + 2 per body */
 static void coriolis_hinges(Model *m, const double *p, double *work)
 {
     int nb = m->nb;
-    double *v = m->velocity;
-    local_placements(m);
+    double *v = m->velocity, *sines = work + (size_t)CORIOLIS_DOUBLES * nb;
+    hinge_sines(m, sines, sines + nb);
+    for (int body = 1; body < nb; ++body)
+        placement_at(m, body, sines[body], sines[nb + body], m->local_rotation + 9 * body,
+                     m->local_translation + 3 * body);
     compose_placements(m);
     memset(v, 0, 6 * sizeof(double));
     for (int body = 1; body < nb; ++body) {
