@@ -83,6 +83,9 @@ def test_coriolis_matrix_physics(name, kernels, rng):
         assert_close(skew + skew.T, np.zeros_like(skew), "dM/dt - 2C skew", rtol=1e-6)
         assert_close(coriolis @ qd, model.bias_torques(q, qd) - model.gravity_torques(q),
                      "C qd = h - g", rtol=1e-12)
+        # h is quadratic in qd with the Christoffel symbols: d tau / d qd = 2 C
+        assert_close(2 * coriolis, model.inverse_dynamics_derivatives(q, qd, 0 * qd)[1],
+                     "d tau / d qd = 2 C", rtol=1e-12)
         assert_close(model.kinetic_energy(q, qd), 0.5 * qd @ model.mass_matrix(q) @ qd,
                      "T = 1/2 qd^T M qd", rtol=1e-12)
 
