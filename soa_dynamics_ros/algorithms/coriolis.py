@@ -3,8 +3,9 @@
 Of the many C with ``C qd = h - g``, this is the one of the Christoffel symbols,
 the only one with ``dM/dt = C + C^T`` for every qd (Pinocchio's
 ``computeCoriolisMatrix``); h - g being quadratic in qd, it is also half of
-``d tau / d qd`` (which costs the q derivatives too).  With S(j) the hinge map of body j in root axes
-(about the root origin), V(k) each body's velocity and I(k) its inertia there,
+``d tau / d qd`` (which costs the q derivatives too).  With S(j) the hinge map
+of body j in root axes (about the root origin), V(k) each body's velocity and
+I(k) its inertia there,
 
     M = sum_k J(k)^T I(k) J(k),    J(k) = [S(j) for j on the path of k],
 
