@@ -27,17 +27,10 @@ tree of depth d.  Root axes (as Pinocchio's) make the composites plain sums.
 """
 import numpy as np
 
-from ..multibody.spatial import (cross, dtype_of, force_cross, motion_cross, motion_transform,
+from ..multibody.root_axes import motion_to_root
+from ..multibody.spatial import (dtype_of, force_cross, motion_cross, motion_transform,
                                  transformed_inertia)
 from .kinematics import ancestors, body_placements
-
-
-def root_axes_hinge_map(rotation, translation, hinge_map):
-    """A body's hinge map (body axes, about its origin) in root axes about the root origin,
-    the body being placed at ``(rotation, translation)``."""
-    angular = rotation @ hinge_map[3:]
-    linear = rotation @ hinge_map[:3]
-    return np.concatenate((linear + cross(translation, angular), angular))
 
 
 def coriolis_matrix(tree, q_hinge, qd_hinge):
@@ -52,8 +45,7 @@ def coriolis_matrix(tree, q_hinge, qd_hinge):
     turning = np.zeros((nb, 6, 6), dtype=dtype)      # sum of V x* I over the subtree
     momentum = np.zeros((nb, 6), dtype=dtype)        # sum of I V over the subtree
     for body in range(1, nb):
-        axes[body] = root_axes_hinge_map(rotations[body], translations[body],
-                                         tree.hinge_map[body])
+        axes[body] = motion_to_root(rotations[body], translations[body], tree.hinge_map[body])
         velocity[body] = velocity[tree.parent[body]] + axes[body] * qd_hinge[body]
         axes_rate[body] = motion_cross(velocity[body]) @ axes[body]
         composite[body] = transformed_inertia(

@@ -95,16 +95,17 @@ typedef struct {
 #include "generic/task_space.c"
 #include "generic/linear_algebra.c"
 #include "generic/hybrid.c"
-#include "generic/coriolis.c"
 #include "generic/energy.c"
 #include "generic/bindings_dynamics.c"
 #include "generic/bindings_hybrid.c"
 #include "generic/bindings_queries.c"
-#include "generic/bindings_energy.c"
 #include "generic/batches.c"
 #include "generic/model_object.c"
 
 #include "generic_derivatives.c"
+/* (after the derivatives: C is built from their root-axes vocabulary) */
+#include "generic/coriolis.c"
+#include "generic/bindings_energy.c"
 
 #define METHOD(name, doc) {#name, (PyCFunction)(void (*)(void))name, METH_FASTCALL, doc}
 static PyMethodDef methods[] = {

@@ -32,8 +32,14 @@ def _model(xml, kernels):
     return model
 
 
-def _pinocchio_quantities(ref, q, qd):
-    return ref.coriolis_matrix(q, qd), ref.kinetic_energy(q, qd), ref.potential_energy(q)
+def _assert_pinocchio_agrees(model, ref, states, rng, situation=""):
+    for q, qd, _ in random_states(model, states, rng):
+        assert_close(model.coriolis_matrix(q, qd), ref.coriolis_matrix(q, qd),
+                     "Coriolis matrix" + situation)
+        assert_close(model.kinetic_energy(q, qd), ref.kinetic_energy(q, qd),
+                     "kinetic energy" + situation)
+        assert_close(model.potential_energy(q), ref.potential_energy(q),
+                     "potential energy" + situation)
 
 
 @pytest.mark.parametrize("kernels", KERNELS)
@@ -41,12 +47,7 @@ def _pinocchio_quantities(ref, q, qd):
 def test_against_pinocchio(load, kernels, rng):
     xml = load()
     model = _model(xml, kernels)
-    ref = PinocchioReference(xml, model.joint_names)
-    for q, qd, _ in random_states(model, 5, rng):
-        coriolis, kinetic, potential = _pinocchio_quantities(ref, q, qd)
-        assert_close(model.coriolis_matrix(q, qd), coriolis, "Coriolis matrix")
-        assert_close(model.kinetic_energy(q, qd), kinetic, "kinetic energy")
-        assert_close(model.potential_energy(q), potential, "potential energy")
+    _assert_pinocchio_agrees(model, PinocchioReference(xml, model.joint_names), 5, rng)
 
 
 @pytest.mark.parametrize("kernels", KERNELS)
@@ -60,11 +61,7 @@ def test_payload_and_gravity_against_pinocchio(kernels, rng):
                          np.diag([0.01, 0.02, 0.015]))
     ref = PinocchioReference(xml, model.joint_names, gravity=tilted)
     ref.attach("panda_link7", 1.5, np.array([0.01, 0.02, 0.1]), np.diag([0.01, 0.02, 0.015]))
-    for q, qd, _ in random_states(model, 3, rng):
-        coriolis, kinetic, potential = _pinocchio_quantities(ref, q, qd)
-        assert_close(model.coriolis_matrix(q, qd), coriolis, "Coriolis matrix with a payload")
-        assert_close(model.kinetic_energy(q, qd), kinetic, "kinetic energy with a payload")
-        assert_close(model.potential_energy(q), potential, "potential energy, tilted gravity")
+    _assert_pinocchio_agrees(model, ref, 3, rng, ", with a payload and tilted gravity")
 
 
 @pytest.mark.parametrize("kernels", KERNELS)

@@ -1,6 +1,7 @@
 /* The Coriolis matrix: composite inertias and their variations in root axes
  * (algorithms/coriolis.py, whose docstring derives it).
- * Part of generic.c (included there, one translation unit). */
+ * Part of generic.c (included there after generic_derivatives.c, whose motion_to_root it
+ * uses; one translation unit). */
 /* Per body in coriolis_hinges' workspace: S, dS/dt, the composite inertia (INERTIA_DOUBLES,
  * about the root origin), A^T with A = sum V x* I (row c is column c of A) and the
  * momentum sum I V, each summed over the body's subtree */
@@ -10,17 +11,6 @@
 #define CORIOLIS_TURNING (12 + INERTIA_DOUBLES)
 #define CORIOLIS_MOMENTUM (CORIOLIS_TURNING + 36)
 #define CORIOLIS_DOUBLES (CORIOLIS_MOMENTUM + 6)
-
-/* coriolis.root_axes_hinge_map: [R s_v + p x (R s_w); R s_w] */
-static void root_axes_hinge_map(const double *r, const double *p, const double *s, double *out)
-{
-    double moved[3];
-    mat3_vec(r, s + 3, out + 3);
-    mat3_vec(r, s, out);
-    cross(p, out + 3, moved);
-    for (int k = 0; k < 3; ++k)
-        out[k] += moved[k];
-}
 
 /* coriolis.coriolis_matrix into hinge_mass (nb x nb, only hinge pairs on one path, as
  * fold_hinges reads), q_hinge and qd_hinge current; work: CORIOLIS_DOUBLES + 2 per body */
@@ -38,8 +28,8 @@ static void coriolis_hinges(Model *m, const double *p, double *work)
         double *w = work + CORIOLIS_DOUBLES * body, *s = w + CORIOLIS_AXES;
         double *vb = v + 6 * body, *inertia = w + CORIOLIS_COMPOSITE;
         const double *vp = v + 6 * m->parent[body];
-        root_axes_hinge_map(m->rotations + 9 * body, m->translations + 3 * body,
-                            m->hinge_map + 6 * body, s);
+        motion_to_root(m->rotations + 9 * body, m->translations + 3 * body,
+                       m->hinge_map + 6 * body, s);
         for (int k = 0; k < 6; ++k)
             vb[k] = vp[k] + s[k] * m->qd_hinge[body];
         motion_cross(vb, s, w + CORIOLIS_AXES_RATE);
