@@ -22,7 +22,7 @@ compiler: the *generic* module, compiled once per machine for every robot,
 answers gravity, bias, inverse, forward, mixed and hybrid dynamics
 (wrenches included), mass matrix, Jacobians, frame poses, centre of mass,
 batches, the task-space compliance ``J M^-1 J^T`` of any frames and parts,
-the Coriolis matrix and the energies, and the same for subgraphs, from a
+and the same for subgraphs, and the Coriolis matrix and the energies, from a
 model's first call;
 *per-robot* straight-line
 kernels (gravity, bias, inverse and forward dynamics without wrenches, mass
