@@ -295,6 +295,9 @@ def our_cases(model, w, batches=True):
         "ID derivatives, 1 wrench": Case(
             lambda: model.inverse_dynamics_derivatives(q, qd, qdd, one)),
         "FD derivatives": Case(lambda: model.forward_dynamics_derivatives(q, qd, tau)),
+        "Coriolis matrix": Case(lambda: model.coriolis_matrix(q, qd)),
+        "kinetic energy": Case(lambda: model.kinetic_energy(q, qd)),
+        "potential energy": Case(lambda: model.potential_energy(q)),
     }
     if batches:
         dQ, dQD, dQDD = (x[:DERIVATIVE_BATCH_SAMPLES] for x in (w.Q, w.QD, w.QDD))
@@ -530,6 +533,12 @@ def pinocchio_cases(ref, w, batches=True):
             lambda: pin.computeRNEADerivatives(pm, pd, cq, v, a, one))},
         "FD derivatives": {"computeABADerivatives": Case(
             lambda: pin.computeABADerivatives(pm, pd, cq, v, tau))},
+        "Coriolis matrix": {"computeCoriolisMatrix": Case(
+            lambda: pin.computeCoriolisMatrix(pm, pd, cq, v))},
+        "kinetic energy": {"computeKineticEnergy": Case(
+            lambda: pin.computeKineticEnergy(pm, pd, cq, v))},
+        "potential energy": {"computePotentialEnergy": Case(
+            lambda: pin.computePotentialEnergy(pm, pd, cq))},
     }
     if batches:
         CQ = [ref.configuration(x) for x in w.Q]

@@ -30,9 +30,11 @@ FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_mat
                 "forward_dynamics") + DERIVATIVE_KERNELS
 # Generic functions the single-call methods with wrenches reach through RobotModel._fast.
 FAST_WRENCHED = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
-# ... and the other derivatives, where a helper's Python call is a sizeable share of the call.
+# ... and the other derivatives, where a helper's Python call is a sizeable share of the call,
+# and the quantities only the generic module computes, where it is a third of an energy's.
 FAST_GENERIC = FAST_WRENCHED + (
-    "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives_wrenches")
+    "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives_wrenches",
+    "coriolis_matrix", "kinetic_energy", "potential_energy")
 # What prepare_kernels(derivatives=False) (a node's start-up) leaves to the generic module
 # for good: the derivative kernels and their batch versions (in the same modules).
 _DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
@@ -41,7 +43,8 @@ _DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
 GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
     "mixed_dynamics", "torques_with_wrenches",
     "mixed_dynamics_wrenches", "gravity_torques_batch",
-    "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS))
+    "inverse_dynamics_batch", "forward_dynamics_batch") + FAST_GENERIC
+    + derivatives.COMPILED_FUNCTIONS))
 # The generic module's function behind each per-frame kernel frame_pose and jacobian call.
 _GENERIC_FRAME_FUNCTIONS = {"frame_pose": "frame_poses", "jacobian": "jacobian"}
 # Per-frame calls only the generic module answers (no per-robot kernel), in the order

@@ -23,7 +23,8 @@ answers gravity, bias, inverse, forward, mixed and hybrid dynamics
 (wrenches included), mass matrix, Jacobians, frame poses, frame twists and
 classical accelerations, Jacobian time derivatives, centre of mass,
 batches, the task-space compliance ``J M^-1 J^T`` of any frames and parts,
-and the same for subgraphs, from a model's first call;
+and the same for subgraphs, and the Coriolis matrix and the energies, from a
+model's first call;
 *per-robot* straight-line
 kernels (gravity, bias, inverse and forward dynamics without wrenches, mass
 matrix, one frame's Jacobian and task-space inertia) replace it where they
@@ -52,6 +53,9 @@ import numpy as np
 
 from .. import algorithms
 from ..algorithms import frame_motion
+from ..algorithms.coriolis import coriolis_matrix as _christoffel_coriolis
+from ..algorithms.energy import kinetic_energy as _kinetic_energy
+from ..algorithms.energy import potential_energy as _potential_energy
 from ..algorithms.external_forces import body_forces, gravity_root_acceleration
 from ..algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
 from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
@@ -189,7 +193,7 @@ class RobotModel:
                 converted = None
             if converted is not None:
                 result = kernel(*converted, self._params)
-                if type(result) is _NDARRAY:
+                if type(result) in (_NDARRAY, float):     # (the energies are floats)
                     return result
         return reference(*vectors)
 
@@ -842,3 +846,53 @@ class RobotModel:
         placements = body_placements(tree, hinge_positions(tree, q))
         hinge_rates = [self._hinge_rates(name, value) for name, value in zip(("qd", "qdd"), rates)]
         return algorithm(tree, placements, target, *hinge_rates)
+
+    # ------------------------------------------------------------------ Coriolis matrix, energy
+    # The generic module answers (no per-robot kernel); what it declines, or no generic
+    # module (_fast's stand-in answers None), goes to the numpy path, which answers or
+    # names the problem.  Mimic joints fold as the mass matrix does:
+    # C = G^T C_hinge G (G constant, so dM/dt = C + C^T still holds).
+    def coriolis_matrix(self, q, qd):
+        """C(q, qd), dof x dof, with ``C qd = h(q, qd) - g(q)`` and ``dM/dt = C + C^T``
+        (the Christoffel-symbol C, Pinocchio's ``computeCoriolisMatrix``)."""
+        matrix = self._fast.coriolis_matrix(q, qd, self._params)
+        if type(matrix) is _NDARRAY:
+            return matrix
+        return self._fallback(self._fast.coriolis_matrix, matrix, (q, qd),
+                              self._reference_coriolis_matrix)
+
+    def _reference_coriolis_matrix(self, q, qd):
+        with self.parameters_lock:
+            tree = self.tree
+            q_hinge = hinge_positions(tree, q)
+            return tree.coordinates.joint_mass_matrix(
+                _christoffel_coriolis(tree, q_hinge, self._hinge_rates("qd", qd)))
+
+    def kinetic_energy(self, q, qd):
+        """``1/2 qd^T M(q) qd`` (J), a float."""
+        energy = self._fast.kinetic_energy(q, qd, self._params)
+        if type(energy) is float:
+            return energy
+        return self._fallback(self._fast.kinetic_energy, energy, (q, qd),
+                              self._reference_kinetic_energy)
+
+    def _reference_kinetic_energy(self, q, qd):
+        with self.parameters_lock:
+            tree = self.tree
+            return float(_kinetic_energy(tree, hinge_positions(tree, q),
+                                         self._hinge_rates("qd", qd)))
+
+    def potential_energy(self, q):
+        """Gravitational potential energy (J), a float: ``-sum m g . c`` over the moving
+        bodies, with :attr:`gravity` and each centre of mass ``c`` in root-link axes; zero
+        at the root frame's origin, and its gradient in q is :meth:`gravity_torques`."""
+        energy = self._fast.potential_energy(q, self._params)
+        if type(energy) is float:
+            return energy
+        return self._fallback(self._fast.potential_energy, energy, (q,),
+                              self._reference_potential_energy)
+
+    def _reference_potential_energy(self, q):
+        with self.parameters_lock:
+            tree = self.tree
+            return float(_potential_energy(tree, hinge_positions(tree, q), self._gravity))

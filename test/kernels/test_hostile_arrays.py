@@ -176,6 +176,13 @@ def _quantities(model, numpy_path, reference):
         **derivatives("forward", "tau"),
         "gravity_derivatives": (lambda a: model.gravity_derivatives(a["q"]),
                                 lambda a: reference.gravity_derivatives(a["q"]), ("q",)),
+        # Pinocchio's energies and C (the same calls as test_coriolis_energy.py's)
+        "coriolis_matrix": (lambda a: model.coriolis_matrix(a["q"], a["qd"]),
+                            lambda a: reference.coriolis_matrix(a["q"], a["qd"]), ("q", "qd")),
+        "kinetic_energy": (lambda a: model.kinetic_energy(a["q"], a["qd"]),
+                           lambda a: reference.kinetic_energy(a["q"], a["qd"]), ("q", "qd")),
+        "potential_energy": (lambda a: model.potential_energy(a["q"]),
+                             lambda a: reference.potential_energy(a["q"]), ("q",)),
         **with_and_without_wrench(
             "mixed_dynamics",
             lambda a, *w: flat(model.mixed_dynamics(a["q"], a["qd"], a["qdd"], a["tau"], names,

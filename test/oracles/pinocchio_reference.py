@@ -125,6 +125,19 @@ class PinocchioReference:
         dqdd_dtau = np.triu(dqdd_dtau) + np.triu(dqdd_dtau, 1).T
         return s.T @ dqdd_dq @ s, s.T @ dqdd_dv @ s, s.T @ dqdd_dtau @ s
 
+    def coriolis_matrix(self, q, qd):
+        """computeCoriolisMatrix folded onto the independent joints: S^T C S."""
+        s = self.selection
+        return s.T @ pin.computeCoriolisMatrix(self.model, self.data, self.configuration(q),
+                                               s @ qd) @ s
+
+    def kinetic_energy(self, q, qd):
+        return pin.computeKineticEnergy(self.model, self.data, self.configuration(q),
+                                        self.selection @ qd)
+
+    def potential_energy(self, q):
+        return pin.computePotentialEnergy(self.model, self.data, self.configuration(q))
+
     def frame_pose(self, q, link):
         pin.framesForwardKinematics(self.model, self.data, self.configuration(q))
         return self.data.oMf[self.model.getFrameId(link, pin.FrameType.BODY)].homogeneous

@@ -256,6 +256,9 @@ def public_calls(model):
         ("forward_dynamics_derivatives+w", model.forward_dynamics_derivatives,
          (q, z, z, wrench), (0, 1, 2)),
         ("gravity_derivatives", model.gravity_derivatives, (q,), (0,)),
+        ("coriolis_matrix", model.coriolis_matrix, (q, z), (0, 1)),
+        ("kinetic_energy", model.kinetic_energy, (q, z), (0, 1)),
+        ("potential_energy", model.potential_energy, (q,), (0,)),
         ("mixed_dynamics", model.mixed_dynamics, (q, z, z, z, [first]), (0, 1, 2, 3)),
         ("mixed_dynamics+w", model.mixed_dynamics, (q, z, z, z, [first], wrench),
          (0, 1, 2, 3)),
@@ -348,7 +351,8 @@ def hostile_module_calls(model, run):
         "gravity_derivatives": (q,), "gravity_torques_batch": (Q,),
         "inverse_dynamics_batch": (Q, Q, Q), "forward_dynamics_batch": (Q, Q, Q),
         "inverse_dynamics_derivatives_batch": (Q, Q, Q),
-        "forward_dynamics_derivatives_batch": (Q, Q, Q), "gravity_derivatives_batch": (Q,)}
+        "forward_dynamics_derivatives_batch": (Q, Q, Q), "gravity_derivatives_batch": (Q,),
+        "coriolis_matrix": (q, z), "kinetic_energy": (q, z), "potential_energy": (q,)}
     others = ([capsule, params, frame, -1, 2 ** 40, 10 ** 30, -10 ** 30, True, 0.5,
                np.array([1e300]), np.array([-1.0]), np.array([np.nan]), np.zeros((2, 2)),
                np.zeros(0), RaisingNumber()]
