@@ -1,0 +1,600 @@
+"""Floating-base robots: a free joint between the world and the URDF's root link.
+
+Conventions (Pinocchio's free-flyer; docs/floating_base.md states them for users):
+
+* ``q = [x, y, z, qx, qy, qz, qw, joints...]``: the base position in the world, then
+  the unit quaternion of the base orientation (base to world); ``nq = 7 + n``;
+* ``v = [v, w, joint rates...]``: the base's linear and angular velocity in the base
+  frame; accelerations alike (``[dv/dt; dw/dt]`` of those base-frame components);
+  ``nv = 6 + n``;
+* generalized forces have ``nv`` entries, the first 6 the wrench ``[f; t]`` on the
+  base in the base frame, about its origin;
+* world quantities (frame poses, Jacobians, wrenches, constraint directions, the
+  centre of mass, centroidal momentum) are in world axes; gravity is in world axes.
+
+How it is computed.  The fixed-base machinery is the engine: the model holds a
+fixed-base :class:`RobotModel` (the *chain model*) whose root is an inertial frame
+coinciding with the base at this instant, joined to the base by six virtual 1-DOF
+joints (prismatic along base x, y, z, then revolute about base x, y, z), always at
+coordinate 0, between massless bodies.  At coordinate 0 their rates are the base
+twist in base axes, their generalized forces the base wrench, and the chain's mass
+matrix is the free-flyer's.  Two things differ from a true 6-DOF joint, and this
+module adds them back:
+
+* the chain's velocity-product acceleration ``c(v)`` at the base (a 6-DOF joint
+  has none): the chain's base acceleration is ``qdd[:6] + c``;
+* gravity: the chain model has none; gravity in base axes ``R^T g`` enters as the
+  base's acceleration ``-R^T g`` would (gravity is the root's acceleration ``-g``
+  in a fixed-base model), a pure translation shared by every body.
+
+So the chain model's accelerations are ``qdd - shift`` with
+``shift = [c_lin + R^T g; c_ang; 0...]``, and every compiled path of the chain
+model (generic module, per-robot kernels, batches) serves the floating base.
+"""
+import dataclasses
+import math
+
+import numpy as np
+
+from ..description.urdf import JointDescription, LinkDescription, RobotDescription
+from ..errors import InvalidInputError, UnknownNameError
+from ..validation import as_samples, as_vector
+from .configuration import time_step
+from .constrained import TASK_SPACE_PARTS
+from .robot_model import DEFAULT_GRAVITY, RobotModel
+
+# A quaternion whose norm is this far from 1 is refused, never normalized: a pose
+# from float32 messages is unit to about 1e-7; one off by more is not a rotation.
+# Within it, the quaternion is used divided by its norm.
+QUATERNION_TOLERANCE = 1e-6
+BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
+# The virtual chain, root to base: (joint type, axis name, axis in base axes).
+_VIRTUAL_AXES = (("prismatic", "x", (1.0, 0.0, 0.0)), ("prismatic", "y", (0.0, 1.0, 0.0)),
+                 ("prismatic", "z", (0.0, 0.0, 1.0)), ("revolute", "rx", (1.0, 0.0, 0.0)),
+                 ("revolute", "ry", (0.0, 1.0, 0.0)), ("revolute", "rz", (0.0, 0.0, 1.0)))
+_BASE = 6
+
+
+def _skew(vector):
+    x, y, z = vector
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
+def rotation_from_quaternion(quaternion):
+    """The rotation matrix of a unit quaternion ``[x, y, z, w]``."""
+    x, y, z, w = quaternion
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _rotations_from_quaternions(quaternions):
+    x, y, z, w = quaternions.T
+    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+                     np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+                     np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)],
+                    axis=1)
+
+
+def _quaternion_product(a, b):
+    return np.concatenate((a[3] * b[:3] + b[3] * a[:3] + np.cross(a[:3], b[:3]),
+                           [a[3] * b[3] - a[:3] @ b[:3]]))
+
+
+def _checked_quaternions(name, quaternions):
+    """Unit quaternions (rows), each divided by its norm; InvalidInputError naming the
+    first one whose norm is off by more than QUATERNION_TOLERANCE."""
+    norms = np.linalg.norm(quaternions, axis=-1)
+    bad = np.flatnonzero(np.abs(np.atleast_1d(norms) - 1.0) > QUATERNION_TOLERANCE)
+    if bad.size:
+        which = "" if quaternions.ndim == 1 else f" of sample {bad[0]}"
+        norm = np.atleast_1d(norms)[bad[0]]
+        raise InvalidInputError(
+            f"{name}[3:7]{which}, the base orientation quaternion (qx, qy, qz, qw), must have "
+            f"unit norm within {QUATERNION_TOLERANCE:g}; its norm is {norm:.9g} (it is not "
+            "normalized for you)")
+    return quaternions / (norms[..., None] if quaternions.ndim > 1 else norms)
+
+
+def velocity_product(v):
+    """The chain's velocity-product acceleration at the base, ``c(v)`` of the base twist
+    ``v = [lin; ang]`` (``sum_{i<k} S_i v_i x S_k v_k`` over the virtual joints)."""
+    lin, ang = v[:3], v[3:6]
+    return np.array([lin[1] * ang[2] - lin[2] * ang[1], lin[2] * ang[0] - lin[0] * ang[2],
+                     lin[0] * ang[1] - lin[1] * ang[0],
+                     ang[1] * ang[2], -ang[0] * ang[2], ang[0] * ang[1]])
+
+
+def _velocity_product_rows(V):
+    lin, ang = V[:, :3], V[:, 3:6]
+    return np.concatenate((np.cross(lin, ang), np.stack(
+        (ang[:, 1] * ang[:, 2], -ang[:, 0] * ang[:, 2], ang[:, 0] * ang[:, 1]), -1)), axis=1)
+
+
+def velocity_product_derivative(v):
+    """``d c / d v[:6]``, 6 x 6."""
+    lin, ang = v[:3], v[3:6]
+    derivative = np.zeros((6, 6))
+    derivative[:3, :3] = -_skew(ang)
+    derivative[:3, 3:] = _skew(lin)
+    derivative[3:, 3:] = [[0.0, ang[2], ang[1]], [-ang[2], 0.0, -ang[0]], [ang[1], ang[0], 0.0]]
+    return derivative
+
+
+def chain_description(description):
+    """``description`` with a virtual root link and the six virtual joints above its
+    root link: the chain model's description (module docstring)."""
+    taken = set(description.links) | set(description.joints)
+    prefix = "free_flyer"
+    while any(name.startswith(prefix) for name in taken):
+        prefix = "_" + prefix
+    world = prefix + "_world"
+    links, joints, parent = {world: LinkDescription(world, 0)}, {}, world
+    for number, (kind, axis_name, axis) in enumerate(_VIRTUAL_AXES):
+        child = description.root if number == _BASE - 1 else f"{prefix}_{axis_name}_body"
+        if child != description.root:
+            links[child] = LinkDescription(child, 0)
+        name = f"{prefix}_{axis_name}"
+        joints[name] = JointDescription(name, kind, parent, child, 0, axis=np.array(axis))
+        parent = child
+    links.update(description.links)
+    joints.update(description.joints)
+    return RobotDescription(description.name, links, joints, world)
+
+
+class FloatingBaseModel(RobotModel):
+    """A robot with a free base (module docstring for conventions and method).
+
+    Built by :meth:`RobotModel.from_urdf` with ``floating_base=True``, or for a URDF
+    whose root link hangs from a massless world link by a ``floating`` joint.  Methods
+    of :class:`RobotModel` not listed in docs/floating_base.md raise
+    :class:`InvalidInputError` naming themselves.
+    """
+
+    def __init__(self, description, strict_inertia=False, kernels="auto"):
+        # Not RobotModel.__init__: this model is a view of the chain model, which holds
+        # the tree, inertias, payloads and kernels.
+        self.description = description
+        self._chain = RobotModel(chain_description(description), strict_inertia, kernels)
+        self._virtual_joints = self._chain.joint_names[:_BASE]
+        self._virtual_frames = {self._chain.tree.root_link} | {
+            self._chain.tree.body_link[body] for body in range(1, _BASE)}
+        self._frame_names = [name for name in self._chain.frame_names
+                             if name not in self._virtual_frames]
+        self._world_gravity = np.array(DEFAULT_GRAVITY)
+        self._chain.gravity = np.zeros(3)
+        self.parameters_lock = self._chain.parameters_lock
+        self._n = self._chain.dof - _BASE
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def floating_base(self):
+        return True
+
+    @property
+    def name(self):
+        return self._chain.name
+
+    @property
+    def base_link(self):
+        """The URDF link the free joint moves (its root link)."""
+        return self._chain.tree.body_link[_BASE]
+
+    @property
+    def joint_names(self):
+        """The actuated joints, in the order of ``q[7:]`` and ``v[6:]``."""
+        return self._chain.joint_names[_BASE:]
+
+    @property
+    def frame_names(self):
+        return list(self._frame_names)
+
+    @property
+    def dof(self):
+        """Degrees of freedom, ``nv``."""
+        return self._chain.dof
+
+    @property
+    def nq(self):
+        return self._n + 7
+
+    @property
+    def nv(self):
+        return self._n + _BASE
+
+    @property
+    def joints(self):
+        return [joint for joint in self._chain.joints if joint.name not in self._virtual_joints]
+
+    @property
+    def effort_limits(self):
+        return self._chain.effort_limits[_BASE:]
+
+    @property
+    def gravity(self):
+        """Gravitational acceleration in world axes."""
+        return self._world_gravity.copy()
+
+    @gravity.setter
+    def gravity(self, value):
+        self._world_gravity = as_vector("gravity", value, 3)
+
+    def joint_index(self, name):
+        """Index of an actuated joint in ``q[7:]`` and ``v[6:]``."""
+        if name in self._virtual_joints:
+            raise UnknownNameError("joint", name, self.joint_names)
+        return self._chain.joint_index(name) - _BASE
+
+    @property
+    def kernels(self):
+        return self._chain.kernels
+
+    @property
+    def total_mass(self):
+        return self._chain.total_mass
+
+    @property
+    def payloads(self):
+        return self._chain.payloads
+
+    def attach_payload(self, name, link, *arguments, **options):
+        self._frame(link)
+        self._chain.attach_payload(name, link, *arguments, **options)
+
+    def detach_payload(self, name):
+        self._chain.detach_payload(name)
+
+    # ------------------------------------------------------------------ configuration space
+    def neutral_configuration(self):
+        """The base at the world origin, unrotated; every joint at zero."""
+        q = np.zeros(self.nq)
+        q[6] = 1.0
+        return q
+
+    def _base(self, q):
+        """``(q validated, base rotation, chain coordinates)``."""
+        q = as_vector("q", q, self.nq)
+        rotation = rotation_from_quaternion(_checked_quaternions("q", q[3:7]))
+        chain_q = np.zeros(self.nv)
+        chain_q[_BASE:] = q[7:]
+        return q, rotation, chain_q
+
+    def _v(self, name, value):
+        return as_vector(name, value, self.nv)
+
+    def integrate(self, q, v, dt):
+        """``q`` moved at constant velocity ``v`` for ``dt``: the base along the screw of
+        its twist (SE(3) exponential, as Pinocchio), the joints linearly."""
+        q, rotation, _ = self._base(q)
+        step = self._v("v", v) * time_step(dt)
+        linear, angular = step[:3], step[3:6]
+        angle = np.linalg.norm(angular)
+        turn = _skew(angular)
+        if angle < 1e-4:
+            first, second = 0.5 - angle ** 2 / 24.0, 1.0 / 6.0 - angle ** 2 / 120.0
+            half = 0.5 - angle ** 2 / 48.0
+        else:
+            first = (1.0 - math.cos(angle)) / angle ** 2
+            second = (angle - math.sin(angle)) / angle ** 3
+            half = math.sin(0.5 * angle) / angle
+        translation = linear + first * (turn @ linear) + second * (turn @ (turn @ linear))
+        result = q.copy()
+        result[:3] = q[:3] + rotation @ translation
+        quaternion = _quaternion_product(q[3:7] / np.linalg.norm(q[3:7]),
+                                         np.concatenate((half * angular, [math.cos(0.5 * angle)])))
+        result[3:7] = quaternion / np.linalg.norm(quaternion)
+        result[7:] = q[7:] + step[_BASE:]
+        return result
+
+    def difference(self, q0, q1):
+        """The velocity ``d`` with ``integrate(q0, d, 1) == q1`` (SE(3) logarithm for the
+        base, the shorter of the two rotations)."""
+        q0, rotation, _ = self._base(q0)
+        q1, _, _ = self._base(q1)
+        first, second = q0[3:7] / np.linalg.norm(q0[3:7]), q1[3:7] / np.linalg.norm(q1[3:7])
+        relative = _quaternion_product(np.concatenate((-first[:3], first[3:])), second)
+        if relative[3] < 0:
+            relative = -relative
+        sine = np.linalg.norm(relative[:3])
+        angle = 2.0 * math.atan2(sine, relative[3])
+        angular = relative[:3] * (angle / sine if sine > 1e-12 else 2.0 / relative[3])
+        turn = _skew(angular)
+        if angle < 1e-4:
+            beta = 1.0 / 12.0 + angle ** 2 / 720.0
+        else:
+            beta = (1.0 - angle * math.sin(angle) / (2.0 * (1.0 - math.cos(angle)))) / angle ** 2
+        offset = rotation.T @ (q1[:3] - q0[:3])
+        result = np.empty(self.nv)
+        result[:3] = offset - 0.5 * (turn @ offset) + beta * (turn @ (turn @ offset))
+        result[3:6] = angular
+        result[_BASE:] = q1[7:] - q0[7:]
+        return result
+
+    # ------------------------------------------------------------------ the chain model's terms
+    def _shift(self, rotation, v):
+        """``qdd - chain qdd``: the velocity product and gravity in base axes."""
+        shift = np.zeros(self.nv)
+        if v is not None:
+            shift[:_BASE] = velocity_product(v)
+        shift[:3] += self._world_gravity @ rotation
+        return shift
+
+    def _frame(self, frame):
+        if type(frame) is not str or frame in self._virtual_frames:
+            raise UnknownNameError("frame", frame, self._frame_names)
+        return frame
+
+    def _base_wrenches(self, wrenches, rotation):
+        """World-axes link wrenches as the chain model's (base axes)."""
+        if wrenches is None:
+            return None
+        if not isinstance(wrenches, dict):
+            raise InvalidInputError("wrenches must be a dict {link: [fx, fy, fz, tx, ty, tz]}, "
+                                    f"not {type(wrenches).__name__}")
+        turned = {}
+        for link, wrench in wrenches.items():
+            wrench = as_vector(f"wrench on {link!r}", wrench, 6)
+            turned[self._frame(link)] = np.concatenate((wrench[:3] @ rotation,
+                                                        wrench[3:] @ rotation))
+        return turned
+
+    @staticmethod
+    def _spatial_rotation(rotation, blocks=2):
+        return np.kron(np.eye(blocks), rotation)
+
+    # ------------------------------------------------------------------ dynamics
+    def inverse_dynamics(self, q, v, a, wrenches=None):
+        """Generalized forces (nv; base wrench first) producing ``a``:
+        ``M a + h = tau + sum J_i^T w_i``."""
+        _, rotation, chain_q = self._base(q)
+        v = self._v("v", v)
+        return self._chain.inverse_dynamics(chain_q, v, self._v("a", a) - self._shift(rotation, v),
+                                            self._base_wrenches(wrenches, rotation))
+
+    def gravity_torques(self, q):
+        """``g(q)``: the generalized forces that hold the robot still, the base's included."""
+        _, rotation, chain_q = self._base(q)
+        zeros = np.zeros(self.nv)
+        return self._chain.inverse_dynamics(chain_q, zeros, -self._shift(rotation, None))
+
+    def bias_torques(self, q, v):
+        _, rotation, chain_q = self._base(q)
+        v = self._v("v", v)
+        return self._chain.inverse_dynamics(chain_q, v, -self._shift(rotation, v))
+
+    def mass_matrix(self, q):
+        """M(q), nv x nv: the base's orientation and position do not enter it."""
+        return self._chain.mass_matrix(self._base(q)[2])
+
+    def forward_dynamics(self, q, v, tau, wrenches=None):
+        _, rotation, chain_q = self._base(q)
+        v = self._v("v", v)
+        chain_a = self._chain.forward_dynamics(chain_q, v, tau,
+                                               self._base_wrenches(wrenches, rotation))
+        return chain_a + self._shift(rotation, v)
+
+    # ------------------------------------------------------------------ batches
+    def _batch_base(self, Q, V=None):
+        """``(chain Q, shifts)`` of validated samples."""
+        Q = as_samples("Q", Q, self.nq)
+        rotations = _rotations_from_quaternions(_checked_quaternions("Q", Q[:, 3:7]))
+        chain_Q = np.zeros((len(Q), self.nv))
+        chain_Q[:, _BASE:] = Q[:, 7:]
+        shifts = np.zeros((len(Q), self.nv))
+        if V is not None:
+            shifts[:, :_BASE] = _velocity_product_rows(V)
+        shifts[:, :3] += np.einsum("nij,i->nj", rotations, self._world_gravity)
+        return chain_Q, shifts
+
+    def inverse_dynamics_batch(self, Q, V, A):
+        count = len(as_samples("Q", Q, self.nq))
+        V, A = as_samples("V", V, self.nv, count), as_samples("A", A, self.nv, count)
+        chain_Q, shifts = self._batch_base(Q, V)
+        return self._chain.inverse_dynamics_batch(chain_Q, V, A - shifts)
+
+    def gravity_torques_batch(self, Q):
+        chain_Q, shifts = self._batch_base(Q)
+        return self._chain.inverse_dynamics_batch(chain_Q, np.zeros_like(chain_Q), -shifts)
+
+    def forward_dynamics_batch(self, Q, V, TAU):
+        count = len(as_samples("Q", Q, self.nq))
+        V, TAU = as_samples("V", V, self.nv, count), as_samples("TAU", TAU, self.nv, count)
+        chain_Q, shifts = self._batch_base(Q, V)
+        return self._chain.forward_dynamics_batch(chain_Q, V, TAU) + shifts
+
+    # ------------------------------------------------------------------ derivatives
+    def inverse_dynamics_derivatives(self, q, v, a, wrenches=None):
+        """``(dtau_dq, dtau_dv)``, nv x nv, ``dq`` in the tangent space of ``q`` as
+        Pinocchio's (the base displaced in its own frame); wrenches held fixed in world
+        axes about their link origins."""
+        _, rotation, chain_q = self._base(q)
+        v = self._v("v", v)
+        shift = self._shift(rotation, v)
+        base_wrenches = self._base_wrenches(wrenches, rotation)
+        chain_dq, dtau_dv = self._chain.inverse_dynamics_derivatives(
+            chain_q, v, self._v("a", a) - shift, base_wrenches)
+        mass = self._chain.mass_matrix(chain_q)
+        dtau_dv = dtau_dv.copy()
+        dtau_dv[:, :_BASE] -= mass[:, :_BASE] @ velocity_product_derivative(v)
+        return self._with_base_columns(chain_dq, mass, rotation, chain_q, base_wrenches), dtau_dv
+
+    def _with_base_columns(self, chain_dq, mass, rotation, chain_q, base_wrenches):
+        """dtau/dq: the joints' columns of the chain model's, the base's from what its
+        pose changes: gravity (and wrenches) in base axes as the base turns."""
+        dtau_dq = np.zeros_like(chain_dq)
+        dtau_dq[:, _BASE:] = chain_dq[:, _BASE:]
+        # R -> R exp(d), so R^T g -> R^T g + [R^T g]x d.
+        dtau_dq[:, 3:6] = -mass[:, :3] @ _skew(self._world_gravity @ rotation)
+        for link, wrench in (base_wrenches or {}).items():
+            turning = np.vstack((_skew(wrench[:3]), _skew(wrench[3:])))
+            dtau_dq[:, 3:6] -= self._chain.jacobian(chain_q, link).T @ turning
+        return dtau_dq
+
+    def forward_dynamics_derivatives(self, q, v, tau, wrenches=None):
+        """``(da_dq, da_dv, da_dtau)``; ``dq`` as :meth:`inverse_dynamics_derivatives`."""
+        a = self.forward_dynamics(q, v, tau, wrenches)
+        dtau_dq, dtau_dv = self.inverse_dynamics_derivatives(q, v, a, wrenches)
+        inverse = np.linalg.inv(self.mass_matrix(q))
+        return -inverse @ dtau_dq, -inverse @ dtau_dv, inverse
+
+    def gravity_derivatives(self, q):
+        return self.inverse_dynamics_derivatives(q, np.zeros(self.nv), np.zeros(self.nv))[0]
+
+    def _samples_loop(self, single, arrays):
+        results = [single(*sample) for sample in zip(*arrays)]
+        return tuple(np.array(part) for part in zip(*results)) if type(results[0]) is tuple \
+            else np.array(results)
+
+    def inverse_dynamics_derivatives_batch(self, Q, V, A):
+        count = len(as_samples("Q", Q, self.nq))
+        return self._samples_loop(self.inverse_dynamics_derivatives, (
+            as_samples("Q", Q, self.nq), as_samples("V", V, self.nv, count),
+            as_samples("A", A, self.nv, count)))
+
+    def forward_dynamics_derivatives_batch(self, Q, V, TAU):
+        count = len(as_samples("Q", Q, self.nq))
+        return self._samples_loop(self.forward_dynamics_derivatives, (
+            as_samples("Q", Q, self.nq), as_samples("V", V, self.nv, count),
+            as_samples("TAU", TAU, self.nv, count)))
+
+    def gravity_derivatives_batch(self, Q):
+        return self._samples_loop(self.gravity_derivatives, (as_samples("Q", Q, self.nq),))
+
+    # ------------------------------------------------------------------ kinematics
+    def frame_pose(self, q, frame):
+        """4x4 pose of a link frame in the world."""
+        q, rotation, chain_q = self._base(q)
+        local = self._chain.frame_pose(chain_q, self._frame(frame))
+        pose = np.eye(4)
+        pose[:3, :3] = rotation @ local[:3, :3]
+        pose[:3, 3] = rotation @ local[:3, 3] + q[:3]
+        return pose
+
+    def frame_poses(self, q):
+        q, rotation, chain_q = self._base(q)
+        base_pose = np.eye(4)
+        base_pose[:3, :3], base_pose[:3, 3] = rotation, q[:3]
+        return {name: base_pose @ pose for name, pose in self._chain.frame_poses(chain_q).items()
+                if name not in self._virtual_frames}
+
+    def jacobian(self, q, frame):
+        """6 x nv: ``[v; w]`` of the frame origin in world axes."""
+        _, rotation, chain_q = self._base(q)
+        local = self._chain.jacobian(chain_q, self._frame(frame))
+        return np.vstack((rotation @ local[:3], rotation @ local[3:]))
+
+    # ------------------------------------------------------------------ task space and constraints
+    def _frame_list(self, frame):
+        names = [frame] if isinstance(frame, str) else list(frame) if frame is not None else []
+        for name in names:
+            self._frame(name)
+        return names
+
+    def task_space_inertia(self, q, frame, part="full", damping=None):
+        """Lambda of the frame origin(s), world axes (:meth:`RobotModel.task_space_inertia`)."""
+        return self.task_space_inertia_info(q, frame, part, damping).inertia
+
+    def task_space_inertia_info(self, q, frame, part="full", damping=None):
+        _, rotation, chain_q = self._base(q)
+        names = self._frame_list(frame)
+        info = self._chain.task_space_inertia_info(chain_q, frame, part, damping)
+        rows = len(range(6)[TASK_SPACE_PARTS[part]])
+        turn = self._spatial_rotation(rotation, len(names) * rows // 3)
+        return dataclasses.replace(info, inertia=turn @ info.inertia @ turn.T,
+                                   inertia_inverse=turn @ info.inertia_inverse @ turn.T)
+
+    def hybrid_dynamics(self, q, v, constraints, tau=None, wrenches=None):
+        """:meth:`RobotModel.hybrid_dynamics` with ``alpha`` in world axes and frame
+        accelerations in world axes; ``qdd`` has nv entries."""
+        _, rotation, chain_q = self._base(q)
+        v = self._v("v", v)
+        shift = self._shift(rotation, v)
+        gravity = np.concatenate((self._world_gravity @ rotation, np.zeros(3)))
+        turn = self._spatial_rotation(rotation)
+        chain_constraints = []
+        for constraint in constraints:
+            try:
+                frame, alpha, beta = constraint
+            except (TypeError, ValueError):
+                raise InvalidInputError("each constraint must be (frame, alpha, beta)") from None
+            alpha = np.asarray(alpha, dtype=float)
+            if alpha.ndim == 1:
+                alpha = alpha[:, None]
+            if alpha.shape[0] != 6:
+                raise InvalidInputError(f"constraint on {frame!r}: alpha must be 6 x m, not "
+                                        f"{alpha.shape}")
+            base_alpha = turn.T @ alpha
+            chain_constraints.append((self._frame(frame), base_alpha,
+                                      np.asarray(beta, dtype=float) - gravity @ base_alpha))
+        result = self._chain.hybrid_dynamics(chain_q, v, chain_constraints, tau,
+                                             self._base_wrenches(wrenches, rotation))
+        accelerations = {name: turn @ (acceleration + gravity)
+                         for name, acceleration in result.frame_accelerations.items()}
+        return dataclasses.replace(result, qdd=result.qdd + shift, frame_accelerations=accelerations,
+                                   joint_names=list(BASE_VELOCITY_NAMES) + self.joint_names)
+
+    def mixed_dynamics(self, q, v, a, tau, prescribed, wrenches=None):
+        """Actuated joints in ``prescribed`` take their ``a``, the rest (the base always)
+        their ``tau``."""
+        _, rotation, chain_q = self._base(q)
+        v = self._v("v", v)
+        names = [prescribed] if isinstance(prescribed, str) else list(prescribed)
+        for name in names:
+            self.joint_index(name)
+        shift = self._shift(rotation, v)
+        result = self._chain.mixed_dynamics(chain_q, v, self._v("a", a) - shift, tau, names,
+                                            self._base_wrenches(wrenches, rotation))
+        return type(result)(result.qdd + shift, result.tau)
+
+    # ------------------------------------------------------------------ centroidal quantities
+    def center_of_mass(self, q):
+        """Centre of mass in the world."""
+        q, rotation, chain_q = self._base(q)
+        return rotation @ self._chain.center_of_mass(chain_q) + q[:3]
+
+    def _momentum_at_com(self, rotation, chain_q, momentum):
+        """Momentum rows about the base origin in base axes, as about the centre of mass
+        in world axes."""
+        offset = self._chain.center_of_mass(chain_q)
+        angular = momentum[3:] - _skew(offset) @ momentum[:3]
+        return np.concatenate((rotation @ momentum[:3], rotation @ angular))
+
+    def centroidal_momentum_matrix(self, q):
+        """Ag, 6 x nv: ``[linear; angular]`` momentum about the centre of mass, world
+        axes, is ``Ag v`` (Pinocchio's ``ccrba``)."""
+        _, rotation, chain_q = self._base(q)
+        return self._momentum_at_com(rotation, chain_q, self._chain.mass_matrix(chain_q)[:_BASE])
+
+    def center_of_mass_jacobian(self, q):
+        """3 x nv: the centre of mass's velocity in world axes is ``J v``."""
+        _, rotation, chain_q = self._base(q)
+        mass = self._chain.total_mass
+        if mass <= 0:
+            raise InvalidInputError(f"robot {self.name!r} has no mass: it has no centre of mass")
+        return rotation @ self._chain.mass_matrix(chain_q)[:3] / mass
+
+    def centroidal_momentum_bias(self, q, v):
+        """``Ag_dot v``: the rate of centroidal momentum at zero acceleration (world axes,
+        about the centre of mass; gravity not included)."""
+        _, rotation, chain_q = self._base(q)
+        v = self._v("v", v)
+        shift = np.zeros(self.nv)
+        shift[:_BASE] = velocity_product(v)
+        wrench = self._chain.inverse_dynamics(chain_q, v, -shift)[:_BASE]
+        return self._momentum_at_com(rotation, chain_q, wrench)
+
+
+def _not_yet(name):
+    def refuse(self, *arguments, **options):
+        raise InvalidInputError(f"{name} is not available on floating-base models yet "
+                                "(docs/floating_base.md)")
+    refuse.__name__ = name
+    return refuse
+
+
+# What RobotModel has and the floating-base model does not do yet is refused by name,
+# never answered in the chain model's coordinates.
+for _name, _value in list(vars(RobotModel).items()):
+    if not _name.startswith("_") and _name not in vars(FloatingBaseModel) and (
+            callable(_value) and not isinstance(_value, (classmethod, staticmethod))):
+        setattr(FloatingBaseModel, _name, _not_yet(_name))
