@@ -38,7 +38,7 @@ import numpy as np
 
 from ..description.urdf import JointDescription, LinkDescription, RobotDescription
 from ..errors import InvalidInputError, UnknownNameError
-from ..validation import as_samples, as_vector
+from ..validation import MAX_MAGNITUDE, as_samples, as_vector
 from .configuration import time_step
 from .constrained import TASK_SPACE_PARTS
 from .robot_model import DEFAULT_GRAVITY, RobotModel
@@ -53,6 +53,9 @@ _VIRTUAL_AXES = (("prismatic", "x", (1.0, 0.0, 0.0)), ("prismatic", "y", (0.0, 1
                  ("prismatic", "z", (0.0, 0.0, 1.0)), ("revolute", "rx", (1.0, 0.0, 0.0)),
                  ("revolute", "ry", (0.0, 1.0, 0.0)), ("revolute", "rz", (0.0, 0.0, 1.0)))
 _BASE = 6
+_NDARRAY = np.ndarray
+_FLOAT = np.dtype(float)
+_NORM2_LOW, _NORM2_HIGH = (1.0 - QUATERNION_TOLERANCE) ** 2, (1.0 + QUATERNION_TOLERANCE) ** 2
 
 
 def _skew(vector):
@@ -161,10 +164,12 @@ class FloatingBaseModel(RobotModel):
             self._chain.tree.body_link[body] for body in range(1, _BASE)}
         self._frame_names = [name for name in self._chain.frame_names
                              if name not in self._virtual_frames]
-        self._world_gravity = np.array(DEFAULT_GRAVITY)
+        self.gravity = DEFAULT_GRAVITY
         self._chain.gravity = np.zeros(3)
         self.parameters_lock = self._chain.parameters_lock
         self._n = self._chain.dof - _BASE
+        self._nv = self._chain.dof
+        self._q_shape, self._v_shape = (self._n + 7,), (self._nv,)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -213,11 +218,12 @@ class FloatingBaseModel(RobotModel):
     @property
     def gravity(self):
         """Gravitational acceleration in world axes."""
-        return self._world_gravity.copy()
+        return np.array(self._gravity_floats)
 
     @gravity.setter
     def gravity(self, value):
-        self._world_gravity = as_vector("gravity", value, 3)
+        # One assignment, so that a call reading it sees the old or the new gravity.
+        self._gravity_floats = tuple(as_vector("gravity", value, 3).tolist())
 
     def joint_index(self, name):
         """Index of an actuated joint in ``q[7:]`` and ``v[6:]``."""
@@ -251,15 +257,39 @@ class FloatingBaseModel(RobotModel):
         q[6] = 1.0
         return q
 
-    def _base(self, q):
-        """``(q validated, base rotation, chain coordinates)``."""
-        q = as_vector("q", q, self.nq)
-        rotation = rotation_from_quaternion(_checked_quaternions("q", q[3:7]))
-        chain_q = np.zeros(self.nv)
+    def _pose(self, q):
+        """``(chain coordinates, the base rotation's 9 entries row by row)`` of ``q``;
+        InvalidInputError for anything but a finite vector of nq with a unit quaternion.
+
+        Written on Python floats: on the warm path of the dynamics this costs less than
+        the compiled recursion, where numpy calls would cost several of it."""
+        if type(q) is not _NDARRAY or q.shape != self._q_shape or q.dtype != _FLOAT:
+            q = as_vector("q", q, self.nq)
+        px, py, pz, x, y, z, w = q[:7].tolist()
+        norm2 = x * x + y * y + z * z + w * w
+        if not (_NORM2_LOW <= norm2 <= _NORM2_HIGH and -MAX_MAGNITUDE <= px <= MAX_MAGNITUDE
+                and -MAX_MAGNITUDE <= py <= MAX_MAGNITUDE
+                and -MAX_MAGNITUDE <= pz <= MAX_MAGNITUDE):
+            _checked_quaternions("q", as_vector("q", q, self.nq)[3:7])  # raises, naming it
+        scale = 1.0 / math.sqrt(norm2)
+        x, y, z, w = x * scale, y * scale, z * scale, w * scale
+        chain_q = np.zeros(self._nv)
         chain_q[_BASE:] = q[7:]
-        return q, rotation, chain_q
+        return chain_q, (1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+                         2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+                         2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))
+
+    def _base(self, q):
+        """``(q, base rotation 3x3, chain coordinates)``, ``q`` validated."""
+        chain_q, rotation = self._pose(q)
+        if type(q) is not _NDARRAY:
+            q = as_vector("q", q, self.nq)
+        return q, np.array(rotation).reshape(3, 3), chain_q
 
     def _v(self, name, value):
+        """A vector of nv (its NaN the chain model's kernels name, or _shift)."""
+        if type(value) is _NDARRAY and value.shape == self._v_shape:
+            return value
         return as_vector(name, value, self.nv)
 
     def integrate(self, q, v, dt):
@@ -312,11 +342,22 @@ class FloatingBaseModel(RobotModel):
 
     # ------------------------------------------------------------------ the chain model's terms
     def _shift(self, rotation, v):
-        """``qdd - chain qdd``: the velocity product and gravity in base axes."""
-        shift = np.zeros(self.nv)
-        if v is not None:
-            shift[:_BASE] = velocity_product(v)
-        shift[:3] += self._world_gravity @ rotation
+        """``qdd - chain qdd``: the velocity product and gravity in base axes, of the base
+        rotation's 9 entries and ``v`` (None: at rest)."""
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = rotation
+        gx, gy, gz = self._gravity_floats
+        gravity = (r00 * gx + r10 * gy + r20 * gz, r01 * gx + r11 * gy + r21 * gz,
+                   r02 * gx + r12 * gy + r22 * gz)
+        shift = np.zeros(self._nv)
+        if v is None:
+            shift[:3] = gravity
+            return shift
+        vx, vy, vz, wx, wy, wz = v[:_BASE].tolist()
+        total = vx + vy + vz + wx + wy + wz
+        if total - total != 0.0:
+            as_vector("v", v, self.nv)      # NaN or inf: raises, naming v
+        shift[:_BASE] = (vy * wz - vz * wy + gravity[0], vz * wx - vx * wz + gravity[1],
+                         vx * wy - vy * wx + gravity[2], wy * wz, -wx * wz, wx * wy)
         return shift
 
     def _frame(self, frame):
@@ -328,6 +369,8 @@ class FloatingBaseModel(RobotModel):
         """World-axes link wrenches as the chain model's (base axes)."""
         if wrenches is None:
             return None
+        if type(rotation) is tuple:
+            rotation = np.array(rotation).reshape(3, 3)
         if not isinstance(wrenches, dict):
             raise InvalidInputError("wrenches must be a dict {link: [fx, fy, fz, tx, ty, tz]}, "
                                     f"not {type(wrenches).__name__}")
@@ -346,28 +389,28 @@ class FloatingBaseModel(RobotModel):
     def inverse_dynamics(self, q, v, a, wrenches=None):
         """Generalized forces (nv; base wrench first) producing ``a``:
         ``M a + h = tau + sum J_i^T w_i``."""
-        _, rotation, chain_q = self._base(q)
+        chain_q, rotation = self._pose(q)
         v = self._v("v", v)
         return self._chain.inverse_dynamics(chain_q, v, self._v("a", a) - self._shift(rotation, v),
                                             self._base_wrenches(wrenches, rotation))
 
     def gravity_torques(self, q):
         """``g(q)``: the generalized forces that hold the robot still, the base's included."""
-        _, rotation, chain_q = self._base(q)
-        zeros = np.zeros(self.nv)
-        return self._chain.inverse_dynamics(chain_q, zeros, -self._shift(rotation, None))
+        chain_q, rotation = self._pose(q)
+        return self._chain.inverse_dynamics(chain_q, np.zeros(self._nv),
+                                            -self._shift(rotation, None))
 
     def bias_torques(self, q, v):
-        _, rotation, chain_q = self._base(q)
+        chain_q, rotation = self._pose(q)
         v = self._v("v", v)
         return self._chain.inverse_dynamics(chain_q, v, -self._shift(rotation, v))
 
     def mass_matrix(self, q):
         """M(q), nv x nv: the base's orientation and position do not enter it."""
-        return self._chain.mass_matrix(self._base(q)[2])
+        return self._chain.mass_matrix(self._pose(q)[0])
 
     def forward_dynamics(self, q, v, tau, wrenches=None):
-        _, rotation, chain_q = self._base(q)
+        chain_q, rotation = self._pose(q)
         v = self._v("v", v)
         chain_a = self._chain.forward_dynamics(chain_q, v, tau,
                                                self._base_wrenches(wrenches, rotation))
@@ -383,7 +426,7 @@ class FloatingBaseModel(RobotModel):
         shifts = np.zeros((len(Q), self.nv))
         if V is not None:
             shifts[:, :_BASE] = _velocity_product_rows(V)
-        shifts[:, :3] += np.einsum("nij,i->nj", rotations, self._world_gravity)
+        shifts[:, :3] += np.einsum("nij,i->nj", rotations, np.array(self._gravity_floats))
         return chain_Q, shifts
 
     def inverse_dynamics_batch(self, Q, V, A):
@@ -409,7 +452,7 @@ class FloatingBaseModel(RobotModel):
         axes about their link origins."""
         _, rotation, chain_q = self._base(q)
         v = self._v("v", v)
-        shift = self._shift(rotation, v)
+        shift = self._shift(rotation.ravel().tolist(), v)
         base_wrenches = self._base_wrenches(wrenches, rotation)
         chain_dq, dtau_dv = self._chain.inverse_dynamics_derivatives(
             chain_q, v, self._v("a", a) - shift, base_wrenches)
@@ -424,7 +467,7 @@ class FloatingBaseModel(RobotModel):
         dtau_dq = np.zeros_like(chain_dq)
         dtau_dq[:, _BASE:] = chain_dq[:, _BASE:]
         # R -> R exp(d), so R^T g -> R^T g + [R^T g]x d.
-        dtau_dq[:, 3:6] = -mass[:, :3] @ _skew(self._world_gravity @ rotation)
+        dtau_dq[:, 3:6] = -mass[:, :3] @ _skew(np.array(self._gravity_floats) @ rotation)
         for link, wrench in (base_wrenches or {}).items():
             turning = np.vstack((_skew(wrench[:3]), _skew(wrench[3:])))
             dtau_dq[:, 3:6] -= self._chain.jacobian(chain_q, link).T @ turning
@@ -508,8 +551,8 @@ class FloatingBaseModel(RobotModel):
         accelerations in world axes; ``qdd`` has nv entries."""
         _, rotation, chain_q = self._base(q)
         v = self._v("v", v)
-        shift = self._shift(rotation, v)
-        gravity = np.concatenate((self._world_gravity @ rotation, np.zeros(3)))
+        shift = self._shift(rotation.ravel().tolist(), v)
+        gravity = np.concatenate((np.array(self._gravity_floats) @ rotation, np.zeros(3)))
         turn = self._spatial_rotation(rotation)
         chain_constraints = []
         for constraint in constraints:
@@ -541,7 +584,7 @@ class FloatingBaseModel(RobotModel):
         names = [prescribed] if isinstance(prescribed, str) else list(prescribed)
         for name in names:
             self.joint_index(name)
-        shift = self._shift(rotation, v)
+        shift = self._shift(rotation.ravel().tolist(), v)
         result = self._chain.mixed_dynamics(chain_q, v, self._v("a", a) - shift, tau, names,
                                             self._base_wrenches(wrenches, rotation))
         return type(result)(result.qdd + shift, result.tau)
@@ -550,38 +593,49 @@ class FloatingBaseModel(RobotModel):
     def center_of_mass(self, q):
         """Centre of mass in the world."""
         q, rotation, chain_q = self._base(q)
-        return rotation @ self._chain.center_of_mass(chain_q) + q[:3]
+        return rotation @ self._base_center_of_mass(self._chain.mass_matrix(chain_q)) + q[:3]
 
-    def _momentum_at_com(self, rotation, chain_q, momentum):
-        """Momentum rows about the base origin in base axes, as about the centre of mass
-        in world axes."""
-        offset = self._chain.center_of_mass(chain_q)
-        angular = momentum[3:] - _skew(offset) @ momentum[:3]
-        return np.concatenate((rotation @ momentum[:3], rotation @ angular))
+    def _base_center_of_mass(self, mass_matrix):
+        """The centre of mass in base axes from the mass matrix, whose base block is the
+        whole robot's spatial inertia about the base origin: ``M[3:6, :3] = m [c]x``."""
+        mass = mass_matrix[0, 0]
+        if not mass > 0:
+            raise InvalidInputError(f"robot {self.name!r} has no mass: it has no centre of mass")
+        return np.array([mass_matrix[5, 1], mass_matrix[3, 2], mass_matrix[4, 0]]) / mass
+
+    def _at_center_of_mass(self, rotation, mass_matrix, momentum):
+        """Momentum rows ``[linear; angular about the base origin]`` in base axes, as
+        about the centre of mass in world axes."""
+        offset = self._base_center_of_mass(mass_matrix)
+        return np.concatenate((rotation @ momentum[:3],
+                               rotation @ (momentum[3:] - _skew(offset) @ momentum[:3])))
 
     def centroidal_momentum_matrix(self, q):
         """Ag, 6 x nv: ``[linear; angular]`` momentum about the centre of mass, world
-        axes, is ``Ag v`` (Pinocchio's ``ccrba``)."""
+        axes, is ``Ag v`` (Pinocchio's ``ccrba``).  The first six rows of M are the
+        momentum at the base, in base axes."""
         _, rotation, chain_q = self._base(q)
-        return self._momentum_at_com(rotation, chain_q, self._chain.mass_matrix(chain_q)[:_BASE])
+        mass_matrix = self._chain.mass_matrix(chain_q)
+        return self._at_center_of_mass(rotation, mass_matrix, mass_matrix[:_BASE])
 
     def center_of_mass_jacobian(self, q):
         """3 x nv: the centre of mass's velocity in world axes is ``J v``."""
         _, rotation, chain_q = self._base(q)
-        mass = self._chain.total_mass
-        if mass <= 0:
-            raise InvalidInputError(f"robot {self.name!r} has no mass: it has no centre of mass")
-        return rotation @ self._chain.mass_matrix(chain_q)[:3] / mass
+        mass_matrix = self._chain.mass_matrix(chain_q)
+        self._base_center_of_mass(mass_matrix)      # refuses a massless robot
+        return rotation @ mass_matrix[:3] / mass_matrix[0, 0]
 
     def centroidal_momentum_bias(self, q, v):
         """``Ag_dot v``: the rate of centroidal momentum at zero acceleration (world axes,
-        about the centre of mass; gravity not included)."""
+        about the centre of mass; gravity not included).  It is the wrench on the base
+        that gives the base no acceleration without gravity: the rate of the momentum
+        about the inertial point at the base origin, moved to the centre of mass."""
         _, rotation, chain_q = self._base(q)
         v = self._v("v", v)
         shift = np.zeros(self.nv)
         shift[:_BASE] = velocity_product(v)
         wrench = self._chain.inverse_dynamics(chain_q, v, -shift)[:_BASE]
-        return self._momentum_at_com(rotation, chain_q, wrench)
+        return self._at_center_of_mass(rotation, self._chain.mass_matrix(chain_q), wrench)
 
 
 def _not_yet(name):
