@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from ..description.urdf import JointDescription, LinkDescription, RobotDescription
-from ..errors import InvalidInputError, UnknownNameError
+from ..errors import InvalidInputError, SingularDynamicsError, UnknownNameError
 from ..validation import MAX_MAGNITUDE, as_samples, as_vector
 from .configuration import time_step
 from .constrained import TASK_SPACE_PARTS
@@ -412,9 +412,21 @@ class FloatingBaseModel(RobotModel):
     def forward_dynamics(self, q, v, tau, wrenches=None):
         chain_q, rotation = self._pose(q)
         v = self._v("v", v)
-        chain_a = self._chain.forward_dynamics(chain_q, v, tau,
-                                               self._base_wrenches(wrenches, rotation))
+        try:
+            chain_a = self._chain.forward_dynamics(chain_q, v, tau,
+                                                   self._base_wrenches(wrenches, rotation))
+        except SingularDynamicsError as error:
+            raise self._named_base(error) from None
         return chain_a + self._shift(rotation, v)
+
+    def _named_base(self, error):
+        """The chain model's singular-dynamics ``error`` in this model's terms."""
+        if not any(f"{name!r}" in str(error) for name in self._virtual_frames):
+            return error
+        return SingularDynamicsError(
+            f"robot {self.name!r} has no forward dynamics on a free base: its inertia about "
+            "the base cannot be inverted (a massless robot, or one whose bodies have no "
+            "inertia about some axis, cannot float)")
 
     # ------------------------------------------------------------------ batches
     def _batch_base(self, Q, V=None):
@@ -443,7 +455,10 @@ class FloatingBaseModel(RobotModel):
         count = len(as_samples("Q", Q, self.nq))
         V, TAU = as_samples("V", V, self.nv, count), as_samples("TAU", TAU, self.nv, count)
         chain_Q, shifts = self._batch_base(Q, V)
-        return self._chain.forward_dynamics_batch(chain_Q, V, TAU) + shifts
+        try:
+            return self._chain.forward_dynamics_batch(chain_Q, V, TAU) + shifts
+        except SingularDynamicsError as error:
+            raise self._named_base(error) from None
 
     # ------------------------------------------------------------------ derivatives
     def inverse_dynamics_derivatives(self, q, v, a, wrenches=None):
@@ -474,11 +489,27 @@ class FloatingBaseModel(RobotModel):
         return dtau_dq
 
     def forward_dynamics_derivatives(self, q, v, tau, wrenches=None):
-        """``(da_dq, da_dv, da_dtau)``; ``dq`` as :meth:`inverse_dynamics_derivatives`."""
-        a = self.forward_dynamics(q, v, tau, wrenches)
-        dtau_dq, dtau_dv = self.inverse_dynamics_derivatives(q, v, a, wrenches)
-        inverse = np.linalg.inv(self.mass_matrix(q))
-        return -inverse @ dtau_dq, -inverse @ dtau_dv, inverse
+        """``(da_dq, da_dv, da_dtau)``; ``dq`` as :meth:`inverse_dynamics_derivatives`.
+
+        The chain model's, with the base's columns: turned, the base sees gravity (and
+        world-fixed wrenches) turn the other way; the velocity product adds to ``da_dv``."""
+        _, rotation, chain_q = self._base(q)
+        v = self._v("v", v)
+        base_wrenches = self._base_wrenches(wrenches, rotation)
+        try:
+            chain_dq, da_dv, inverse = self._chain.forward_dynamics_derivatives(
+                chain_q, v, tau, base_wrenches)
+        except SingularDynamicsError as error:
+            raise self._named_base(error) from None
+        da_dq = np.zeros_like(chain_dq)
+        da_dq[:, _BASE:] = chain_dq[:, _BASE:]
+        da_dq[:3, 3:6] = _skew(np.array(self._gravity_floats) @ rotation)
+        for link, wrench in (base_wrenches or {}).items():
+            turning = np.vstack((_skew(wrench[:3]), _skew(wrench[3:])))
+            da_dq[:, 3:6] += inverse @ (self._chain.jacobian(chain_q, link).T @ turning)
+        da_dv = da_dv.copy()
+        da_dv[:_BASE, :_BASE] += velocity_product_derivative(v)
+        return da_dq, da_dv, inverse
 
     def gravity_derivatives(self, q):
         return self.inverse_dynamics_derivatives(q, np.zeros(self.nv), np.zeros(self.nv))[0]
@@ -569,8 +600,11 @@ class FloatingBaseModel(RobotModel):
             base_alpha = turn.T @ alpha
             chain_constraints.append((self._frame(frame), base_alpha,
                                       np.asarray(beta, dtype=float) - gravity @ base_alpha))
-        result = self._chain.hybrid_dynamics(chain_q, v, chain_constraints, tau,
-                                             self._base_wrenches(wrenches, rotation))
+        try:
+            result = self._chain.hybrid_dynamics(chain_q, v, chain_constraints, tau,
+                                                 self._base_wrenches(wrenches, rotation))
+        except SingularDynamicsError as error:
+            raise self._named_base(error) from None
         accelerations = {name: turn @ (acceleration + gravity)
                          for name, acceleration in result.frame_accelerations.items()}
         return dataclasses.replace(result, qdd=result.qdd + shift, frame_accelerations=accelerations,
@@ -585,8 +619,11 @@ class FloatingBaseModel(RobotModel):
         for name in names:
             self.joint_index(name)
         shift = self._shift(rotation.ravel().tolist(), v)
-        result = self._chain.mixed_dynamics(chain_q, v, self._v("a", a) - shift, tau, names,
-                                            self._base_wrenches(wrenches, rotation))
+        try:
+            result = self._chain.mixed_dynamics(chain_q, v, self._v("a", a) - shift, tau, names,
+                                                self._base_wrenches(wrenches, rotation))
+        except SingularDynamicsError as error:
+            raise self._named_base(error) from None
         return type(result)(result.qdd + shift, result.tau)
 
     # ------------------------------------------------------------------ centroidal quantities

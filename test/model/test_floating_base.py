@@ -7,9 +7,10 @@ import pinocchio as pin
 import pytest
 
 from soa_dynamics_ros import RobotModel
-from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError, UnsupportedJointError
+from soa_dynamics_ros.errors import (InvalidInputError, SingularDynamicsError, UnknownNameError,
+                                     UnsupportedJointError)
 from soa_dynamics_ros.model.floating_base import FloatingBaseModel
-from support.robots import example_robot_text
+from support.robots import REPO, example_robot_text
 
 ROBOTS = {
     "talos": "talos_data/robots/talos_reduced.urdf",
@@ -338,3 +339,59 @@ def test_fixed_base_models_have_the_trivial_configuration_space(rng):
     np.testing.assert_allclose(model.difference([0.5], [1.0]), [0.5])
     with pytest.raises(InvalidInputError, match="dt must be finite"):
         model.integrate([0.5], [2.0], float("nan"))
+
+
+@pytest.mark.parametrize("kernels", ["off", "generic"])
+def test_every_path_of_the_chain_model_gives_pinocchio_s_answers(kernels, rng):
+    """The numpy path and the generic module (the per-robot kernels: bench_floating_base.py
+    prepares them on Talos) serve the same floating-base answers."""
+    text = example_robot_text(ROBOTS["solo12"])
+    model = _quiet_model(text, floating_base=True, kernels=kernels)
+    reference = Reference(text, model)
+    pm, data = reference.model, reference.data
+    q, v, a, tau = _state(model, rng)
+    qp, vp, ap, taup = reference.q(q), reference.v(v), reference.v(a), reference.v(tau)
+    assert_relative(model.inverse_dynamics(q, v, a),
+                    reference.vector(pin.rnea(pm, data, qp, vp, ap)), "inverse dynamics")
+    assert_relative(model.forward_dynamics(q, v, tau),
+                    reference.vector(pin.aba(pm, data, qp, vp, taup)), "forward dynamics")
+    assert_relative(model.mass_matrix(q), reference.matrix(_symmetric(pin.crba(pm, data, qp))),
+                    "mass matrix")
+    pin.computeRNEADerivatives(pm, data, qp, vp, ap)
+    assert_relative(model.inverse_dynamics_derivatives(q, v, a)[0],
+                    reference.matrix(data.dtau_dq), "dtau/dq")
+
+
+def test_derivatives_with_wrenches_match_finite_differences(rng):
+    """Wrenches held fixed in world axes: the base columns turn them in base axes."""
+    model = _quiet_model(example_robot_text(ROBOTS["go2"]), floating_base=True)
+    q, v, a, _ = _state(model, rng)
+    wrenches = {_foot(model): rng.normal(size=6) * 20, model.base_link: rng.normal(size=6)}
+    dtau_dq, dtau_dv = model.inverse_dynamics_derivatives(q, v, a, wrenches)
+    da_dq, _, _ = model.forward_dynamics_derivatives(q, v, a, wrenches)
+    step = 1e-6
+    for column in range(model.nv):
+        direction = np.zeros(model.nv)
+        direction[column] = step
+        ahead = model.inverse_dynamics(model.integrate(q, direction, 1.0), v, a, wrenches)
+        behind = model.inverse_dynamics(model.integrate(q, -direction, 1.0), v, a, wrenches)
+        np.testing.assert_allclose(dtau_dq[:, column], (ahead - behind) / (2 * step),
+                                   atol=1e-5 * np.abs(dtau_dq).max(), err_msg=f"column {column}")
+        ahead = model.forward_dynamics(model.integrate(q, direction, 1.0), v, a, wrenches)
+        behind = model.forward_dynamics(model.integrate(q, -direction, 1.0), v, a, wrenches)
+        np.testing.assert_allclose(da_dq[:, column], (ahead - behind) / (2 * step),
+                                   atol=1e-5 * np.abs(da_dq).max(), err_msg=f"column {column}")
+        faster = model.inverse_dynamics(q, v + direction, a, wrenches)
+        slower = model.inverse_dynamics(q, v - direction, a, wrenches)
+        np.testing.assert_allclose(dtau_dv[:, column], (faster - slower) / (2 * step),
+                                   atol=1e-5 * np.abs(dtau_dv).max(), err_msg=f"column {column}")
+
+
+def test_a_robot_that_cannot_float_is_named_not_its_virtual_joints():
+    """A planar pendulum's rods have no inertia about their own axes: free, it has no
+    forward dynamics, and the error says so without the model's internal names."""
+    model = RobotModel.from_urdf(str(REPO / "urdf" / "double_pendulum.urdf"), floating_base=True)
+    with pytest.raises(SingularDynamicsError, match="free base") as raised:
+        model.forward_dynamics(model.neutral_configuration(), np.zeros(model.nv),
+                               np.zeros(model.nv))
+    assert "free_flyer" not in str(raised.value)
