@@ -615,7 +615,11 @@ class FloatingBaseModel(RobotModel):
         their ``tau``."""
         _, rotation, chain_q = self._base(q)
         v = self._v("v", v)
-        names = [prescribed] if isinstance(prescribed, str) else list(prescribed)
+        try:
+            names = [prescribed] if isinstance(prescribed, str) else list(prescribed)
+        except TypeError:
+            raise InvalidInputError("prescribed must be a joint name or a list of them, not "
+                                    f"{type(prescribed).__name__}") from None
         for name in names:
             self.joint_index(name)
         shift = self._shift(rotation.ravel().tolist(), v)
@@ -633,46 +637,53 @@ class FloatingBaseModel(RobotModel):
         return rotation @ self._base_center_of_mass(self._chain.mass_matrix(chain_q)) + q[:3]
 
     def _base_center_of_mass(self, mass_matrix):
-        """The centre of mass in base axes from the mass matrix, whose base block is the
-        whole robot's spatial inertia about the base origin: ``M[3:6, :3] = m [c]x``."""
-        mass = mass_matrix[0, 0]
+        """The centre of mass in base axes, read from M's base block, the whole robot's
+        spatial inertia about the base origin: ``M[3:6, :3] = m [c]x``."""
+        mass = float(mass_matrix[0, 0])
         if not mass > 0:
             raise InvalidInputError(f"robot {self.name!r} has no mass: it has no centre of mass")
-        return np.array([mass_matrix[5, 1], mass_matrix[3, 2], mass_matrix[4, 0]]) / mass
+        moments = mass_matrix[3:6, :3].tolist()
+        return moments[2][1] / mass, moments[0][2] / mass, moments[1][0] / mass
 
-    def _at_center_of_mass(self, rotation, mass_matrix, momentum):
-        """Momentum rows ``[linear; angular about the base origin]`` in base axes, as
-        about the centre of mass in world axes."""
-        offset = self._base_center_of_mass(mass_matrix)
-        return np.concatenate((rotation @ momentum[:3],
-                               rotation @ (momentum[3:] - _skew(offset) @ momentum[:3])))
+    def _to_center_of_mass(self, rotation, mass_matrix):
+        """The 6x6 map from momentum ``[linear; angular about the base origin]`` in base
+        axes to momentum about the centre of mass in world axes, ``[[R, 0], [-R [c]x, R]]``
+        (``rotation``: the base rotation's 9 entries)."""
+        cx, cy, cz = self._base_center_of_mass(mass_matrix)
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = rotation
+        return np.array((
+            (r00, r01, r02, 0.0, 0.0, 0.0), (r10, r11, r12, 0.0, 0.0, 0.0),
+            (r20, r21, r22, 0.0, 0.0, 0.0),
+            (r02 * cy - r01 * cz, r00 * cz - r02 * cx, r01 * cx - r00 * cy, r00, r01, r02),
+            (r12 * cy - r11 * cz, r10 * cz - r12 * cx, r11 * cx - r10 * cy, r10, r11, r12),
+            (r22 * cy - r21 * cz, r20 * cz - r22 * cx, r21 * cx - r20 * cy, r20, r21, r22)))
 
     def centroidal_momentum_matrix(self, q):
         """Ag, 6 x nv: ``[linear; angular]`` momentum about the centre of mass, world
         axes, is ``Ag v`` (Pinocchio's ``ccrba``).  The first six rows of M are the
         momentum at the base, in base axes."""
-        _, rotation, chain_q = self._base(q)
+        chain_q, rotation = self._pose(q)
         mass_matrix = self._chain.mass_matrix(chain_q)
-        return self._at_center_of_mass(rotation, mass_matrix, mass_matrix[:_BASE])
+        return self._to_center_of_mass(rotation, mass_matrix) @ mass_matrix[:_BASE]
 
     def center_of_mass_jacobian(self, q):
         """3 x nv: the centre of mass's velocity in world axes is ``J v``."""
-        _, rotation, chain_q = self._base(q)
+        chain_q, rotation = self._pose(q)
         mass_matrix = self._chain.mass_matrix(chain_q)
         self._base_center_of_mass(mass_matrix)      # refuses a massless robot
-        return rotation @ mass_matrix[:3] / mass_matrix[0, 0]
+        return np.array(rotation).reshape(3, 3) @ mass_matrix[:3] / mass_matrix[0, 0]
 
     def centroidal_momentum_bias(self, q, v):
         """``Ag_dot v``: the rate of centroidal momentum at zero acceleration (world axes,
         about the centre of mass; gravity not included).  It is the wrench on the base
         that gives the base no acceleration without gravity: the rate of the momentum
         about the inertial point at the base origin, moved to the centre of mass."""
-        _, rotation, chain_q = self._base(q)
+        chain_q, rotation = self._pose(q)
         v = self._v("v", v)
-        shift = np.zeros(self.nv)
+        shift = np.zeros(self._nv)
         shift[:_BASE] = velocity_product(v)
         wrench = self._chain.inverse_dynamics(chain_q, v, -shift)[:_BASE]
-        return self._at_center_of_mass(rotation, self._chain.mass_matrix(chain_q), wrench)
+        return self._to_center_of_mass(rotation, self._chain.mass_matrix(chain_q)) @ wrench
 
 
 def _not_yet(name):

@@ -235,7 +235,18 @@ def test_integrate_and_difference_match_pinocchio(robot, rng):
 def test_free_fall_and_momentum_conservation(robot, rng):
     """Physics without a library: with no joint torques the centre of mass falls at g,
     and without gravity the centroidal momentum is constant."""
-    model, _ = robot
+    _check_free_fall(robot[0], rng)
+
+
+def test_mimic_joints_beside_a_free_base_fall_freely(rng):
+    """The dual-arm torso's grippers are mimic joints (dynamics through M, not the
+    articulated-body recursion)."""
+    model = RobotModel.from_urdf(str(REPO / "urdf" / "dual_arm_torso.urdf"), floating_base=True)
+    assert model.nv == 6 + len(model.joint_names)
+    _check_free_fall(model, rng)
+
+
+def _check_free_fall(model, rng):
     q, v, _, _ = _state(model, rng)
     rest = np.zeros(model.nv)
     qdd = model.forward_dynamics(q, rest, rest)
