@@ -15,6 +15,7 @@ rounds of a mean over many calls, each round timing both libraries in turn
 Writes bench/results/floating_base.md and .json.
 """
 import argparse
+import os
 import pathlib
 import sys
 import time
@@ -91,7 +92,9 @@ def main():
               f"{ratio_cell(row['ours_us'], row['pinocchio_us'], row['target'])}", flush=True)
     lines = [f"# {run_header('Floating-base dynamics, warm per call (bench_floating_base.py)')}",
              "", f"Talos (talos_reduced.urdf), free-flyer: nq {model.nq}, nv {model.nv}; "
-             f"kernels {model.kernels}.  Ratio = ours / Pinocchio; bold misses the target.", "",
+             f"kernels {model.kernels}; load average at the end "
+             f"{', '.join(f'{load:.1f}' for load in os.getloadavg())}.  Ratio = ours / "
+             "Pinocchio; bold misses the target.", "",
              "| quantity | ours (us) | Pinocchio (us) | Pinocchio route | ratio | target |",
              "|---|---|---|---|---|---|"]
     lines += [f"| {row['quantity']} | {fmt(row['ours_us'])} | {fmt(row['pinocchio_us'])} | "
