@@ -257,27 +257,46 @@ class FloatingBaseModel(RobotModel):
         q[6] = 1.0
         return q
 
-    def _pose(self, q):
-        """``(chain coordinates, the base rotation's 9 entries row by row)`` of ``q``;
-        InvalidInputError for anything but a finite vector of nq with a unit quaternion.
+    def _pose_values(self, q):
+        """``(chain coordinates, [x, y, z, qx, qy, qz, qw], squared quaternion norm)`` of
+        ``q``; InvalidInputError for anything but a finite vector of nq with a unit
+        quaternion.
 
         Written on Python floats: on the warm path of the dynamics this costs less than
         the compiled recursion, where numpy calls would cost several of it."""
         if type(q) is not _NDARRAY or q.shape != self._q_shape or q.dtype != _FLOAT:
             q = as_vector("q", q, self.nq)
-        px, py, pz, x, y, z, w = q[:7].tolist()
+        values = q[:7].tolist()
+        px, py, pz, x, y, z, w = values
         norm2 = x * x + y * y + z * z + w * w
         if not (_NORM2_LOW <= norm2 <= _NORM2_HIGH and -MAX_MAGNITUDE <= px <= MAX_MAGNITUDE
                 and -MAX_MAGNITUDE <= py <= MAX_MAGNITUDE
                 and -MAX_MAGNITUDE <= pz <= MAX_MAGNITUDE):
             _checked_quaternions("q", as_vector("q", q, self.nq)[3:7])  # raises, naming it
-        scale = 1.0 / math.sqrt(norm2)
-        x, y, z, w = x * scale, y * scale, z * scale, w * scale
         chain_q = np.zeros(self._nv)
         chain_q[_BASE:] = q[7:]
+        return chain_q, values, norm2
+
+    def _pose(self, q):
+        """``(chain coordinates, the base rotation's 9 entries row by row)`` of ``q``."""
+        chain_q, (_, _, _, x, y, z, w), norm2 = self._pose_values(q)
+        scale = 1.0 / math.sqrt(norm2)
+        x, y, z, w = x * scale, y * scale, z * scale, w * scale
         return chain_q, (1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
                          2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
                          2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))
+
+    def _chain_inputs(self, q, v):
+        """``(chain coordinates, shift)`` of the dynamics' warm path (:meth:`_shift`), gravity
+        turned into base axes by the quaternion directly."""
+        chain_q, (_, _, _, x, y, z, w), norm2 = self._pose_values(q)
+        gx, gy, gz = self._gravity_floats
+        # R^T g for R of the unit quaternion q / |q|: g + (w t - u x t) / |q|^2, t = 2 g x u.
+        tx, ty, tz = 2.0 * (gy * z - gz * y), 2.0 * (gz * x - gx * z), 2.0 * (gx * y - gy * x)
+        gravity = (gx + (w * tx - (y * tz - z * ty)) / norm2,
+                   gy + (w * ty - (z * tx - x * tz)) / norm2,
+                   gz + (w * tz - (x * ty - y * tx)) / norm2)
+        return chain_q, self._shift_of(gravity, v)
 
     def _base(self, q):
         """``(q, base rotation 3x3, chain coordinates)``, ``q`` validated."""
@@ -342,12 +361,15 @@ class FloatingBaseModel(RobotModel):
 
     # ------------------------------------------------------------------ the chain model's terms
     def _shift(self, rotation, v):
-        """``qdd - chain qdd``: the velocity product and gravity in base axes, of the base
-        rotation's 9 entries and ``v`` (None: at rest)."""
+        """``qdd - chain qdd`` of the base rotation's 9 entries and ``v`` (None: at rest)."""
         r00, r01, r02, r10, r11, r12, r20, r21, r22 = rotation
         gx, gy, gz = self._gravity_floats
-        gravity = (r00 * gx + r10 * gy + r20 * gz, r01 * gx + r11 * gy + r21 * gz,
-                   r02 * gx + r12 * gy + r22 * gz)
+        return self._shift_of((r00 * gx + r10 * gy + r20 * gz, r01 * gx + r11 * gy + r21 * gz,
+                               r02 * gx + r12 * gy + r22 * gz), v)
+
+    def _shift_of(self, gravity, v):
+        """``qdd - chain qdd``: the velocity product of ``v`` (None: at rest) and gravity
+        in base axes."""
         shift = np.zeros(self._nv)
         if v is None:
             shift[:3] = gravity
@@ -359,6 +381,18 @@ class FloatingBaseModel(RobotModel):
         shift[:_BASE] = (vy * wz - vz * wy + gravity[0], vz * wx - vx * wz + gravity[1],
                          vx * wy - vy * wx + gravity[2], wy * wz, -wx * wz, wx * wy)
         return shift
+
+    def _named(self, error, **vectors):
+        """The chain model's InvalidInputError ``error`` about NaN or range, as the
+        validation of this model's ``vectors`` names it (indices in this model's
+        coordinates); ``error`` itself when they pass."""
+        sizes = {"q": self.nq}
+        try:
+            for name, value in vectors.items():
+                as_vector(name, value, sizes.get(name, self.nv))
+        except InvalidInputError as named:
+            return named
+        return error
 
     def _frame(self, frame):
         if type(frame) is not str or frame in self._virtual_frames:
@@ -389,35 +423,54 @@ class FloatingBaseModel(RobotModel):
     def inverse_dynamics(self, q, v, a, wrenches=None):
         """Generalized forces (nv; base wrench first) producing ``a``:
         ``M a + h = tau + sum J_i^T w_i``."""
-        chain_q, rotation = self._pose(q)
         v = self._v("v", v)
+        if wrenches is None:
+            chain_q, shift = self._chain_inputs(q, v)
+            try:
+                return self._chain.inverse_dynamics(chain_q, v, self._v("a", a) - shift)
+            except InvalidInputError as error:
+                raise self._named(error, q=q, v=v, a=a) from None
+        chain_q, rotation = self._pose(q)
         return self._chain.inverse_dynamics(chain_q, v, self._v("a", a) - self._shift(rotation, v),
                                             self._base_wrenches(wrenches, rotation))
 
     def gravity_torques(self, q):
         """``g(q)``: the generalized forces that hold the robot still, the base's included."""
-        chain_q, rotation = self._pose(q)
-        return self._chain.inverse_dynamics(chain_q, np.zeros(self._nv),
-                                            -self._shift(rotation, None))
+        chain_q, shift = self._chain_inputs(q, None)
+        try:
+            return self._chain.inverse_dynamics(chain_q, np.zeros(self._nv), -shift)
+        except InvalidInputError as error:
+            raise self._named(error, q=q) from None
 
     def bias_torques(self, q, v):
-        chain_q, rotation = self._pose(q)
         v = self._v("v", v)
-        return self._chain.inverse_dynamics(chain_q, v, -self._shift(rotation, v))
+        chain_q, shift = self._chain_inputs(q, v)
+        try:
+            return self._chain.inverse_dynamics(chain_q, v, -shift)
+        except InvalidInputError as error:
+            raise self._named(error, q=q, v=v) from None
 
     def mass_matrix(self, q):
         """M(q), nv x nv: the base's orientation and position do not enter it."""
-        return self._chain.mass_matrix(self._pose(q)[0])
+        try:
+            return self._chain.mass_matrix(self._pose_values(q)[0])
+        except InvalidInputError as error:
+            raise self._named(error, q=q) from None
 
     def forward_dynamics(self, q, v, tau, wrenches=None):
-        chain_q, rotation = self._pose(q)
         v = self._v("v", v)
+        if wrenches is None:
+            chain_q, shift = self._chain_inputs(q, v)
+            base_wrenches = None
+        else:
+            chain_q, rotation = self._pose(q)
+            shift, base_wrenches = self._shift(rotation, v), self._base_wrenches(wrenches, rotation)
         try:
-            chain_a = self._chain.forward_dynamics(chain_q, v, tau,
-                                                   self._base_wrenches(wrenches, rotation))
+            return self._chain.forward_dynamics(chain_q, v, tau, base_wrenches) + shift
         except SingularDynamicsError as error:
             raise self._named_base(error) from None
-        return chain_a + self._shift(rotation, v)
+        except InvalidInputError as error:
+            raise self._named(error, q=q, v=v, tau=tau) from None
 
     def _named_base(self, error):
         """The chain model's singular-dynamics ``error`` in this model's terms."""

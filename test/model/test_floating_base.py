@@ -274,6 +274,16 @@ def test_bad_configurations_are_refused_and_change_nothing(robot, rng):
                 call()
     with pytest.raises(InvalidInputError, match="shape"):
         model.inverse_dynamics(q, v[1:], a)
+    # NaN in a joint is named at its index in this model's vectors, not the engine's.
+    for name, vector in (("q", q), ("v", v), ("a", a)):
+        bad = vector.copy()
+        bad[10] = np.nan
+        arguments = {"q": q, "v": v, "a": a, name: bad}
+        with pytest.raises(InvalidInputError, match=rf"{name} holds NaN or inf at index \[10\]"):
+            model.inverse_dynamics(**arguments)
+        if name == "q":
+            with pytest.raises(InvalidInputError, match=r"q holds NaN or inf at index \[10\]"):
+                model.mass_matrix(bad)
     with pytest.raises(UnknownNameError):
         model.jacobian(q, "free_flyer_world")
     with pytest.raises(InvalidInputError, match="subgraph is not available"):
