@@ -416,3 +416,18 @@ def test_a_robot_that_cannot_float_is_named_not_its_virtual_joints():
         model.forward_dynamics(model.neutral_configuration(), np.zeros(model.nv),
                                np.zeros(model.nv))
     assert "free_flyer" not in str(raised.value)
+
+
+def test_a_payload_on_the_base_is_carried_by_the_base_wrench():
+    """Physics: at the neutral pose, holding 2 kg more takes 2 g more force on the base."""
+    model = RobotModel.from_urdf(str(REPO / "urdf" / "dual_arm_torso.urdf"), floating_base=True)
+    q = model.neutral_configuration()
+    before, mass = model.gravity_torques(q), model.total_mass
+    model.attach_payload("box", model.base_link, 2.0)
+    assert model.total_mass == pytest.approx(mass + 2.0)
+    np.testing.assert_allclose(model.gravity_torques(q)[:3] - before[:3], [0.0, 0.0, 2.0 * 9.81],
+                               atol=1e-9)
+    with pytest.raises(UnknownNameError):
+        model.attach_payload("ghost", "free_flyer_world", 1.0)
+    model.detach_payload("box")
+    np.testing.assert_allclose(model.gravity_torques(q), before, atol=1e-12)
