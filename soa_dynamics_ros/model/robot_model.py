@@ -64,13 +64,14 @@ from ..algorithms.momentum import coriolis_transpose_product as _momentum_gather
 from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
-from ..errors import InvalidInputError, UnknownNameError
+from ..errors import InvalidInputError, UnknownNameError, UnsupportedJointError
 from ..multibody.spatial import (homogeneous, inertia_parameters, inertia_to_parameters,
                                  motion_transform, spatial_inertia, transformed_inertia)
 from ..multibody.tree import BodyTree
 from ..validation import (MAX_PAYLOAD_COM, as_float_array, as_samples, as_vector,
                           check_link_inertias, payload_problems, readable)
 from . import constrained, derivatives, identification
+from .configuration import ConfigurationSpace
 from .evaluation import hinge_positions, select_joints
 from .kernel_router import (AUTO_COMPILE_AFTER, FAST_KERNELS, KERNEL_MODES, KERNELS_ENV,
                             KernelControls, KernelRouter)
@@ -84,8 +85,9 @@ __all__ = ["RobotModel", "algorithms", "AUTO_COMPILE_AFTER", "FAST_KERNELS", "KE
            "KERNELS_ENV"]
 
 
-class RobotModel:
-    """A fixed-base rigid multibody tree built from a URDF."""
+class RobotModel(ConfigurationSpace):
+    """A fixed-base rigid multibody tree built from a URDF (a floating-base one:
+    :class:`~soa_dynamics_ros.model.floating_base.FloatingBaseModel`)."""
 
     def __init__(self, description, strict_inertia=False, kernels="auto"):
         check_link_inertias(description, strict_inertia)
@@ -108,7 +110,8 @@ class RobotModel:
 
     @classmethod
     def from_urdf(cls, source, strict_inertia=False, kernels="auto", package_paths=None,
-                  xacro_timeout=DEFAULT_XACRO_TIMEOUT, allow_xacro=True, allow_path=True):
+                  xacro_timeout=DEFAULT_XACRO_TIMEOUT, allow_xacro=True, allow_path=True,
+                  floating_base=False):
         """Build from a URDF/xacro file path or XML string.
 
         ``strict_inertia=True`` turns inertia warnings (zero mass, not positive
@@ -125,11 +128,25 @@ class RobotModel:
         docs/descriptions.md, "Untrusted descriptions".
         ``source`` may also be a ``urdf_parser_py.urdf.Robot`` (see
         :mod:`soa_dynamics_ros.description.urdf_objects`): the same model as from its XML.
+        ``floating_base=True`` puts a free joint between the world and the root link, as
+        a root link hanging from a massless world link by a ``floating`` joint does: a
+        :class:`~soa_dynamics_ros.model.floating_base.FloatingBaseModel`
+        (docs/floating_base.md).
         """
         if not isinstance(source, (str, os.PathLike)):
-            return cls(description_from_robot(source), strict_inertia, kernels)
-        return cls(parse_urdf(source, package_paths, xacro_timeout, allow_xacro, allow_path),
-                   strict_inertia, kernels)
+            description = description_from_robot(source)
+        else:
+            description = parse_urdf(source, package_paths, xacro_timeout, allow_xacro,
+                                     allow_path)
+        if floating_base and description.free_root_joint is not None:
+            raise UnsupportedJointError(
+                f"floating_base=True, but robot {description.name!r} already hangs from the "
+                f"world by its floating joint {description.free_root_joint!r}, which makes it "
+                "floating-base: load it without floating_base=True")
+        if floating_base or description.free_root_joint is not None:
+            from .floating_base import FloatingBaseModel
+            return FloatingBaseModel(description, strict_inertia, kernels)
+        return cls(description, strict_inertia, kernels)
 
     # ------------------------------------------------------------------ compiled kernels
     def _use_router(self, dispatch):
