@@ -17,10 +17,17 @@ most ``share`` of the thread, and a joint state waits at most for one request.  
 middleware, in each service's bounded queue (its QoS depth, rclpy's default for
 services): under a flood clients get slower answers, or none when their
 request is pushed out of that queue, and the node's memory stays bounded.
+
+An idle node is not woken to look for requests: a watcher thread waits (in
+``rcl_wait``, without the GIL) until one is waiting, then wakes the node's
+executor through a timer, and waits again only after the loop has looked.
 """
+import contextlib
+import threading
 import time
 import traceback
 
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 
 from ..errors import clipped
@@ -31,9 +38,10 @@ REQUEST_SHARE = 0.2
 # [s] The longest pause after one request: a request too large to be accepted
 # (refused once taken: seconds of deserializing) must not silence the services for long.
 LONGEST_REQUEST_PAUSE = 1.0
-# [s] How often an idle gate looks for requests: what an idle node's loop
-# wakes for, and the longest a request waits in an idle node.
+# [s] The least pause between two looks for requests.
 REQUEST_POLL_PERIOD = 0.002
+# [s] The wake-up timer's period: it fires once, at once, after the watcher resets it.
+WAKE_DELAY = 1e-6
 
 
 class RequestGate:
@@ -49,20 +57,40 @@ class RequestGate:
         self._services = [self.node.create_service(service_type, f"{prefix}/{name}", callback)
                           for name, (service_type, callback) in services.items()]
         self._share = share
-        self._next_look = 0.0        # (monotonic)
+        self._next_look = 0.0        # (monotonic) no request is taken before
         self._turn = 0               # where the next look starts: no service starves another
         self._log = ThrottledLog(node.get_logger())
+        # The watcher's signals: a request waits (the loop should look), the loop has looked.
+        self._waiting = threading.Event()
+        self._looked = threading.Event()
+        self._looked.set()
+        self._closing = False
+        # A timer rather than a guard condition: the EventsExecutor runs no guard conditions,
+        # and a timer reset from another thread wakes either executor.
+        self._wake_node = node.create_timer(WAKE_DELAY, self._woken)
+        self._wake_node.cancel()
+        self._stop_watching = self.node.create_guard_condition(lambda: None)
+        self._watcher = threading.Thread(target=self._watch, name="request-watcher", daemon=True)
+        self._watcher.start()
 
     def wait_time(self, longest):
-        """Seconds until :meth:`serve` may take a request, at most ``longest``."""
+        """Seconds the loop may wait for callbacks before :meth:`serve` should run, at most ``longest``."""
+        if not self._waiting.is_set():
+            return longest
         return min(max(self._next_look - time.monotonic(), 0.0), longest)
 
     def serve(self):
         """Answer one waiting request if the requests' share allows it now; True if one was."""
+        if not self._waiting.is_set():
+            return False
         started = time.monotonic()
         if started < self._next_look:
             return False
+        self._waiting.clear()
+        # (also after a look that found nothing: a service the middleware reports ready
+        # without a request to take cannot make the loop spin)
         self._next_look = started + REQUEST_POLL_PERIOD
+        answered = False
         count = len(self._services)
         for step in range(count):
             service = self._services[(self._turn + step) % count]
@@ -71,8 +99,35 @@ class RequestGate:
                 cost = time.monotonic() - started
                 pause = min(cost * (1.0 - self._share) / self._share, LONGEST_REQUEST_PAUSE)
                 self._next_look = started + cost + max(pause, REQUEST_POLL_PERIOD)
-                return True
-        return False
+                answered = True
+                break
+        self._looked.set()
+        return answered
+
+    def _watch(self):
+        """Until :meth:`destroy`: wait for a request, signal it, wait for the loop to look."""
+        wait_set = _rclpy.WaitSet(0, 1, 0, 0, len(self._services), 0, self.node.context.handle)
+        while True:
+            self._looked.wait()
+            self._looked.clear()
+            if self._closing:
+                return
+            with contextlib.ExitStack() as handles:
+                wait_set.clear_entities()
+                for service in self._services:
+                    handles.enter_context(service.handle)
+                    wait_set.add_service(service.handle)
+                handles.enter_context(self._stop_watching.handle)
+                wait_set.add_guard_condition(self._stop_watching.handle)
+                wait_set.wait(-1)
+            if self._closing:
+                return
+            self._waiting.set()
+            self._wake_node.reset()
+
+    def _woken(self):
+        """The wake-up timer's callback: once is enough (the loop serves after every callback)."""
+        self._wake_node.cancel()
 
     def _answer(self, service):
         """Take one request of ``service`` and reply to it; False if none was waiting."""
@@ -90,4 +145,8 @@ class RequestGate:
         return True
 
     def destroy(self):
+        self._closing = True
+        self._stop_watching.trigger()
+        self._looked.set()
+        self._watcher.join(timeout=5.0)
         self.node.destroy_node()
