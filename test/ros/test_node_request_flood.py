@@ -6,16 +6,12 @@ processes over real Fast DDS.  The node keeps only the newest joint state
 (``joint_states_depth`` 1), so each feedforward answer is the node taking its
 thread back from the requests, not a burst of queued states answered at once.
 """
-import threading
 import time
 
-from sensor_msgs.msg import JointState
-
+from support.request_bounds import JointStateStream
 from support.request_flood import PANDA_JOINTS, PANDA_POSE, RequestFlood
 from support.ros_harness import RosClient, RosProcess
-from support.waiting import wait_for
 from soa_dynamics_ros.ros.stamps import stamp_nanoseconds
-from soa_dynamics_ros.sim.clients import wait_for_compiled_kernels
 
 CLIENTS = 4
 FLOOD_SECONDS = 12.0
@@ -37,24 +33,9 @@ def test_feedforward_keeps_answering_while_clients_flood_the_largest_requests(tm
                       log_dir=tmp_path, name="flood")
     client = RosClient("flood_test")
     flood = RequestFlood(CLIENTS, FLOOD_SECONDS, services={"evaluate_trajectory"})
-    stop = threading.Event()
-    sent = []
+    stream = JointStateStream(client, PANDA_JOINTS, PANDA_POSE, period=0.002)
     try:
-        feedforward = client.collect(JointState, "/soa_dynamics/feedforward_state")
-        states = client.node.create_publisher(JointState, "/joint_states", 10)
-        clock = client.node.get_clock()
-
-        def stream():
-            message = JointState(name=PANDA_JOINTS, position=PANDA_POSE, velocity=[0.0] * 7)
-            while not stop.is_set():
-                message.header.stamp = clock.now().to_msg()   # freshness is judged from it
-                states.publish(message)
-                sent.append((time.monotonic(), stamp_nanoseconds(message.header.stamp)))
-                time.sleep(0.002)
-        streamer = threading.Thread(target=stream, daemon=True)
-        streamer.start()
-        wait_for(lambda: feedforward, timeout=60, what="a first feedforward")
-        wait_for_compiled_kernels(client.node, 180.0)
+        feedforward = stream.start_until_answered(client)
         flood.start()
         time.sleep(FLOOD_SECONDS - COUNTED_SECONDS - 2.0)    # the clients have begun
         start = time.monotonic()
@@ -64,12 +45,12 @@ def test_feedforward_keeps_answering_while_clients_flood_the_largest_requests(tm
         counts = flood.finish()
         assert node.alive(), node.log()
     finally:
-        stop.set()
+        stream.stop()
         flood.stop()
         client.close()
         code = node.stop()
     assert code == 0, node.log()
-    counted = {stamp for t, stamp in sent if start <= t < end}
+    counted = {stamp for t, stamp in stream.sent if start <= t < end}
     answered = counted & {stamp_nanoseconds(m.header.stamp) for _, m in feedforward}
     share = len(answered) / len(counted)
     assert share > 0.5, (f"{len(answered)} of {len(counted)} joint states answered during "
