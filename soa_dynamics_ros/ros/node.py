@@ -40,7 +40,8 @@ NODE_NAME = "soa_dynamics"
 # How often finished background work (a description load, a kernel warm-up)
 # is looked for: the delay before a loaded model serves.
 BACKGROUND_POLL_PERIOD = 0.05
-# [s] The longest the loop waits for a callback before it looks at the requests again.
+# [s] The longest one wait for callbacks lasts: how soon the loop sees a stop request
+# (a waiting request wakes it at once: ros/request_gate.py).
 IDLE_WAIT = 0.1
 CONTACT_PERIOD = 0.1     # [s] ~/contact is republished this often with the estimates (and on a change)
 

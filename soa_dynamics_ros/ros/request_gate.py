@@ -13,10 +13,11 @@ loop calls :meth:`RequestGate.serve` between its executor's callbacks; it takes
 at most one request, and only once the time the previous request took (take,
 handler and reply) is repaid: after a request of ``c`` seconds the next waits
 ``c / share - c`` (at most :data:`LONGEST_REQUEST_PAUSE`), so requests get at
-most ``share`` of the thread, and a joint state waits at most for one request.  Requests not yet taken stay in the
-middleware, in each service's bounded queue (its QoS depth, rclpy's default for
-services): under a flood clients get slower answers, or none when their
-request is pushed out of that queue, and the node's memory stays bounded.
+most ``share`` of the thread, and a joint state waits at most for one request.
+Requests not yet taken stay in the middleware, in each service's bounded queue
+(its QoS depth, rclpy's default for services): under a flood clients get slower
+answers, or none when their request is pushed out of that queue, and the
+node's memory stays bounded.
 
 An idle node is not woken to look for requests: a watcher thread waits (in
 ``rcl_wait``, without the GIL) until one is waiting, then wakes the node's
@@ -86,7 +87,8 @@ class RequestGate:
         started = time.monotonic()
         if started < self._next_look:
             return False
-        self._waiting.clear()
+        if self._watcher.is_alive():     # (else looked for at every chance: see _watch)
+            self._waiting.clear()
         # (also after a look that found nothing: a service the middleware reports ready
         # without a request to take cannot make the loop spin)
         self._next_look = started + REQUEST_POLL_PERIOD
@@ -105,7 +107,21 @@ class RequestGate:
         return answered
 
     def _watch(self):
-        """Until :meth:`destroy`: wait for a request, signal it, wait for the loop to look."""
+        """Until :meth:`destroy`: wait for a request, signal it, wait for the loop to look.
+
+        Should the wait fail, the loop looks for requests at every chance from then on
+        (every REQUEST_POLL_PERIOD at most), so the services go on answering.
+        """
+        try:
+            self._watch_until_closed()
+        except Exception as error:  # noqa: BLE001 - the services must outlive their watcher
+            if not self._closing:
+                self._log.error("request watcher", 10.0, clipped(
+                    f"the request watcher stopped ({type(error).__name__}: {error}); requests "
+                    f"are looked for every {REQUEST_POLL_PERIOD * 1e3:g} ms instead", MAX_LOG_TEXT))
+                self._waiting.set()
+
+    def _watch_until_closed(self):
         wait_set = _rclpy.WaitSet(0, 1, 0, 0, len(self._services), 0, self.node.context.handle)
         while True:
             self._looked.wait()
