@@ -27,7 +27,8 @@ from . import cdr, conversions, diagnostics
 from .command_line import help_text, unknown_parameter_warning, unknown_parameters
 from .parameters import PARAMETERS, PAYLOAD_FIELDS, startup_payload, validate_all
 from .pauses import PauseMeter
-from .process import make_executor, run_node, spin_until_stopped, subscribe_with_info
+from .process import make_executor, run_node, subscribe_with_info
+from .request_gate import RequestGate
 from .services import ModelNotReady, ModelServices
 from .stamps import stamp_seconds
 from .throttled_log import MAX_LOG_TEXT, ThrottledLog
@@ -39,6 +40,9 @@ NODE_NAME = "soa_dynamics"
 # How often finished background work (a description load, a kernel warm-up)
 # is looked for: the delay before a loaded model serves.
 BACKGROUND_POLL_PERIOD = 0.05
+# [s] The longest one wait for callbacks lasts: how soon the loop sees a stop request
+# (a waiting request wakes it at once: ros/request_gate.py).
+IDLE_WAIT = 0.1
 CONTACT_PERIOD = 0.1     # [s] ~/contact is republished this often with the estimates (and on a change)
 
 
@@ -53,6 +57,10 @@ class EmbeddedModelNode(Node):
         self._transport_age = TransportAge()
         self._joint_states = cdr.JointStateReader()
         self._log = ThrottledLog(self.get_logger())     # for what can repeat every message
+        # Taken by the node's loop within a share of its time, so that no flood of requests
+        # holds the joint states for long (ros/request_gate.py; spin_serving_requests).
+        self.requests = RequestGate(self, ModelServices(self.host, self.stats,
+                                                        self.get_logger()).callbacks())
         self.feedforward_publisher = self.create_publisher(Float64MultiArray, "~/feedforward", 1)
         self.feedforward_state_publisher = self.create_publisher(JointState, "~/feedforward_state", 1)
         self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -93,7 +101,6 @@ class EmbeddedModelNode(Node):
                                  10, raw=True)
         self.create_subscription(JointTrajectory, "~/trajectory_in", self._on_trajectory, 10,
                                  raw=True)
-        ModelServices(self.host, self.stats, self.get_logger()).create(self)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(config["diagnostics_period"],
                           self._never_raises("diagnostics", self._publish_diagnostics))
@@ -393,6 +400,7 @@ class EmbeddedModelNode(Node):
             ellipsoid, live.model.tree.root_link, self.get_clock().now().to_msg()))
 
     def destroy_node(self):
+        self.requests.destroy()
         self.host.close()
         self.pauses.close()
         return super().destroy_node()
@@ -415,9 +423,16 @@ def parameters_help(program):
                      "<name>: each name the payloads parameter lists.")
 
 
+def spin_serving_requests(node, executor, running):
+    """The node's loop: its executor's callbacks, and between them its requests, within their share."""
+    while running():
+        executor.spin_once(timeout_sec=node.requests.wait_time(IDLE_WAIT))
+        node.requests.serve()
+
+
 def main(args=None):
     return run_node(NODE_NAME, EmbeddedModelNode,
-                    lambda node: make_executor(node.host.config["executor"]), spin_until_stopped,
+                    lambda node: make_executor(node.host.config["executor"]), spin_serving_requests,
                     args, parameters_help)
 
 

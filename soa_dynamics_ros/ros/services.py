@@ -57,9 +57,10 @@ class ModelServices:
         self.statistics = statistics        # diagnostics.Statistics: services answered
         self.logger = logger
 
-    def create(self, node):
-        for name, service_type in SERVICES.items():
-            node.create_service(service_type, f"~/{name}", self._guarded(name, getattr(self, name)))
+    def callbacks(self):
+        """{service name: (type, callback)} for every service (served by ros.request_gate)."""
+        return {name: (service_type, self._guarded(name, getattr(self, name)))
+                for name, service_type in SERVICES.items()}
 
     def _guarded(self, name, handler):
         def callback(request, response):
