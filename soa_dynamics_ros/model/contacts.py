@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import InvalidInputError, SoaDynamicsError, UnknownNameError, shown
+from ..errors import InvalidInputError, UnbalancedContactsError, UnknownNameError, shown
 
 CONTACT_ROWS = {"point": 3, "flat": 6}
 # The base rows are balanced when what the contact wrenches leave of the base's
@@ -45,18 +45,6 @@ class ContactDynamics(NamedTuple):
     a: np.ndarray                   # accelerations, nv (dof on a fixed-base model)
     contact_wrenches: dict          # frame -> 3 or 6 wrench on the robot, world axes
     rank: int                       # independent contact rows used
-
-
-class UnbalancedContactsError(SoaDynamicsError, ValueError):
-    """Contacts that cannot hold the robot still: the base's gravity wrench is not a
-    combination of the wrenches they can apply.  ``residual`` (N, N m) is what the best
-    combination leaves unbalanced, ``relative_residual`` that over the base's gravity
-    wrench."""
-
-    def __init__(self, message, residual, relative_residual):
-        super().__init__(message)
-        self.residual = residual
-        self.relative_residual = relative_residual
 
 
 def parse_contacts(frame_names, contacts):

@@ -621,7 +621,7 @@ class RobotModel(ConfigurationSpace):
         ``g(q) = S^T tau + sum_c J_c^T w_c``.  The contact wrenches are the minimum-norm
         ones that balance the unactuated base rows; the joint rows then give ``tau``.
         A set that cannot balance the base raises
-        :class:`~soa_dynamics_ros.model.contacts.UnbalancedContactsError` with the
+        :class:`~soa_dynamics_ros.errors.UnbalancedContactsError` with the
         residual.  A fixed-base model has no unactuated rows: the wrenches are zero and
         ``tau`` is :meth:`gravity_torques` (docs/floating_base.md).
         """

@@ -8,8 +8,8 @@ import pinocchio as pin
 import pytest
 
 from soa_dynamics_ros import RobotModel
-from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError
-from soa_dynamics_ros.model.contacts import Contact, UnbalancedContactsError
+from soa_dynamics_ros.errors import InvalidInputError, UnbalancedContactsError, UnknownNameError
+from soa_dynamics_ros.model.contacts import Contact
 from support.robots import example_robot_text
 
 # robot -> (URDF, contact frames, kind)
@@ -143,7 +143,7 @@ def test_contacts_that_cannot_hold_the_robot_are_refused_with_the_residual(stand
         expected = np.linalg.norm(gravity - base_map @ best)
         assert abs(refused.value.residual - expected) <= 1e-6 * np.linalg.norm(gravity)
         assert f"{refused.value.residual:.6g}" in str(refused.value)
-        assert isinstance(refused.value, ValueError)
+        assert isinstance(refused.value, InvalidInputError)
 
 
 def test_contact_dynamics_matches_pinocchio_constraint_dynamics(standing, rng):
@@ -238,5 +238,17 @@ def test_a_fixed_base_model_holds_itself_by_its_joints(rng):
     gravity = pin.computeGeneralizedGravity(fixed, fixed.createData(), theirs)[order]
     assert _relative(result.tau, gravity) <= TOLERANCE
     assert all(not w.any() for w in result.contact_wrenches.values())
+    # Its contact dynamics holds the feet still as well (Pinocchio's classical acceleration).
+    qd, tau = rng.normal(size=(2, model.dof))
+    moved = model.contact_dynamics(q, qd, tau, [(frame, kind) for frame in frames])
+    data = fixed.createData()
+    rates, accelerations = np.zeros(fixed.nv), np.zeros(fixed.nv)
+    rates[order], accelerations[order] = qd, moved.a
+    pin.forwardKinematics(fixed, data, theirs, rates, accelerations)
+    pin.updateFramePlacements(fixed, data)
+    for frame in frames:
+        classical = pin.getFrameClassicalAcceleration(fixed, data, fixed.getFrameId(frame, pin.BODY),
+                                                      pin.LOCAL_WORLD_ALIGNED).vector[:3]
+        assert np.abs(classical).max() <= TOLERANCE * np.abs(moved.a).max()
     with pytest.raises(UnknownNameError):
         model.whole_body_gravity(q, [("no_such_foot", "point")])
