@@ -1,15 +1,13 @@
 """Standing on contacts (issue 46 part 5): whole-body gravity compensation and contact
 dynamics on floating-base quadrupeds and a humanoid of example-robot-data, against
 Pinocchio's free-flyer gravity, Jacobians and constraint dynamics."""
-import warnings
-
 import numpy as np
 import pinocchio as pin
 import pytest
 
-from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.errors import InvalidInputError, UnbalancedContactsError, UnknownNameError
 from soa_dynamics_ros.model.contacts import Contact
+from support.free_flyer import Reference as FreeFlyerReference, quiet_model
 from support.robots import example_robot_text
 
 # robot -> (URDF, contact frames, kind)
@@ -27,41 +25,16 @@ TOLERANCE = 1e-9
 ROWS = {"point": 3, "flat": 6}
 
 
-def _quiet_model(text, **options):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # example-robot-data's massless sensor links
-        return RobotModel.from_urdf(text, **options)
-
-
-class Reference:
-    """Pinocchio's free-flyer model: gravity, Jacobians and constraint dynamics in our
-    coordinates (joints reordered as ours)."""
-
-    def __init__(self, text, model):
-        self.model = pin.buildModelFromXML(text, pin.JointModelFreeFlyer())
-        self.data = self.model.createData()
-        ids = [self.model.getJointId(name) for name in model.joint_names]
-        self.q_index = np.r_[np.arange(7), [self.model.joints[i].idx_q for i in ids]]
-        self.v_index = np.r_[np.arange(6), [self.model.joints[i].idx_v for i in ids]]
-
-    def q(self, ours):
-        theirs = np.zeros(self.model.nq)
-        theirs[self.q_index] = ours
-        return theirs
-
-    def v(self, ours):
-        theirs = np.zeros(self.model.nv)
-        theirs[self.v_index] = ours
-        return theirs
+class Reference(FreeFlyerReference):
+    """Pinocchio's gravity, Jacobians and constraint dynamics in our coordinates."""
 
     def gravity(self, q):
-        return pin.computeGeneralizedGravity(self.model, self.data, self.q(q))[self.v_index]
+        return self.vector(pin.computeGeneralizedGravity(self.model, self.data, self.q(q)))
 
     def mass_and_bias(self, q, v):
         mass = pin.crba(self.model, self.data, self.q(q))
-        mass = np.triu(mass) + np.triu(mass, 1).T
         bias = pin.nonLinearEffects(self.model, self.data, self.q(q), self.v(v))
-        return mass[np.ix_(self.v_index, self.v_index)], bias[self.v_index]
+        return self.matrix(np.triu(mass) + np.triu(mass, 1).T), self.vector(bias)
 
     def contact_jacobian(self, q, frames, kind):
         rows = []
@@ -69,7 +42,7 @@ class Reference:
             index = self.model.getFrameId(frame, pin.BODY)
             jacobian = pin.computeFrameJacobian(self.model, self.data, self.q(q), index,
                                                 pin.LOCAL_WORLD_ALIGNED)
-            rows.append(jacobian[:ROWS[kind], self.v_index])
+            rows.append(self.matrix(jacobian, rows=False)[:ROWS[kind]])
         return np.vstack(rows)
 
     def constraint_dynamics(self, q, v, tau, frames, kind):
@@ -87,14 +60,14 @@ class Reference:
         pin.initConstraintDynamics(self.model, self.data, models, datas)
         acceleration = pin.constraintDynamics(self.model, self.data, self.q(q), self.v(v),
                                               self.v(tau), models, datas)
-        return np.asarray(acceleration)[self.v_index], np.array(self.data.lambda_c)
+        return self.vector(acceleration), np.array(self.data.lambda_c)
 
 
 @pytest.fixture(scope="module", params=sorted(STANDING))
 def standing(request):
     path, frames, kind = STANDING[request.param]
     text = example_robot_text(path)
-    model = _quiet_model(text, floating_base=True)
+    model = quiet_model(text, floating_base=True)
     return model, Reference(text, model), frames, kind
 
 
@@ -228,7 +201,7 @@ def test_bad_contacts_are_refused_and_change_nothing(standing, rng):
 def test_a_fixed_base_model_holds_itself_by_its_joints(rng):
     path, frames, kind = STANDING["solo12"]
     text = example_robot_text(path)
-    model = _quiet_model(text)
+    model = quiet_model(text)
     q = rng.uniform(-1.0, 1.0, model.dof)
     result = model.whole_body_gravity(q, [(frame, kind) for frame in frames])
     fixed = pin.buildModelFromXML(text)
