@@ -45,6 +45,7 @@ class ContactDynamics(NamedTuple):
     a: np.ndarray                   # accelerations, nv (dof on a fixed-base model)
     contact_wrenches: dict          # frame -> 3 or 6 wrench on the robot, world axes
     rank: int                       # independent contact rows used
+    hybrid: object                  # the HybridDynamics it was read from (method, torques)
 
 
 def parse_contacts(frame_names, contacts):

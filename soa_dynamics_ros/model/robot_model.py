@@ -637,7 +637,8 @@ class RobotModel(ConfigurationSpace):
         floating-base model the actuated joints' only (the base unactuated), as
         :meth:`whole_body_gravity` returns them.  Returns a
         :class:`~soa_dynamics_ros.model.contacts.ContactDynamics` ``(a,
-        contact_wrenches, rank)`` with ``M a + h = tau + sum_c J_c^T w_c``.
+        contact_wrenches, rank, hybrid)`` with ``M a + h = tau + sum_c J_c^T w_c``
+        (``hybrid``: the :class:`~soa_dynamics_ros.model.constrained.HybridDynamics`).
         """
         parsed = contacts_module.parse_contacts(self.frame_names, contacts)
         forces = as_float_array("tau", tau, f"vector of length {self.nv}")
@@ -647,7 +648,7 @@ class RobotModel(ConfigurationSpace):
         forces = as_vector("tau", forces, self.nv)
         result = self.hybrid_dynamics(q, v, contacts_module.contact_constraints(parsed), forces)
         return contacts_module.ContactDynamics(
-            result.qdd, contacts_module.split_wrenches(parsed, result.nu), result.rank)
+            result.qdd, contacts_module.split_wrenches(parsed, result.nu), result.rank, result)
 
     def subgraph(self, joint_names):
         """A view that moves only ``joint_names``; the other joints are locked where ``q`` puts them."""

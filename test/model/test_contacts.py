@@ -134,6 +134,7 @@ def test_contact_dynamics_matches_pinocchio_constraint_dynamics(standing, rng):
     assert _relative(result.a, acceleration) <= TOLERANCE
     assert _relative(np.concatenate(list(result.contact_wrenches.values())), forces) <= TOLERANCE
     assert result.rank == len(frames) * ROWS[kind]
+    assert np.array_equal(result.hybrid.qdd, result.a)
     # Actuated torques only (the base unactuated) give the same answer.
     same = model.contact_dynamics(q, v, tau[6:], contacts)
     assert np.array_equal(same.a, result.a)
