@@ -85,22 +85,44 @@ def _relative(ours, reference):
 def test_whole_body_gravity_balances_with_the_minimum_norm_contact_wrenches(standing, rng):
     model, reference, frames, kind = standing
     for _ in range(3):
-        q = _configuration(model, rng)
-        result = model.whole_body_gravity(q, [(frame, kind) for frame in frames])
-        assert list(result.contact_wrenches) == list(frames)
-        assert all(w.shape == (ROWS[kind],) for w in result.contact_wrenches.values())
-        wrenches = np.concatenate(list(result.contact_wrenches.values()))
-        gravity = reference.gravity(q)
-        jacobian = reference.contact_jacobian(q, frames, kind)
-        # The equilibrium, on Pinocchio's g and J: g = S^T tau + J^T w.
-        actuated = np.r_[np.zeros(6), result.tau]
-        residual = gravity - actuated - jacobian.T @ wrenches
-        assert np.abs(residual).max() <= TOLERANCE * np.abs(gravity).max()
-        # The rule: the minimum-norm wrenches balancing the base rows (numpy's lstsq).
-        minimum, *_ = np.linalg.lstsq(jacobian[:, :6].T, gravity[:6], rcond=None)
-        assert _relative(wrenches, minimum) <= TOLERANCE
-        assert _relative(result.tau, gravity[6:] - jacobian[:, 6:].T @ minimum) <= TOLERANCE
-        assert result.residual <= TOLERANCE * np.linalg.norm(gravity[:6])
+        _check_whole_body_gravity(model, reference, frames, kind, _configuration(model, rng))
+
+
+def _check_whole_body_gravity(model, reference, frames, kind, q):
+    result = model.whole_body_gravity(q, [(frame, kind) for frame in frames])
+    assert list(result.contact_wrenches) == list(frames)
+    assert all(w.shape == (ROWS[kind],) for w in result.contact_wrenches.values())
+    wrenches = np.concatenate(list(result.contact_wrenches.values()))
+    gravity = reference.gravity(q)
+    jacobian = reference.contact_jacobian(q, frames, kind)
+    # The equilibrium, on Pinocchio's g and J: g = S^T tau + J^T w.
+    actuated = np.r_[np.zeros(6), result.tau]
+    residual = gravity - actuated - jacobian.T @ wrenches
+    assert np.abs(residual).max() <= TOLERANCE * np.abs(gravity).max()
+    # The rule: the minimum-norm wrenches balancing the base rows (numpy's lstsq).
+    minimum, *_ = np.linalg.lstsq(jacobian[:, :6].T, gravity[:6], rcond=None)
+    assert _relative(wrenches, minimum) <= TOLERANCE
+    assert _relative(result.tau, gravity[6:] - jacobian[:, 6:].T @ minimum) <= TOLERANCE
+    assert result.residual <= TOLERANCE * np.linalg.norm(gravity[:6])
+
+
+@pytest.mark.parametrize("kernels", ["off", "generic"])
+def test_every_kernel_path_stands_on_contacts(kernels, rng):
+    path, frames, kind = STANDING["talos"]
+    text = example_robot_text(path)
+    model = quiet_model(text, floating_base=True, kernels=kernels)
+    reference = Reference(text, model)
+    q = _configuration(model, rng)
+    _check_whole_body_gravity(model, reference, frames, kind, q)
+    jacobian = reference.contact_jacobian(q, frames, kind)
+    v = rng.normal(size=model.nv)
+    v -= np.linalg.pinv(jacobian) @ (jacobian @ v)
+    tau = rng.normal(size=model.nv - 6) * 5
+    result = model.contact_dynamics(q, v, tau, [(frame, kind) for frame in frames])
+    acceleration, forces = reference.constraint_dynamics(q, v, np.r_[np.zeros(6), tau], frames,
+                                                         kind)
+    assert _relative(result.a, acceleration) <= TOLERANCE
+    assert _relative(np.concatenate(list(result.contact_wrenches.values())), forces) <= TOLERANCE
 
 
 def test_contacts_that_cannot_hold_the_robot_are_refused_with_the_residual(standing, rng):
