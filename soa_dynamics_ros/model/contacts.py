@@ -11,7 +11,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import InvalidInputError, UnbalancedContactsError, UnknownNameError, shown
+from ..errors import (InvalidInputError, UnbalancedContactsError, UnknownNameError, shown,
+                      shown_names)
 
 CONTACT_ROWS = {"point": 3, "flat": 6}
 # The base rows are balanced when what the contact wrenches leave of the base's
@@ -110,7 +111,9 @@ def whole_body_gravity(model, q, contacts, base_rows):
         residual = float(np.linalg.norm(base_gravity - base_map @ stacked))
         scale = float(np.linalg.norm(base_gravity))
         if residual > BALANCE_TOLERANCE * scale:
-            names = ", ".join(f"{shown(c.frame)} ({c.kind})" for c in contacts)
+            points = sum(contact.kind == "point" for contact in contacts)
+            names = (f"{shown_names(contact.frame for contact in contacts)} ({points} point, "
+                     f"{len(contacts) - points} flat)")
             raise UnbalancedContactsError(
                 f"the contacts {names} cannot hold robot {shown(model.name)} still at this q: "
                 f"the best contact wrenches leave {residual:.6g} (N, N m) of the base's "
