@@ -96,10 +96,12 @@ typedef struct {
 #include "generic/linear_algebra.c"
 #include "generic/hybrid.c"
 #include "generic/frame_motion.c"
+#include "generic/regressor.c"
 #include "generic/bindings_dynamics.c"
 #include "generic/bindings_hybrid.c"
 #include "generic/bindings_queries.c"
 #include "generic/bindings_frame_motion.c"
+#include "generic/bindings_regressor.c"
 #include "generic/batches.c"
 #include "generic/model_object.c"
 
@@ -138,6 +140,8 @@ static PyMethodDef methods[] = {
                                "f(model, frame, q, qd, qdd, p)"),
     METHOD(jacobian_time_derivative, "6 x dof dJ/dt of a frame: f(model, frame, q, qd, p)"),
     METHOD(jacobian_derivative_product, "dJ/dt qd of a frame: f(model, frame, q, qd, p)"),
+    METHOD(inertial_regressor, "dof x 10 (nb - 1) Y with Y pi = inverse dynamics: "
+                               "f(model, q, qd, qdd, p)"),
     METHOD(gravity_torques_batch, "g over (N, dof) rows: f(model, Q, p)"),
     METHOD(inverse_dynamics_batch, "inverse dynamics over rows: f(model, Q, QD, QDD, p)"),
     METHOD(forward_dynamics_batch, "forward dynamics over rows: f(model, Q, QD, TAU, p)"),

@@ -41,7 +41,8 @@ _DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
 GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
     "mixed_dynamics", "torques_with_wrenches",
     "mixed_dynamics_wrenches", "gravity_torques_batch",
-    "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS))
+    "inverse_dynamics_batch", "forward_dynamics_batch", "inertial_regressor")
+    + derivatives.COMPILED_FUNCTIONS))
 # The generic module's function behind each per-frame kernel frame_pose and jacobian call.
 _GENERIC_FRAME_FUNCTIONS = {"frame_pose": "frame_poses", "jacobian": "jacobian"}
 # Per-frame calls only the generic module answers (no per-robot kernel), in the order
