@@ -157,10 +157,13 @@ def _estimate(link, parameters, residual, deviation, singular, samples):
 # --------------------------------------------------------------------- the whole robot
 # base_parameters: random states stacked (the regressor's structure is the same at
 # almost every state), and a column counts as independent of the columns before it when
-# what the earlier ones leave of it (normalized) is above this.
+# what the earlier ones leave of it (normalized) is above BASE_TOLERANCE.  A column this
+# much smaller than the largest is round-off of a zero one (a parameter no joint feels):
+# columns scale with the motion and the geometry, never with the inertias.
 BASE_SAMPLES = 40
 MAX_BASE_SAMPLES = 10000
 BASE_TOLERANCE = 1e-7
+ZERO_COLUMN = 1e-10
 
 
 @dataclass(frozen=True)
@@ -195,12 +198,12 @@ class BaseParameters:
 
 def base_parameters(stacked, names, values, samples, seed):
     """:class:`BaseParameters` of a full regressor stacked over random states, rows x
-    full: columns taken in order, each kept when it is not (to BASE_TOLERANCE, column
-    normalized) a combination of those kept before it."""
+    full: columns taken in order, each kept when it is not zero (ZERO_COLUMN) nor (to
+    BASE_TOLERANCE, column normalized) a combination of those kept before it."""
     scale = np.linalg.norm(stacked, axis=0)
     basis = np.zeros((stacked.shape[0], 0))
     independent = []
-    for column in np.flatnonzero(scale > 0.0):
+    for column in np.flatnonzero(scale > ZERO_COLUMN * scale.max(initial=0.0)):
         remainder = stacked[:, column] / scale[column]
         for _ in range(2):     # Gram-Schmidt twice: orthogonal to round-off
             remainder = remainder - basis @ (basis.T @ remainder)
