@@ -69,17 +69,25 @@ static void inertial_regressor_core(Model *m, const double *p, double *out)
         double local[6 * PARAMS_PER_BODY], force[6 * PARAMS_PER_BODY];
         int first = PARAMS_PER_BODY * (body - 1);
         body_regressor(m->velocity + 6 * body, m->acceleration + 6 * body, local);
-        for (int k = 0; k < PARAMS_PER_BODY; ++k)
-            transform_force_back(m->rotations + 9 * body, m->translations + 3 * body,
-                                 local + 6 * k, force + 6 * k);
+        const double *r = m->rotations + 9 * body;
+        /* the rotational inertia's columns are pure moments: turned, never moved */
+        for (int k = 0; k < 4; ++k)
+            transform_force_back(r, m->translations + 3 * body, local + 6 * k, force + 6 * k);
+        for (int k = 4; k < PARAMS_PER_BODY; ++k)
+            mat3_vec(r, local + 6 * k + 3, force + 6 * k + 3);
         for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
             int rate = m->rate_master[hinge];
             if (rate < 0)
                 continue;
-            const double *map = hinge_maps + 6 * hinge;
+            const double *map = hinge_maps + 6 * hinge, *axis = map + 3;
             double *row = out + (size_t)rate * columns + first, scale = m->rate_multiplier[hinge];
-            for (int k = 0; k < PARAMS_PER_BODY; ++k)
+            for (int k = 0; k < 4; ++k)
                 row[k] += scale * dot6(map, force + 6 * k);
+            for (int k = 4; k < PARAMS_PER_BODY; ++k) {
+                const double *moment = force + 6 * k + 3;
+                row[k] += scale * (axis[0] * moment[0] + axis[1] * moment[1]
+                                   + axis[2] * moment[2]);
+            }
         }
     }
 }
