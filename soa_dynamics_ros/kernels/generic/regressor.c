@@ -1,47 +1,57 @@
 /* The inertial-parameter regressor (algorithms/regressor.py): tau = Y pi, a block of
  * PARAMS_PER_BODY columns per moving body, in root axes about the root origin.
  * Part of generic.c (included there, one translation unit). */
-/* regressor.body_regressor: the 6 x 10 A of a body at velocity v = [vl; w] and
- * acceleration a = [al; aw] (body axes), column by column (`columns`[6 k + row]):
- * A e_k = I(e_k) a + v x* I(e_k) v, written out per parameter (own_inertia_apply and
- * force_cross of a unit parameter).  With c = al + w x vl (the origin's acceleration):
- * mass [c; 0]; first moment e_k: [aw x e_k + w x (w x e_k); e_k x c]; rotational
- * inertia E: [0; E aw + w x E w]. */
-static void body_regressor(const double *v, const double *a, double *columns)
+/* regressor.body_regressor of a body at velocity v = [vl; w] and acceleration
+ * a = [al; aw] (body axes), taken to root axes about the root origin (motion_transform^T
+ * of the body's placement R, p), column by column (`columns`[6 k + row]).  Written out
+ * per parameter (own_inertia_apply and force_cross of a unit parameter), in root axes
+ * with g_i = R e_i, the body's axes, and c = al + w x vl (the origin's acceleration):
+ * mass [R c; p x R c]; first moment e_i: f = R (aw x e_i + w w_i - e_i |w|^2),
+ * [f; R (e_i x c) + p x f]; rotational inertia entry (i, j): the pure moment
+ * R (E aw + w x E w) = g_i aw_j + g_j aw_i + (R w x g_i) w_j + (R w x g_j) w_i, halved
+ * on the diagonal.  Only the moments of the rotational inertia's columns are written:
+ * their forces are zero. */
+static void root_body_regressor(const double *r, const double *p, const double *v,
+                                const double *a, double *columns)
 {
     const double *vl = v, *w = v + 3, *al = a, *aw = a + 3;
-    double c[3], whirl[3];
+    double c[3], whirl[3], c_root[3], w_root[3], aw_root[3], axes[3][3], spun[3][3];
     cross(w, vl, whirl);
     for (int k = 0; k < 3; ++k)
         c[k] = al[k] + whirl[k];
-    memcpy(columns, c, sizeof c);
-    memset(columns + 3, 0, 3 * sizeof(double));
-    for (int axis = 0; axis < 3; ++axis) {
-        double e[3] = {0.0}, turned[3], swung[3], *column = columns + 6 * (1 + axis);
-        e[axis] = 1.0;
-        cross(aw, e, column);
-        cross(w, e, turned);
-        cross(w, turned, swung);
+    mat3_vec(r, c, c_root);
+    mat3_vec(r, w, w_root);
+    mat3_vec(r, aw, aw_root);
+    double spin = w[0] * w[0] + w[1] * w[1] + w[2] * w[2];
+    for (int i = 0; i < 3; ++i) {
         for (int k = 0; k < 3; ++k)
-            column[k] += swung[k];
-        cross(e, c, column + 3);
+            axes[i][k] = r[3 * k + i];
+        cross(w_root, axes[i], spun[i]);
     }
-    /* Ixx, Ixy, Ixz, Iyy, Iyz, Izz: the rows and columns of E's entries */
+    memcpy(columns, c_root, sizeof c_root);
+    cross(p, c_root, columns + 3);
+    for (int i = 0; i < 3; ++i) {
+        double *column = columns + 6 * (1 + i), turned[3], moved[3];
+        cross(aw_root, axes[i], turned);
+        for (int k = 0; k < 3; ++k)
+            column[k] = turned[k] + w_root[k] * w[i] - axes[i][k] * spin;
+        cross(axes[i], c_root, turned);
+        cross(p, column, moved);
+        for (int k = 0; k < 3; ++k)
+            column[3 + k] = turned[k] + moved[k];
+    }
+    /* Ixx, Ixy, Ixz, Iyy, Iyz, Izz */
     static const int row_of[6] = {0, 0, 0, 1, 1, 2}, column_of[6] = {0, 1, 2, 1, 2, 2};
     for (int entry = 0; entry < 6; ++entry) {
         int i = row_of[entry], j = column_of[entry];
-        double pushed[3] = {0.0}, spun[3] = {0.0}, gyroscopic[3];
-        double *column = columns + 6 * (4 + entry);
-        pushed[i] += aw[j];
-        spun[i] += w[j];
-        if (i != j) {
-            pushed[j] += aw[i];
-            spun[j] += w[i];
-        }
-        cross(w, spun, gyroscopic);
-        memset(column, 0, 3 * sizeof(double));
-        for (int k = 0; k < 3; ++k)
-            column[3 + k] = pushed[k] + gyroscopic[k];
+        double *moment = columns + 6 * (4 + entry) + 3;
+        if (i == j)
+            for (int k = 0; k < 3; ++k)
+                moment[k] = axes[i][k] * aw[i] + spun[i][k] * w[i];
+        else
+            for (int k = 0; k < 3; ++k)
+                moment[k] = axes[i][k] * aw[j] + axes[j][k] * aw[i] + spun[i][k] * w[j]
+                            + spun[j][k] * w[i];
     }
 }
 
@@ -66,15 +76,10 @@ static void inertial_regressor_core(Model *m, const double *p, double *out)
             root[k] += lever[k];
     }
     for (int body = 1; body < m->nb; ++body) {
-        double local[6 * PARAMS_PER_BODY], force[6 * PARAMS_PER_BODY];
+        double force[6 * PARAMS_PER_BODY];
         int first = PARAMS_PER_BODY * (body - 1);
-        body_regressor(m->velocity + 6 * body, m->acceleration + 6 * body, local);
-        const double *r = m->rotations + 9 * body;
-        /* the rotational inertia's columns are pure moments: turned, never moved */
-        for (int k = 0; k < 4; ++k)
-            transform_force_back(r, m->translations + 3 * body, local + 6 * k, force + 6 * k);
-        for (int k = 4; k < PARAMS_PER_BODY; ++k)
-            mat3_vec(r, local + 6 * k + 3, force + 6 * k + 3);
+        root_body_regressor(m->rotations + 9 * body, m->translations + 3 * body,
+                            m->velocity + 6 * body, m->acceleration + 6 * body, force);
         for (int hinge = body; hinge > 0; hinge = m->parent[hinge]) {
             int rate = m->rate_master[hinge];
             if (rate < 0)
