@@ -3,49 +3,24 @@
 rtb-data and example-robot-data robots (mimic joints included), on the compiled path and
 the numpy path; identification from Pinocchio's torques; refusals and bad input."""
 import pathlib
-import warnings
 
 import numpy as np
 import pytest
 
 from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close, random_states
-from support.robots import SHIPPED_ROBOTS, example_robot_text, shipped_urdf, zoo_urdf_text
-from soa_dynamics_ros import RobotModel
-from soa_dynamics_ros.errors import InertiaWarning, InvalidInputError
+from support.robots import (EXAMPLE_ARMS, MIMIC_ZOO_ARMS, quiet_model, reference_robot_params,
+                            reference_robot_text, shipped_urdf)
+from soa_dynamics_ros.errors import InvalidInputError
 
-ZOO_ROBOTS = ["trossen_descriptions/urdf/vx300s.urdf.xacro",
-              "trossen_descriptions/urdf/px150.urdf.xacro"]
-EXAMPLE_ROBOTS = ["xarm_description/urdf/xarm7.urdf", "z1_description/urdf/z1.urdf",
-                  "kinova_description/robots/kinova.urdf"]
-SOURCES = ([pytest.param(("shipped", name), id=name) for name in SHIPPED_ROBOTS]
-           + [pytest.param(("zoo", path), id=path.split("/")[-1]) for path in ZOO_ROBOTS]
-           + [pytest.param(("example", path), id=path.split("/")[-1])
-              for path in EXAMPLE_ROBOTS])
 KERNELS = ["generic", "off"]
 # Our parameter k of a body is Pinocchio's PINOCCHIO_COLUMN[k] (Ixz and Iyy swap).
 PINOCCHIO_COLUMN = [0, 1, 2, 3, 4, 5, 7, 6, 8, 9]
 
 
-def _xml(source):
-    kind, key = source
-    if kind == "shipped":
-        return pathlib.Path(shipped_urdf(key)).read_text()
-    return zoo_urdf_text(key) if kind == "zoo" else example_robot_text(key)
-
-
-def _model(xml, kernels):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InertiaWarning)
-        model = RobotModel.from_urdf(xml, kernels=kernels)
-    if kernels == "generic":
-        assert model.kernels.backend == "c"
-    return model
-
-
-@pytest.fixture(scope="module", params=SOURCES)
+@pytest.fixture(scope="module", params=reference_robot_params())
 def xml(request):
-    return _xml(request.param)
+    return reference_robot_text(request.param)
 
 
 def _pinocchio_columns(model, reference):
@@ -60,7 +35,7 @@ def _pinocchio_columns(model, reference):
 
 @pytest.mark.parametrize("kernels", KERNELS)
 def test_regressor_matches_pinocchio(xml, kernels, rng):
-    model = _model(xml, kernels)
+    model = quiet_model(xml, kernels)
     reference = PinocchioReference(xml, model.joint_names)
     assert reference.model.njoints - 1 == model.tree.nb - 1
     columns = _pinocchio_columns(model, reference)
@@ -80,7 +55,7 @@ def test_regressor_matches_pinocchio(xml, kernels, rng):
 def test_parameters_are_pinocchios_inertias(xml):
     """Each body's parameters are Pinocchio's inertia of the joint moving it (dynamic
     parameters, reordered): the same bodies, fixed links merged the same way."""
-    model = _model(xml, "off")
+    model = quiet_model(xml, "off")
     reference = PinocchioReference(xml, model.joint_names)
     columns = _pinocchio_columns(model, reference)
     theirs = np.concatenate([reference.model.inertias[j].toDynamicParameters()
@@ -89,7 +64,7 @@ def test_parameters_are_pinocchios_inertias(xml):
 
 
 def test_the_generic_module_answers_as_the_numpy_path(xml, rng):
-    model, numpy_path = _model(xml, "generic"), _model(xml, "off")
+    model, numpy_path = quiet_model(xml, "generic"), quiet_model(xml, "off")
     compiled, params = model.generic_kernels()
     for q, qd, qdd in random_states(model, 3, rng):
         answer = compiled.function("inertial_regressor")(q, qd, qdd, params)
@@ -99,7 +74,7 @@ def test_the_generic_module_answers_as_the_numpy_path(xml, rng):
 
 def test_payloads_are_in_the_parameters(rng):
     xml = pathlib.Path(shipped_urdf("panda.urdf")).read_text()
-    model = _model(xml, "generic")
+    model = quiet_model(xml, "generic")
     reference = PinocchioReference(xml, model.joint_names)
     before = model.inertial_parameters()
     com, inertia = np.array([0.01, 0.0, 0.08]), np.eye(3) * 1e-3
@@ -113,16 +88,16 @@ def test_payloads_are_in_the_parameters(rng):
 
 IDENTIFIED = [pytest.param(("shipped", "ur5.urdf"), id="ur5"),
               pytest.param(("shipped", "panda.urdf"), id="panda"),
-              pytest.param(("zoo", ZOO_ROBOTS[0]), id="vx300s"),
-              pytest.param(("example", EXAMPLE_ROBOTS[1]), id="z1")]
+              pytest.param(("zoo", MIMIC_ZOO_ARMS[0]), id="vx300s"),
+              pytest.param(("example", EXAMPLE_ARMS[1]), id="z1")]
 
 
 @pytest.mark.parametrize("source", IDENTIFIED)
 def test_identification_recovers_the_base_parameters(source, rng):
     """Torques from Pinocchio's rnea of the model's robot: the fit is the model's own
     base parameters, and they predict the torques at new states."""
-    xml = _xml(source)
-    model = _model(xml, "generic")
+    xml = reference_robot_text(source)
+    model = quiet_model(xml, "generic")
     reference = PinocchioReference(xml, model.joint_names)
     base = model.base_parameters()
     assert np.array_equal(base.mapping, model.base_parameters().mapping)     # seeded
@@ -139,7 +114,7 @@ def test_identification_recovers_the_base_parameters(source, rng):
 
 
 def test_base_parameters_fold_the_full_regressor(xml, rng):
-    model = _model(xml, "generic")
+    model = quiet_model(xml, "generic")
     base = model.base_parameters()
     assert np.array_equal(base.mapping[:, base.independent], np.eye(base.count))
     assert sorted(np.concatenate((base.independent, base.dependent))) == list(
@@ -159,7 +134,7 @@ def test_base_parameters_fold_the_full_regressor(xml, rng):
 
 
 def test_a_robot_standing_still_is_refused():
-    model = _model(pathlib.Path(shipped_urdf("ur5.urdf")).read_text(), "generic")
+    model = quiet_model(pathlib.Path(shipped_urdf("ur5.urdf")).read_text(), "generic")
     base = model.base_parameters()
     count = 3 * base.count
     Q = np.tile([0.1, -1.0, 1.2, 0.3, 0.5, 0.2], (count, 1))
@@ -174,7 +149,7 @@ def test_a_robot_standing_still_is_refused():
 def test_a_motion_of_one_joint_is_refused(rng):
     """Only the last joint moves: the other bodies' inertias are felt (through gravity)
     but not told apart."""
-    model = _model(pathlib.Path(shipped_urdf("ur5.urdf")).read_text(), "generic")
+    model = quiet_model(pathlib.Path(shipped_urdf("ur5.urdf")).read_text(), "generic")
     base = model.base_parameters()
     count = 3 * base.count
     Q = np.tile([0.1, -1.0, 1.2, 0.3, 0.5, 0.2], (count, 1))
@@ -189,7 +164,7 @@ def test_a_motion_of_one_joint_is_refused(rng):
 
 @pytest.mark.parametrize("kernels", KERNELS)
 def test_bad_input(kernels):
-    model = _model(pathlib.Path(shipped_urdf("panda.urdf")).read_text(), kernels)
+    model = quiet_model(pathlib.Path(shipped_urdf("panda.urdf")).read_text(), kernels)
     n = model.dof
     good = np.zeros(n)
     for bad in (np.zeros(n + 1), np.zeros(n - 1), np.full(n, np.nan), np.full(n, np.inf),
