@@ -739,8 +739,9 @@ class RobotModel:
         dof = self.tree.dof
         Q = rng.uniform(-np.pi, np.pi, (samples, dof))
         QD, QDD = rng.normal(size=(samples, dof)) * 2, rng.normal(size=(samples, dof)) * 3
-        stacked = self._stacked_regressor(Q, QD, QDD).reshape(samples * dof, -1)
-        return identification.base_parameters(stacked, self.inertial_parameter_names,
+        names = self.inertial_parameter_names
+        stacked = self._stacked_regressor(Q, QD, QDD).reshape(samples * dof, len(names))
+        return identification.base_parameters(stacked, names,
                                               self.inertial_parameters(), samples, seed)
 
     def identify_inertial_parameters(self, Q, QD, QDD, TAU, base=None):
@@ -764,6 +765,9 @@ class RobotModel:
         elif (not isinstance(base, identification.BaseParameters)
               or base.mapping.shape[1] != len(self.inertial_parameter_names)):
             raise InvalidInputError("base must be this model's base_parameters()")
+        if base.count == 0:
+            raise InvalidInputError("no joint torque of this robot depends on its inertial "
+                                    "parameters: there is nothing to identify")
         return identification.solve_inertial(base, base.regressor(
             self._stacked_regressor(Q, QD, QDD)), TAU)
 

@@ -188,3 +188,19 @@ def test_bad_input(kernels):
         model.identify_inertial_parameters(Q, Q, Q, Q)
     with pytest.raises(InvalidInputError, match="base must be"):
         model.identify_inertial_parameters(Q, Q, Q, Q, base="all")
+
+
+def test_a_robot_without_moving_joints_has_nothing_to_identify():
+    inertial = ('<inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" '
+                'izz="1"/></inertial>')
+    xml = (f'<robot name="welded"><link name="a">{inertial}</link><link name="b">{inertial}'
+           '</link><joint name="weld" type="fixed"><parent link="a"/><child link="b"/></joint>'
+           '</robot>')
+    for kernels in ("auto", "off"):        # (nothing to compile for no joints)
+        model = quiet_model(xml, kernels)
+        assert model.inertial_parameters().shape == (0,)
+        assert model.inertial_regressor([], [], []).shape == (0, 0)
+        assert model.base_parameters().count == 0
+        empty = np.zeros((3, 0))
+        with pytest.raises(InvalidInputError, match="nothing to identify"):
+            model.identify_inertial_parameters(empty, empty, empty, empty)
