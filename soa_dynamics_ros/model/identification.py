@@ -161,7 +161,10 @@ def _estimate(link, parameters, residual, deviation, singular, samples):
 # much smaller than the largest is round-off of a zero one (a parameter no joint feels):
 # columns scale with the motion and the geometry, never with the inertias.
 BASE_SAMPLES = 40
-MAX_BASE_SAMPLES = 10000
+MAX_BASE_SAMPLES = 1000
+# The most values a stacked regressor may hold (128 MiB of doubles), checked before it
+# is made: whole-robot regressors grow with samples x joints x parameters.
+MAX_REGRESSOR_VALUES = 2 ** 24
 BASE_TOLERANCE = 1e-7
 ZERO_COLUMN = 1e-10
 
@@ -194,6 +197,15 @@ class BaseParameters:
     def regressor(self, full_regressor):
         """The base regressor: the independent columns of a full one (..., dof, full)."""
         return full_regressor[..., self.independent]
+
+
+def check_regressor_size(samples, dof, parameters):
+    """Refuses a stacked regressor beyond MAX_REGRESSOR_VALUES before it is made."""
+    values = samples * dof * parameters
+    if values > MAX_REGRESSOR_VALUES:
+        raise InvalidInputError(
+            f"{samples} samples of {dof} joints and {parameters} parameters make a regressor "
+            f"of {values} values, more than {MAX_REGRESSOR_VALUES}: use fewer samples")
 
 
 def base_parameters(stacked, names, values, samples, seed):

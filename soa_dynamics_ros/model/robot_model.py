@@ -713,9 +713,16 @@ class RobotModel:
                                      gravity_root_acceleration(self._gravity))
         return np.ascontiguousarray(tree.coordinates.joint_columns(hinge_regressor.T).T)
 
-    def _stacked_regressor(self, Q, QD, QDD):
-        """(N, dof, 10 x bodies) regressors of validated samples."""
-        return np.array([self.inertial_regressor(q, qd, qdd) for q, qd, qdd in zip(Q, QD, QDD)])
+    def _stacked_regressor(self, Q, QD, QDD, columns=None):
+        """(N, dof, len(columns)) regressors of validated samples, only ``columns`` (default
+        all) kept; refused beyond identification.MAX_REGRESSOR_VALUES before it is made."""
+        count = len(self.inertial_parameter_names) if columns is None else len(columns)
+        identification.check_regressor_size(len(Q), self.tree.dof, count)
+        stacked = np.empty((len(Q), self.tree.dof, count))
+        for row, (q, qd, qdd) in enumerate(zip(Q, QD, QDD)):
+            regressor = self.inertial_regressor(q, qd, qdd)
+            stacked[row] = regressor if columns is None else regressor[:, columns]
+        return stacked
 
     def base_parameters(self, samples=identification.BASE_SAMPLES, seed=0):
         """The identifiable combinations of :meth:`inertial_parameters`
@@ -768,8 +775,8 @@ class RobotModel:
         if base.count == 0:
             raise InvalidInputError("no joint torque of this robot depends on its inertial "
                                     "parameters: there is nothing to identify")
-        return identification.solve_inertial(base, base.regressor(
-            self._stacked_regressor(Q, QD, QDD)), TAU)
+        return identification.solve_inertial(
+            base, self._stacked_regressor(Q, QD, QDD, base.independent), TAU)
 
     def _inverse_dynamics_batch_of(self, tree, Q, QD, QDD):
         """Inverse dynamics of validated samples for a view of this tree with other inertias."""

@@ -186,6 +186,9 @@ def test_bad_input(kernels):
         model.identify_inertial_parameters(Q, Q, Q, np.full((5, n), np.nan))
     with pytest.raises(InvalidInputError, match="equations"):
         model.identify_inertial_parameters(Q, Q, Q, Q)
+    many = np.zeros((200000, n))
+    with pytest.raises(InvalidInputError, match="use fewer samples"):
+        model.identify_inertial_parameters(many, many, many, many)
     with pytest.raises(InvalidInputError, match="base must be"):
         model.identify_inertial_parameters(Q, Q, Q, Q, base="all")
 
