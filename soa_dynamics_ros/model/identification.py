@@ -199,6 +199,17 @@ class BaseParameters:
         return full_regressor[..., self.independent]
 
 
+def fits(base, parameters):
+    """Whether ``base`` is a :class:`BaseParameters` of a robot with that many
+    parameters: its columns in range, its mapping of the size they give."""
+    if not isinstance(base, BaseParameters):
+        return False
+    columns = np.concatenate((base.independent, base.dependent))
+    return (base.mapping.shape == (len(base.independent), parameters)
+            and columns.dtype.kind == "i" and len(columns) == parameters
+            and np.array_equal(np.sort(columns), np.arange(parameters)))
+
+
 def check_regressor_size(samples, dof, parameters):
     """Refuses a stacked regressor beyond MAX_REGRESSOR_VALUES before it is made."""
     values = samples * dof * parameters

@@ -21,7 +21,8 @@ implementations of the same recursions in C, built with the system C
 compiler: the *generic* module, compiled once per machine for every robot,
 answers gravity, bias, inverse, forward, mixed and hybrid dynamics
 (wrenches included), mass matrix, Jacobians, frame poses, frame twists and
-classical accelerations, Jacobian time derivatives, centre of mass,
+classical accelerations, Jacobian time derivatives, the inertial regressor,
+centre of mass,
 batches, the task-space compliance ``J M^-1 J^T`` of any frames and parts,
 and the same for subgraphs, from a model's first call;
 *per-robot* straight-line
@@ -736,10 +737,10 @@ class RobotModel:
         them: ``Y @ pi == Y[:, base.independent] @ (base.mapping @ pi)`` at every
         state.  With the model's gravity: gravity excites some combinations.
         """
-        samples = int(as_vector("samples", [samples], 1)[0])
-        if not 1 <= samples <= identification.MAX_BASE_SAMPLES:
-            raise InvalidInputError(f"samples must be from 1 to "
-                                    f"{identification.MAX_BASE_SAMPLES}, not {samples}")
+        if type(samples) is not int or not 1 <= samples <= identification.MAX_BASE_SAMPLES:
+            shown = samples if type(samples) is int else type(samples).__name__
+            raise InvalidInputError(f"samples must be an int from 1 to "
+                                    f"{identification.MAX_BASE_SAMPLES}, not {shown}")
         if type(seed) is not int:
             raise InvalidInputError(f"seed must be an int, not {type(seed).__name__}")
         rng = np.random.default_rng(seed)
@@ -769,8 +770,7 @@ class RobotModel:
         TAU = self._samples("TAU", TAU, len(Q))
         if base is None:
             base = self.base_parameters()
-        elif (not isinstance(base, identification.BaseParameters)
-              or base.mapping.shape[1] != len(self.inertial_parameter_names)):
+        elif not identification.fits(base, len(self.inertial_parameter_names)):
             raise InvalidInputError("base must be this model's base_parameters()")
         if base.count == 0:
             raise InvalidInputError("no joint torque of this robot depends on its inertial "

@@ -2,6 +2,7 @@
 (issue 47 part 5): against Pinocchio's computeJointTorqueRegressor and rnea on shipped,
 rtb-data and example-robot-data robots (mimic joints included), on the compiled path and
 the numpy path; identification from Pinocchio's torques; refusals and bad input."""
+import dataclasses
 import pathlib
 
 import numpy as np
@@ -174,7 +175,7 @@ def test_bad_input(kernels):
             arguments[position] = bad
             with pytest.raises(InvalidInputError):
                 model.inertial_regressor(*arguments)
-    for samples in (0, -3, 10 ** 9, "many", np.nan):
+    for samples in (0, -3, 10 ** 9, 2.5, "many", np.nan, None):
         with pytest.raises(InvalidInputError):
             model.base_parameters(samples=samples)
     with pytest.raises(InvalidInputError):
@@ -189,8 +190,12 @@ def test_bad_input(kernels):
     many = np.zeros((200000, n))
     with pytest.raises(InvalidInputError, match="use fewer samples"):
         model.identify_inertial_parameters(many, many, many, many)
-    with pytest.raises(InvalidInputError, match="base must be"):
-        model.identify_inertial_parameters(Q, Q, Q, Q, base="all")
+    base = model.base_parameters()
+    other = quiet_model(reference_robot_text(("shipped", "ur5.urdf")), kernels).base_parameters()
+    shifted = dataclasses.replace(base, independent=base.independent + 1000)
+    for wrong in ("all", other, shifted):
+        with pytest.raises(InvalidInputError, match="base must be"):
+            model.identify_inertial_parameters(Q, Q, Q, Q, base=wrong)
 
 
 def test_a_robot_without_moving_joints_has_nothing_to_identify():
