@@ -4,15 +4,11 @@
 static PyObject *inertial_regressor(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (soa_wrong_count(nargs, 5))
-        return NULL;
-    Model *m = model_of(args[0]);
+    const double *data[3], *p;
+    PyObject *refusal;
+    Model *m = joint_vectors_call(args, nargs, 3, data, &p, &refusal);
     if (!m)
-        return NULL;
-    const double *data[3], *p = soa_array(args[4], 1, m->params, 0);
-    npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
-    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK)
-        return PyLong_FromLong(SOA_BAD_INPUT);
+        return refusal;
     double *out;
     PyObject *result = new_array(2, m->rate_dof, PARAMS_PER_BODY * (m->nb - 1), &out);
     if (!result)
