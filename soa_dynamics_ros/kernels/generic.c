@@ -97,10 +97,12 @@ typedef struct {
 #include "generic/hybrid.c"
 #include "generic/frame_motion.c"
 #include "generic/energy.c"
+#include "generic/regressor.c"
 #include "generic/bindings_dynamics.c"
 #include "generic/bindings_hybrid.c"
 #include "generic/bindings_queries.c"
 #include "generic/bindings_frame_motion.c"
+#include "generic/bindings_regressor.c"
 #include "generic/batches.c"
 #include "generic/model_object.c"
 
@@ -145,6 +147,8 @@ static PyMethodDef methods[] = {
     METHOD(coriolis_matrix, "C with C qd = h - g, dM/dt = C + C^T: f(model, q, qd, p)"),
     METHOD(kinetic_energy, "1/2 qd^T M qd: f(model, q, qd, p)"),
     METHOD(potential_energy, "-sum m g.c: f(model, q, p)"),
+    METHOD(inertial_regressor, "dof x 10 (nb - 1) Y with Y pi = inverse dynamics: "
+                               "f(model, q, qd, qdd, p)"),
     METHOD(gravity_torques_batch, "g over (N, dof) rows: f(model, Q, p)"),
     METHOD(inverse_dynamics_batch, "inverse dynamics over rows: f(model, Q, QD, QDD, p)"),
     METHOD(forward_dynamics_batch, "forward dynamics over rows: f(model, Q, QD, TAU, p)"),

@@ -43,7 +43,7 @@ _DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
 GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
     "mixed_dynamics", "torques_with_wrenches",
     "mixed_dynamics_wrenches", "gravity_torques_batch",
-    "inverse_dynamics_batch", "forward_dynamics_batch") + FAST_GENERIC
+    "inverse_dynamics_batch", "forward_dynamics_batch", "inertial_regressor") + FAST_GENERIC
     + derivatives.COMPILED_FUNCTIONS))
 # The generic module's function behind each per-frame kernel frame_pose and jacobian call.
 _GENERIC_FRAME_FUNCTIONS = {"frame_pose": "frame_poses", "jacobian": "jacobian"}

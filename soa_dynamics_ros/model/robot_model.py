@@ -21,7 +21,8 @@ implementations of the same recursions in C, built with the system C
 compiler: the *generic* module, compiled once per machine for every robot,
 answers gravity, bias, inverse, forward, mixed and hybrid dynamics
 (wrenches included), mass matrix, Jacobians, frame poses, frame twists and
-classical accelerations, Jacobian time derivatives, centre of mass,
+classical accelerations, Jacobian time derivatives, the inertial regressor,
+centre of mass,
 batches, the task-space compliance ``J M^-1 J^T`` of any frames and parts,
 and the same for subgraphs, and the Coriolis matrix and the energies, from a
 model's first call;
@@ -59,6 +60,7 @@ from ..algorithms.energy import potential_energy as _potential_energy
 from ..algorithms.external_forces import body_forces, gravity_root_acceleration
 from ..algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
 from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
+from ..algorithms.regressor import inertial_regressor as _regressor
 from ..algorithms.mass_matrix import mass_matrix as _composite_body
 from ..algorithms.momentum import coriolis_transpose_product as _momentum_gather
 from ..description.urdf import parse_urdf
@@ -733,6 +735,112 @@ class RobotModel(ConfigurationSpace):
             columns = [self._inverse_dynamics_batch_of(tree.with_inertia(inertia), Q, QD, QDD)
                        for inertia in identification.unit_payload_inertias(tree, frame)]
         return identification.solve(link, np.stack(columns, axis=-1), TAU - known)
+
+    # ------------------------------------------------------------------ inertial parameters
+    # One body per moving joint: the links a fixed joint welds to it are part of it.
+    @property
+    def inertial_parameter_names(self):
+        """``"link.m"``, ``"link.m*cx"``, ... of :meth:`inertial_parameters`, ``link``
+        each body's (its moving joint's child link)."""
+        return tuple(f"{link}.{name}" for link in self.tree.body_link[1:]
+                     for name in identification.PARAMETER_NAMES)
+
+    def inertial_parameters(self):
+        """The ten inertial parameters of each body, body after body (model order: a
+        parent before its children), one vector of 10 x bodies.
+
+        A body is the child link of a moving joint with every link fixed joints weld to
+        it (their inertias merged in), and its attached payloads.  Per body, in its link
+        frame: ``[m, m cx, m cy, m cz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``, the rotational
+        inertia about the **link origin** (:data:`identification.PARAMETER_NAMES`, as
+        :meth:`identify_payload`).  The root link's own inertia moves nothing and is
+        not among them.
+        """
+        with self.parameters_lock:
+            return inertia_to_parameters(self.tree.body_inertia[1:]).reshape(-1)
+
+    def inertial_regressor(self, q, qd, qdd):
+        """dof x (10 x bodies) ``Y`` with ``Y @ inertial_parameters() ==
+        inverse_dynamics(q, qd, qdd)`` (gravity included), columns as
+        :attr:`inertial_parameter_names`."""
+        kernel = self._generic.get("inertial_regressor")
+        if kernel is None:
+            return self._reference_inertial_regressor(q, qd, qdd)
+        regressor = kernel(q, qd, qdd, self._params)
+        if type(regressor) is _NDARRAY:
+            return regressor
+        return self._fallback(kernel, regressor, (q, qd, qdd), self._reference_inertial_regressor)
+
+    def _reference_inertial_regressor(self, q, qd, qdd):
+        tree = self.tree
+        hinge_regressor = _regressor(tree, hinge_positions(tree, q), self._hinge_rates("qd", qd),
+                                     self._hinge_rates("qdd", qdd),
+                                     gravity_root_acceleration(self._gravity))
+        return np.ascontiguousarray(tree.coordinates.joint_columns(hinge_regressor.T).T)
+
+    def _stacked_regressor(self, Q, QD, QDD, columns=None):
+        """(N, dof, len(columns)) regressors of validated samples, only ``columns`` (default
+        all) kept; refused beyond identification.MAX_REGRESSOR_VALUES before it is made."""
+        count = len(self.inertial_parameter_names) if columns is None else len(columns)
+        identification.check_regressor_size(len(Q), self.tree.dof, count)
+        stacked = np.empty((len(Q), self.tree.dof, count))
+        for row, (q, qd, qdd) in enumerate(zip(Q, QD, QDD)):
+            regressor = self.inertial_regressor(q, qd, qdd)
+            stacked[row] = regressor if columns is None else regressor[:, columns]
+        return stacked
+
+    def base_parameters(self, samples=identification.BASE_SAMPLES, seed=0):
+        """The identifiable combinations of :meth:`inertial_parameters`
+        (:class:`~soa_dynamics_ros.model.identification.BaseParameters`).
+
+        The full regressor is stacked over ``samples`` random states (seeded by
+        ``seed``: the same answer every call): ``q`` uniform in [-pi, pi], ``qd``
+        and ``qdd`` normal (deviations 2 and 3).  Its columns are taken in order
+        (body by body from the root, parameters in their order) and each is kept
+        when it is no combination of those kept before it; the others fold into
+        them: ``Y @ pi == Y[:, base.independent] @ (base.mapping @ pi)`` at every
+        state.  With the model's gravity: gravity excites some combinations.
+        """
+        if type(samples) is not int or not 1 <= samples <= identification.MAX_BASE_SAMPLES:
+            shown = samples if type(samples) is int else type(samples).__name__
+            raise InvalidInputError(f"samples must be an int from 1 to "
+                                    f"{identification.MAX_BASE_SAMPLES}, not {shown}")
+        if type(seed) is not int:
+            raise InvalidInputError(f"seed must be an int, not {type(seed).__name__}")
+        rng = np.random.default_rng(seed)
+        dof = self.tree.dof
+        Q = rng.uniform(-np.pi, np.pi, (samples, dof))
+        QD, QDD = rng.normal(size=(samples, dof)) * 2, rng.normal(size=(samples, dof)) * 3
+        names = self.inertial_parameter_names
+        stacked = self._stacked_regressor(Q, QD, QDD).reshape(samples * dof, len(names))
+        return identification.base_parameters(stacked, names,
+                                              self.inertial_parameters(), samples, seed)
+
+    def identify_inertial_parameters(self, Q, QD, QDD, TAU, base=None):
+        """Fit the robot's base parameters to N samples of a motion: least squares on
+        ``TAU = Y_base beta``, ``identify_payload`` for the whole robot.
+
+        ``Q``, ``QD``, ``QDD``, ``TAU``: (N, dof) arrays in model order, ``TAU`` the
+        measured joint torques.  ``base``: the combinations fitted (default
+        :meth:`base_parameters`).  Returns an
+        :class:`~soa_dynamics_ros.model.identification.InertialEstimate`: ``.values``
+        (``base.names``), ``.residual``, ``.standard_deviation``,
+        ``.singular_values`` and ``.condition``.  Raises :class:`InvalidInputError`
+        as :meth:`identify_payload` does: bad shapes, NaN, fewer equations than twice
+        the base parameters, or a motion that cannot tell them apart.
+        """
+        Q = self._samples("Q", Q)
+        QD, QDD = self._samples("QD", QD, len(Q)), self._samples("QDD", QDD, len(Q))
+        TAU = self._samples("TAU", TAU, len(Q))
+        if base is None:
+            base = self.base_parameters()
+        elif not identification.fits(base, len(self.inertial_parameter_names)):
+            raise InvalidInputError("base must be this model's base_parameters()")
+        if base.count == 0:
+            raise InvalidInputError("no joint torque of this robot depends on its inertial "
+                                    "parameters: there is nothing to identify")
+        return identification.solve_inertial(
+            base, self._stacked_regressor(Q, QD, QDD, base.independent), TAU)
 
     def _inverse_dynamics_batch_of(self, tree, Q, QD, QDD):
         """Inverse dynamics of validated samples for a view of this tree with other inertias."""
