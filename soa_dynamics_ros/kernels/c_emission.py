@@ -181,6 +181,33 @@ def _lanes(x, per_sample):
     return f"soa_broadcast({_operand(x)})"
 
 
+def core_source(name, arrays, outputs, trace, doc, workspace=(), solve=None, prelude=()):
+    """The C lines of a core ``static int {name}_core(inputs, p, out)`` computing
+    ``outputs`` (runtime.h's convention; :meth:`ModuleSource.kernel` says what the
+    arguments are); with its operation counts ``{label: count}`` and their text."""
+    body, counts = _body(trace, outputs)
+    stats = {label: counts.get(op, 0) for op, label in (
+        (MUL, "mul"), (ADD, "add"), (SUB, "sub"), (DIV, "div"), (NEG, "neg"), (SIN, "sin"),
+        (COS, "cos"))}
+    vectors = [(a, size) for a, size in arrays if a != "p"]
+    counted = ", ".join(f"{count} {label}" for label, count in stats.items())
+    lines = ["", f"/* {_comment(doc)} ({counted}) */",
+             f"static int {name}_core(const double *const *inputs, const double *restrict p, "
+             "double *restrict out)", "{"]
+    lines += [f"    const double *restrict {a} = inputs[{k}];" for k, (a, _) in enumerate(vectors)]
+    # Not "<=" holds for NaN too; the bound is validation.MAX_MAGNITUDE.
+    lines += [f"    if (soa_check({a}, {size}, {MAX_MAGNITUDE!r}))\n        return SOA_BAD_INPUT;"
+              for a, size in vectors]
+    if workspace:
+        lines.append(f"    double {', '.join(f'{a}[{size}]' for a, size in workspace)};")
+    lines += body + [f"    {line}" for line in prelude]
+    if solve:
+        lines.append(f"    return {solve.format(out='out', **{a: a for a, _ in workspace})};")
+    else:
+        lines.append("    return SOA_OK;")
+    return lines + ["}"], stats, counted
+
+
 # Doubles of a core's workspace per sample up to which its lanes core keeps a copy per lane
 # on the stack: at 8 lanes 256 KB, well within the 8 MB of a glibc thread's default (the
 # batch threads', runtime.h soa_in_parallel, and Python's).  The forward dynamics
@@ -219,27 +246,11 @@ class ModuleSource:
         ``links``: the last vector input ``w`` holds the wrenches on these links,
         which the wrapper reads from a ``{link: wrench}`` dict before ``p``.
         """
-        body, counts = _body(trace, outputs)
-        stats = self.stats[name] = {label: counts.get(op, 0) for op, label in (
-            (MUL, "mul"), (ADD, "add"), (SUB, "sub"), (DIV, "div"), (NEG, "neg"), (SIN, "sin"),
-            (COS, "cos"))}
+        lines, stats, counted = core_source(name, arrays, outputs, trace, doc, workspace,
+                                            solve, prelude)
+        self.stats[name] = stats
         vectors = [(a, size) for a, size in arrays if a != "p"]
-        counted = ", ".join(f"{count} {label}" for label, count in stats.items())
-        lines = ["", f"/* {_comment(doc)} ({counted}) */",
-                 f"static int {name}_core(const double *const *inputs, const double *restrict p, "
-                 "double *restrict out)", "{"]
-        lines += [f"    const double *restrict {a} = inputs[{k}];" for k, (a, _) in enumerate(vectors)]
-        # Not "<=" holds for NaN too; the bound is validation.MAX_MAGNITUDE.
-        lines += [f"    if (soa_check({a}, {size}, {MAX_MAGNITUDE!r}))\n        return SOA_BAD_INPUT;"
-                  for a, size in vectors]
-        if workspace:
-            lines.append(f"    double {', '.join(f'{a}[{size}]' for a, size in workspace)};")
-        lines += body + [f"    {line}" for line in prelude]
-        if solve:
-            lines.append(f"    return {solve.format(out='out', **{a: a for a, _ in workspace})};")
-        else:
-            lines.append("    return SOA_OK;")
-        self.lines += lines + ["}"]
+        self.lines += lines
         self._lane_sources[name] = (vectors, outputs, trace, counted, workspace, solve, prelude)
         rows, cols = (shape + (0,))[:2]
         self._widths[name] = parts * rows * (cols or 1)       # doubles per sample
