@@ -20,7 +20,7 @@ from ..errors import SoaDynamicsError
 from ..multibody.joints import JOINT_MODELS
 from ..validation import MAX_MAGNITUDE
 from . import generator
-from .c_emission import CONDITION_LIMIT, _comment, _string, core_source
+from .c_emission import CONDITION_LIMIT, c_comment, c_string, core_source
 from .tracing import parameter_count, pack_parameters
 
 RUNTIME_C = pathlib.Path(__file__).resolve().parent / "runtime_c.h"
@@ -28,9 +28,15 @@ PREFIX_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,39}")
 # Above this many traced operations over all exported kernels the library compiles for
 # minutes per build; --frames exports fewer frames.
 MAX_EXPORTED_OPERATIONS = 1_500_000
-_JOINT_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_matrix",
-                  "forward_dynamics", "coriolis_transpose_product")
 _FRAME_KERNELS = ("frame_pose", "jacobian", "task_space_inertia")
+# The public functions of the joint-space kernels: (kernel, joint vectors in, output, its size).
+_JOINT_SIGNATURES = (("gravity_torques", ("q",), "tau", "N"),
+                     ("bias_torques", ("q", "qd"), "tau", "N"),
+                     ("inverse_dynamics", ("q", "qd", "qdd"), "tau", "N"),
+                     ("mass_matrix", ("q",), "M", "N * N"),
+                     ("forward_dynamics", ("q", "qd", "tau"), "qdd", "N"),
+                     ("coriolis_transpose_product", ("q", "qd"), "out", "N"))
+_JOINT_KERNELS = tuple(kernel for kernel, *_ in _JOINT_SIGNATURES)
 
 
 class ExportError(SoaDynamicsError, ValueError):
@@ -113,7 +119,7 @@ def export_c(model, directory, prefix="soa", frames=None):
 
 
 def _listing(names):
-    return "\n".join(f" *   {k:3d}  {_comment(name)}" for k, name in enumerate(names))
+    return "\n".join(f" *   {k:3d}  {c_comment(name)}" for k, name in enumerate(names))
 
 
 def _header(model, prefix, frames):
@@ -121,12 +127,12 @@ def _header(model, prefix, frames):
     upper = prefix.upper()
     dof, count = tree.dof, parameter_count(tree)
     bodies = "\n".join(f" *   body {body:3d}: params[{4 + 10 * (body - 1)}..{13 + 10 * (body - 1)}]"
-                       f"  link {_comment(tree.body_link[body])}" for body in range(1, tree.nb))
+                       f"  link {c_comment(tree.body_link[body])}" for body in range(1, tree.nb))
     mimic = ("\n * Mimic joints are not among them: each follows its master (q_mimic = "
              "multiplier * q_master\n * + offset), and the torques are the independent "
              "joints' (the mimic joints' folded in).\n" if tree.coordinates.couples_hinges
              or len(model.joints) != dof else "")
-    return f"""/* {prefix}.h: the dynamics of robot {_comment(model.name)}, exported by soa_dynamics_ros
+    return f"""/* {prefix}.h: the dynamics of robot {c_comment(model.name)}, exported by soa_dynamics_ros
  * (`soa-dynamics export-c`).  Do not edit: export again from the URDF.
  *
  * Calling convention
@@ -244,7 +250,17 @@ def _source(model, prefix, frames, core_lines, task_space_cores):
     dof, count = tree.dof, parameter_count(tree)
     defaults = ", ".join(repr(float(x)) for x in pack_parameters(tree, model.gravity))
     runtime = RUNTIME_C.read_text()
-    names = ", ".join(_string(name) for name in frames)
+    names = ", ".join(c_string(name) for name in frames)
+
+    def joint_function(kernel, vectors, out, size):
+        arguments = ", ".join(f"const double *{name}" for name in vectors)
+        inputs = ", ".join(vectors + ("NULL",) * (3 - len(vectors)))
+        return f"""void {prefix}_{kernel}(const double *params, {arguments}, double *{out})
+{{
+    joint_kernel({kernel}_core, params, {inputs}, {out}, {size}, "{kernel}");
+}}
+"""
+    joint_functions = "\n".join(joint_function(*signature) for signature in _JOINT_SIGNATURES)
 
     def per_frame(kernel, size):
         cases = "\n".join(f"    case {k}: status = {kernel}_f{k}_core(inputs, params, out); break;"
@@ -296,7 +312,7 @@ def _source(model, prefix, frames, core_lines, task_space_cores):
     return finished(status, out, 36, "frame_task_space_inertia");
 }}
 """
-    return f"""/* {prefix}.c: the dynamics of robot {_comment(model.name)}, exported by soa_dynamics_ros
+    return f"""/* {prefix}.c: the dynamics of robot {c_comment(model.name)}, exported by soa_dynamics_ros
  * (`soa-dynamics export-c`); the calling convention is in {prefix}.h.  Do not edit. */
 #include "{prefix}.h"
 #include <math.h>
@@ -312,9 +328,10 @@ def _source(model, prefix, frames, core_lines, task_space_cores):
 #define LIMIT {MAX_MAGNITUDE!r}
 enum {{ N = {dof}, PARAMETERS = {count}, FRAMES = {len(frames)} }};
 
-/* ---- soa_dynamics_ros/kernels/runtime_c.h (not every robot needs every solver) ---- */
+/* ---- soa_dynamics_ros/kernels/runtime_c.h (not every robot needs every solver, nor every core p) ---- */
 #if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 #endif
 {runtime}
 /* ---- the robot's kernels ---- */
@@ -423,22 +440,7 @@ const char *{prefix}_frame_name(int frame)
     return frame >= 0 && frame < FRAMES ? frame_names[frame] : NULL;
 }}
 
-void {prefix}_gravity_torques(const double *params, const double *q, double *tau)
-{{
-    joint_kernel(gravity_torques_core, params, q, NULL, NULL, tau, N, "gravity_torques");
-}}
-
-void {prefix}_bias_torques(const double *params, const double *q, const double *qd, double *tau)
-{{
-    joint_kernel(bias_torques_core, params, q, qd, NULL, tau, N, "bias_torques");
-}}
-
-void {prefix}_inverse_dynamics(const double *params, const double *q, const double *qd,
-                               const double *qdd, double *tau)
-{{
-    joint_kernel(inverse_dynamics_core, params, q, qd, qdd, tau, N, "inverse_dynamics");
-}}
-
+{joint_functions}
 void {prefix}_inverse_dynamics_wrenches(const double *params, const double *q, const double *qd,
                                         const double *qdd, int count, const int *frames,
                                         const double *wrenches, double *tau)
@@ -447,17 +449,6 @@ void {prefix}_inverse_dynamics_wrenches(const double *params, const double *q, c
                      "inverse_dynamics_wrenches") == SOA_OK)
         finished(add_wrench_torques(params, q, count, frames, wrenches, -1.0, tau), tau, N,
                  "inverse_dynamics_wrenches");
-}}
-
-void {prefix}_mass_matrix(const double *params, const double *q, double *M)
-{{
-    joint_kernel(mass_matrix_core, params, q, NULL, NULL, M, N * N, "mass_matrix");
-}}
-
-void {prefix}_forward_dynamics(const double *params, const double *q, const double *qd,
-                               const double *tau, double *qdd)
-{{
-    joint_kernel(forward_dynamics_core, params, q, qd, tau, qdd, N, "forward_dynamics");
 }}
 
 void {prefix}_forward_dynamics_wrenches(const double *params, const double *q, const double *qd,
@@ -471,13 +462,6 @@ void {prefix}_forward_dynamics_wrenches(const double *params, const double *q, c
                  "forward_dynamics_wrenches") == SOA_OK)
         joint_kernel(forward_dynamics_core, params, q, qd, applied, qdd, N,
                      "forward_dynamics_wrenches");
-}}
-
-void {prefix}_coriolis_transpose_product(const double *params, const double *q, const double *qd,
-                                         double *out)
-{{
-    joint_kernel(coriolis_transpose_product_core, params, q, qd, NULL, out, N,
-                 "coriolis_transpose_product");
 }}
 
 void {prefix}_frame_pose(const double *params, const double *q, int frame, double *pose)
