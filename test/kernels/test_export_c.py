@@ -26,6 +26,7 @@ from soa_dynamics_ros.plant import cli
 
 TOL = 1e-12
 HERE = pathlib.Path(__file__).resolve().parent / "export_c"
+LOOP_EXAMPLE = HERE.parents[2] / "examples" / "export_c_loop"
 ZOO_ROBOTS = ["trossen_descriptions/urdf/vx300s.urdf.xacro",      # mimic gripper
               "trossen_descriptions/urdf/px150.urdf.xacro"]
 SOURCES = ([pytest.param(shipped_urdf(name), None, id=name) for name in SHIPPED_ROBOTS]
@@ -128,8 +129,8 @@ def test_exported_library_is_the_model(source, zoo, tmp_path):
 @needs_cc
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
 def test_cmake_package_is_found_by_a_controller_build(tmp_path):
-    """The CLI's export builds with CMake (static library), installs, and a C++ consumer
-    finds it with find_package and links it."""
+    """The CLI's export builds with CMake (static library), installs, and C++ consumers (a
+    small one, and examples/export_c_loop) find it with find_package and link it."""
     urdf = shipped_urdf("double_pendulum.urdf")
     library, build, prefix = tmp_path / "library", tmp_path / "build", tmp_path / "install"
     assert cli.main(["export-c", urdf, "--out", str(library), "--prefix", "soa"]) == 0
@@ -137,7 +138,10 @@ def test_cmake_package_is_found_by_a_controller_build(tmp_path):
                       ["--build", str(build)], ["--install", str(build)],
                       ["-S", str(HERE / "consumer"), "-B", str(tmp_path / "consumer"),
                        f"-DCMAKE_PREFIX_PATH={prefix}"],
-                      ["--build", str(tmp_path / "consumer")]):
+                      ["--build", str(tmp_path / "consumer")],
+                      ["-S", str(LOOP_EXAMPLE), "-B", str(tmp_path / "loop"),
+                       f"-DCMAKE_PREFIX_PATH={prefix}"],
+                      ["--build", str(tmp_path / "loop")]):
         subprocess.run(["cmake", *arguments], check=True, capture_output=True)
     printed = subprocess.run([str(tmp_path / "consumer" / "consumer")], check=True,
                              capture_output=True, text=True).stdout
@@ -145,6 +149,12 @@ def test_cmake_package_is_found_by_a_controller_build(tmp_path):
     q = 0.1 * np.arange(1, model.dof + 1)
     assert_close(np.array([float(x) for x in printed.split()]), model.gravity_torques(q),
                  "gravity from the installed library", rtol=TOL)
+    # The 1 kHz loop example: its check that the loop never allocates (exit status 1 if so).
+    loop = subprocess.run([str(tmp_path / "loop" / "control_loop"), "50"], capture_output=True,
+                          text=True)
+    assert loop.returncode == 0, loop.stdout + loop.stderr
+    assert "allocations in the loop: 0" in loop.stdout
+    assert "model time per cycle [us]: p50" in loop.stdout
 
 
 @needs_cc
