@@ -14,7 +14,6 @@ so payloads change without regenerating.  docs/export_c.md describes the library
 import pathlib
 import re
 
-import numpy as np
 
 from ..errors import SoaDynamicsError
 from ..multibody.joints import JOINT_MODELS
