@@ -14,7 +14,6 @@ so payloads change without regenerating.  docs/export_c.md describes the library
 import pathlib
 import re
 
-
 from ..errors import SoaDynamicsError
 from ..multibody.joints import JOINT_MODELS
 from ..validation import MAX_MAGNITUDE
