@@ -163,8 +163,8 @@ def _header(model, prefix, frames):
  * Frames (index: link):
 {_listing(frames)}
  */
-#ifndef {upper}_H
-#define {upper}_H
+#ifndef {upper}_EXPORTED_H
+#define {upper}_EXPORTED_H
 
 #ifdef __cplusplus
 extern "C" {{
