@@ -23,15 +23,20 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frame", action="append", default=[],
                         help="also the task-space kernels of this frame (repeatable)")
+    parser.add_argument("--floating-base", action="store_true",
+                        help="put a free joint above the root link (RobotModel.from_urdf floating_base)")
     args = parser.parse_args(argv)
     lowest_priority()
     logging.basicConfig(level=logging.INFO, format="[kernels] %(message)s")
     from .. import RobotModel
     from ..kernels import ensure_cache_dir
     from ..kernels.generator import structure_key
-    model = RobotModel.from_urdf(sys.stdin.read(), kernels="c")
+    model = RobotModel.from_urdf(sys.stdin.read(), kernels="c", floating_base=args.floating_base)
     directory = ensure_cache_dir()
-    with open(directory / f".warm-{structure_key(model.tree)}.lock", "w") as lock:
+    from ..model.floating_base import FloatingBaseModel
+    # A floating-base model's kernels are its fixed-base chain model's.
+    tree = model._chain.tree if isinstance(model, FloatingBaseModel) else model.tree
+    with open(directory / f".warm-{structure_key(tree)}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         # (not the derivative and wrenched kernels: the node never compiles them)
         seconds = model.kernels.prepare(frames=args.frame, derivatives=False, wrenches=False)
@@ -83,8 +88,8 @@ def _forking_at_the_ordinary_policy():
 class BackgroundWarmup:
     """This module run as a child process, for a description given as XML text."""
 
-    def __init__(self, description_xml, frames=()):
-        command = [sys.executable, "-m", __name__]
+    def __init__(self, description_xml, frames=(), floating_base=False):
+        command = [sys.executable, "-m", __name__] + ["--floating-base"] * floating_base
         for frame in frames:
             command += ["--frame", frame]
         # The log goes to a file, not a pipe: a full pipe would block the child.
