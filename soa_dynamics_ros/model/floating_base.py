@@ -691,6 +691,11 @@ class FloatingBaseModel(RobotModel):
             raise self._named_base(error) from None
         return type(result)(result.qdd + shift, result.tau)
 
+    # RobotModel's, on this model's Jacobians and gravity torques: the base's six rows
+    # are the unactuated ones.
+    whole_body_gravity = RobotModel.whole_body_gravity
+    contact_dynamics = RobotModel.contact_dynamics
+
     # ------------------------------------------------------------------ centroidal quantities
     def center_of_mass(self, q):
         """Centre of mass in the world."""

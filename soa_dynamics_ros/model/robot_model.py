@@ -71,6 +71,7 @@ from ..multibody.tree import BodyTree
 from ..validation import (MAX_PAYLOAD_COM, as_float_array, as_samples, as_vector,
                           check_link_inertias, payload_problems, readable)
 from . import constrained, derivatives, identification
+from . import contacts as contacts_module
 from .configuration import ConfigurationSpace
 from .evaluation import hinge_positions, select_joints
 from .kernel_router import (AUTO_COMPILE_AFTER, FAST_KERNELS, KERNEL_MODES, KERNELS_ENV,
@@ -606,6 +607,47 @@ class RobotModel(ConfigurationSpace):
                 return _new_mixed_dynamics(constrained.MixedDynamics, (both[0], both[1]))
         with self.parameters_lock:
             return constrained.mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches)
+
+    # ------------------------------------------------------------------ standing on contacts
+    def whole_body_gravity(self, q, contacts):
+        """The actuated joint torques and contact wrenches that hold the robot still at ``q``.
+
+        ``contacts``: a list of ``(frame, kind)`` pairs (or
+        :class:`~soa_dynamics_ros.model.contacts.Contact`), kind ``"point"`` (a force
+        holds the frame origin) or ``"flat"`` (a force and a moment hold the frame).
+        Returns a :class:`~soa_dynamics_ros.model.contacts.WholeBodyGravity`: ``tau``
+        (actuated joints, ``joint_names`` order) and ``contact_wrenches`` (frame -> 3 or
+        6 entries, world axes about the frame origin, on the robot) with
+        ``g(q) = S^T tau + sum_c J_c^T w_c``.  The contact wrenches are the minimum-norm
+        ones that balance the unactuated base rows; the joint rows then give ``tau``.
+        A set that cannot balance the base raises
+        :class:`~soa_dynamics_ros.model.contacts.UnbalancedContactsError` with the
+        residual.  A fixed-base model has no unactuated rows: the wrenches are zero and
+        ``tau`` is :meth:`gravity_torques` (docs/floating_base.md).
+        """
+        return contacts_module.whole_body_gravity(self, q, contacts,
+                                                  self.nv - len(self.joint_names))
+
+    def contact_dynamics(self, q, v, tau, contacts):
+        """Accelerations and contact wrenches with the contact frames held still.
+
+        ``contacts`` as :meth:`whole_body_gravity`; each contact's rows of the frame's
+        classical acceleration (world axes) are zero: :meth:`hybrid_dynamics` with the
+        contacts as constraints.  ``tau``: ``nv`` generalized forces, or on a
+        floating-base model the actuated joints' only (the base unactuated), as
+        :meth:`whole_body_gravity` returns them.  Returns a
+        :class:`~soa_dynamics_ros.model.contacts.ContactDynamics` ``(a,
+        contact_wrenches, rank)`` with ``M a + h = tau + sum_c J_c^T w_c``.
+        """
+        parsed = contacts_module.parse_contacts(self.frame_names, contacts)
+        forces = as_float_array("tau", tau, f"vector of length {self.nv}")
+        actuated = len(self.joint_names)
+        if forces.shape == (actuated,) and actuated != self.nv:
+            forces = np.concatenate((np.zeros(self.nv - actuated), forces))
+        forces = as_vector("tau", forces, self.nv)
+        result = self.hybrid_dynamics(q, v, contacts_module.contact_constraints(parsed), forces)
+        return contacts_module.ContactDynamics(
+            result.qdd, contacts_module.split_wrenches(parsed, result.nu), result.rank)
 
     def subgraph(self, joint_names):
         """A view that moves only ``joint_names``; the other joints are locked where ``q`` puts them."""
