@@ -184,7 +184,7 @@ class LiveModel:
             self.desired_point = previous.desired_point
         if self.floating_base and previous.floating_base:
             self.base_pose, self.base_twist = previous.base_pose, previous.base_twist
-            self._arrivals[-1] = previous._arrivals[-1]
+            self._arrivals[-1] = previous.base_received_at
         previous_index = {name: j for j, name in enumerate(previous.model.joint_names)}
         for i, name in enumerate(self.model.joint_names):
             if name in previous_index:
@@ -275,12 +275,17 @@ class LiveModel:
         self.base_pose, self.base_twist = pose, twist
         self._arrivals[-1] = now
 
+    @property
+    def base_received_at(self):
+        """When a floating base's latest state arrived (caller's clock [s]; -inf: none yet)."""
+        return float(self._arrivals[-1]) if self.floating_base else -math.inf
+
     def model_state(self, positions, velocities):
         """``(q, v)`` of the model from joint positions and rates: a floating base's
         latest measured state before them (InvalidInputError before any arrived)."""
         if not self.floating_base:
             return positions, velocities
-        if not math.isfinite(self._arrivals[-1]):
+        if not math.isfinite(self.base_received_at):
             raise InvalidInputError("no base state yet: the base odometry has not arrived")
         return (np.concatenate((self.base_pose, positions)),
                 np.concatenate((self.base_twist, velocities)))
@@ -438,6 +443,8 @@ class LiveModel:
         joints, wrong shapes, NaN or inf, times not strictly increasing, no
         points, no joints, an omitted joint never measured); nothing changes.
         """
+        if self.floating_base:
+            raise InvalidInputError("trajectories are not served for floating-base robots yet")
         names = list(names)
         count = len(time)
         if count == 0:

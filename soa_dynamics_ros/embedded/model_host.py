@@ -277,7 +277,8 @@ class ModelHost:
             model = live.model
             self._logger.info(
                 f"robot model {model.name!r} loaded from {source} in {seconds * 1e3:.0f} ms: "
-                f"{model.dof} joints ({', '.join(model.joint_names)}), {len(model.frame_names)} "
+                f"{len(model.joint_names)} joints ({', '.join(model.joint_names)})"
+                f"{' on a free base' if live.floating_base else ''}, {len(model.frame_names)} "
                 f"frames, {model.total_mass:.2f} kg")
 
     def _install_loaded(self, loaded):
@@ -319,9 +320,7 @@ class ModelHost:
         if warmup is None:
             return
         xml, frames = warmup
-        # (a description with its own floating root joint is floating-base without the option)
-        self._warmup = BackgroundWarmup(xml, frames, isinstance(model, FloatingBaseModel)
-                                        and model.description.free_root_joint is None)
+        self._warmup = BackgroundWarmup(xml, frames, isinstance(model, FloatingBaseModel))
         self._warmup_target = (model, xml)
         meanwhile = ("the numpy path answers queries meanwhile, feedforward waits"
                      if self.awaiting_kernels else "the generic compiled module answers meanwhile")

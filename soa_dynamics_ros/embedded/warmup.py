@@ -24,19 +24,23 @@ def main(argv=None):
     parser.add_argument("--frame", action="append", default=[],
                         help="also the task-space kernels of this frame (repeatable)")
     parser.add_argument("--floating-base", action="store_true",
-                        help="put a free joint above the root link (RobotModel.from_urdf floating_base)")
+                        help="the kernels of the robot on a free base (docs/floating_base.md)")
     args = parser.parse_args(argv)
     lowest_priority()
     logging.basicConfig(level=logging.INFO, format="[kernels] %(message)s")
     from .. import RobotModel
     from ..kernels import ensure_cache_dir
     from ..kernels.generator import structure_key
-    model = RobotModel.from_urdf(sys.stdin.read(), kernels="c", floating_base=args.floating_base)
+    text = sys.stdin.read()
+    if args.floating_base:
+        # A floating-base model's kernels are those of its chain model.
+        from ..description.urdf import parse_urdf_xml
+        from ..model.floating_base import chain_description
+        model = RobotModel(chain_description(parse_urdf_xml(text)), kernels="c")
+    else:
+        model = RobotModel.from_urdf(text, kernels="c")
     directory = ensure_cache_dir()
-    from ..model.floating_base import FloatingBaseModel
-    # A floating-base model's kernels are its fixed-base chain model's.
-    tree = model._chain.tree if isinstance(model, FloatingBaseModel) else model.tree
-    with open(directory / f".warm-{structure_key(tree)}.lock", "w") as lock:
+    with open(directory / f".warm-{structure_key(model.tree)}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         # (not the derivative and wrenched kernels: the node never compiles them)
         seconds = model.kernels.prepare(frames=args.frame, derivatives=False, wrenches=False)

@@ -33,13 +33,26 @@ from .stamps import stamp_seconds
 from .throttled_log import MAX_LOG_TEXT, ThrottledLog
 from ..embedded.live_model import TransportAge
 from ..embedded.model_host import TOPIC, ModelHost, description_from
-from ..errors import SoaDynamicsError, StaleStateError, clipped, shown_names
+from ..errors import InvalidInputError, SoaDynamicsError, StaleStateError, clipped, shown_names
 
 NODE_NAME = "soa_dynamics"
 # How often finished background work (a description load, a kernel warm-up)
 # is looked for: the delay before a loaded model serves.
 BACKGROUND_POLL_PERIOD = 0.05
 CONTACT_PERIOD = 0.1     # [s] ~/contact is republished this often with the estimates (and on a change)
+
+
+def odometry_type():
+    """nav_msgs/Odometry, imported only for floating-base robots: InvalidInputError
+    saying how to install it when it is missing."""
+    try:
+        from nav_msgs.msg import Odometry
+    except ImportError:
+        raise InvalidInputError(
+            "floating_base needs nav_msgs for the base odometry: install it (pip install "
+            "ros-kilted-nav-msgs, as scripts/setup.sh does, or your distribution's "
+            "ros-<distro>-nav-msgs)") from None
+    return Odometry
 
 
 class EmbeddedModelNode(Node):
@@ -87,9 +100,7 @@ class EmbeddedModelNode(Node):
                        reliability=(ReliabilityPolicy.BEST_EFFORT if best_effort
                                     else ReliabilityPolicy.RELIABLE)), raw=True)
         if config["floating_base"]:
-            # Imported here: nav_msgs is needed only by floating-base robots.
-            from nav_msgs.msg import Odometry
-            subscribe_with_info(self, Odometry, config["base_odometry_topic"],
+            subscribe_with_info(self, odometry_type(), config["base_odometry_topic"],
                                 self._on_base_odometry, 10)
         # Serialized, so that their sizes are checked before rclpy builds a message of them.
         self.create_subscription(Float64MultiArray, "~/desired_acceleration",

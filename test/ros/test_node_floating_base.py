@@ -13,6 +13,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 
 from soa_dynamics_ros import RobotModel
+from soa_dynamics_ros.model.floating_base import BASE_VELOCITY_NAMES
+from soa_dynamics_ros.srv import GravityTorques
 from support.robots import example_robots_folder
 from support.ros_harness import RosClient, RosProcess, joint_state, publish_and_wait
 from support.waiting import wait_for
@@ -132,6 +134,18 @@ def test_odometry_in_another_frame_is_refused_and_not_used(wired, library):
         status_values(diagnostics, started)), timeout=20, what="the refusal in /diagnostics")
     assert "'map'" in values["last_base_odometry_rejection"]
     assert "'odom'" in values["last_base_odometry_rejection"]
+
+
+def test_services_answer_at_the_odometry_base_state(client, wired, library):
+    _, model = library
+    answer_after(wired, TILTED)         # the base state the services use
+    service = client.client(GravityTorques, "/soa_dynamics/gravity_torques")
+    request = GravityTorques.Request()
+    request.state = joint_state(model.joint_names, LEGS)
+    response = client.call(service, request)
+    assert list(response.name) == list(BASE_VELOCITY_NAMES) + model.joint_names
+    np.testing.assert_allclose(response.effort, model.gravity_torques(np.r_[POSITION, TILTED, LEGS]),
+                               rtol=0, atol=1e-9)
 
 
 def test_stale_odometry_withholds_feedforward(wired):
