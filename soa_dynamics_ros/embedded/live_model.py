@@ -493,9 +493,9 @@ class LiveModel:
         where the arm was would mislead.
         """
         self.require_fresh(now)
-        inertia = self.model.task_space_inertia(self.position, frame, part="translational",
-                                                damping=damping)
-        pose = self.model.frame_pose(self.position, frame)
+        q, _ = self.model_state(self.position, self.velocity)
+        inertia = self.model.task_space_inertia(q, frame, part="translational", damping=damping)
+        pose = self.model.frame_pose(q, frame)
         values, vectors = np.linalg.eigh(inertia)
         if np.linalg.det(vectors) < 0:    # eigh may return a reflection
             vectors[:, 0] *= -1

@@ -389,13 +389,18 @@ class ModelHost:
         if not self.config["estimation"]:
             return "parameter estimation is false"
         if self.estimation is None:
-            return self.estimation_error or ("not estimated on floating-base robots yet"
-                                             if self.live.floating_base else "")
+            return self._why_no_estimation()
         missing = self.live.effortless_joints(now)
         if missing:
             return (f"joint_states carry no effort for {missing[:4]}{'...' if len(missing) > 4 else ''}"
                     f" (none within state_timeout {self.live.state_timeout} s)")
         return self._estimation_kernels()
+
+    def _why_no_estimation(self):
+        """Why there is no LiveEstimation of the live model."""
+        if self.live.floating_base:
+            return "not estimated on floating-base robots yet"
+        return self.estimation_error
 
     def _estimation_kernels(self):
         """Why the observer cannot run at the joint-state rate yet ("" when it can).
@@ -429,7 +434,7 @@ class ModelHost:
         """``LiveEstimation.identify`` of the current model; SoaDynamicsError when estimation is off."""
         if self.live is None:
             raise InvalidInputError("estimation is off: no robot model loaded")
-        reason = self.estimation_error if self.estimation is None else self._estimation_kernels()
+        reason = self._why_no_estimation() if self.estimation is None else self._estimation_kernels()
         if reason:
             raise InvalidInputError(f"estimation is off: {reason}")
         return self.estimation.identify(link, duration, apply, name)

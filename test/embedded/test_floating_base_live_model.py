@@ -121,3 +121,19 @@ def test_settings_that_do_not_fit_a_floating_base_are_refused(changes, refusal):
 def test_whole_body_gravity_on_a_fixed_base_robot_is_refused():
     with pytest.raises(InvalidInputError, match="needs a floating-base robot"):
         host_of(floating_base=False, feedforward_mode="whole_body_gravity", contact_frames=FEET)
+
+
+def test_estimation_is_off_on_a_floating_base_and_says_why():
+    host = host_of()
+    measure(host.live, 1.0)
+    assert host.estimation_off(1.0) == "not estimated on floating-base robots yet"
+    with pytest.raises(InvalidInputError, match="floating-base"):
+        host.identify_payload("base_link", 1.0, False, "load")
+
+
+def test_the_inertia_marker_is_at_the_odometry_base_pose():
+    live = host_of().live
+    measure(live, 1.0)
+    ellipsoid = live.inertia_ellipsoid("FL_FOOT", 1.0)
+    q = np.r_[POSITION, ORIENTATION, LEGS]
+    np.testing.assert_allclose(ellipsoid.center, live.model.frame_pose(q, "FL_FOOT")[:3, 3])
