@@ -99,6 +99,14 @@ def _checked_quaternions(name, quaternions):
     return quaternions / (norms[..., None] if quaternions.ndim > 1 else norms)
 
 
+def checked_base_pose(name, pose):
+    """``pose`` (``[x, y, z, qx, qy, qz, qw]``, finite) with its quaternion divided by its
+    norm; InvalidInputError, naming ``name``, when the norm is off by more than
+    QUATERNION_TOLERANCE."""
+    pose = as_vector(name, pose, 7)
+    return np.concatenate((pose[:3], _checked_quaternions(name, pose[3:7])))
+
+
 def velocity_product(v):
     """The chain's velocity-product acceleration at the base, ``c(v)`` of the base twist
     ``v = [lin; ang]`` (``sum_{i<k} S_i v_i x S_k v_k`` over the virtual joints)."""

@@ -34,7 +34,7 @@ from .stamps import stamp_seconds
 from .throttled_log import MAX_LOG_TEXT, ThrottledLog
 from ..embedded.live_model import TransportAge
 from ..embedded.model_host import TOPIC, ModelHost, description_from
-from ..errors import SoaDynamicsError, StaleStateError, clipped, shown_names
+from ..errors import InvalidInputError, SoaDynamicsError, StaleStateError, clipped, shown_names
 
 NODE_NAME = "soa_dynamics"
 # How often finished background work (a description load, a kernel warm-up)
@@ -44,6 +44,19 @@ BACKGROUND_POLL_PERIOD = 0.05
 # (a waiting request wakes it at once: ros/request_gate.py).
 IDLE_WAIT = 0.1
 CONTACT_PERIOD = 0.1     # [s] ~/contact is republished this often with the estimates (and on a change)
+
+
+def odometry_type():
+    """nav_msgs/Odometry, imported only for floating-base robots: InvalidInputError
+    saying how to install it when it is missing."""
+    try:
+        from nav_msgs.msg import Odometry
+    except ImportError:
+        raise InvalidInputError(
+            "floating_base needs nav_msgs for the base odometry: install it (pip install "
+            "ros-kilted-nav-msgs, as scripts/setup.sh does, or your distribution's "
+            "ros-<distro>-nav-msgs)") from None
+    return Odometry
 
 
 class EmbeddedModelNode(Node):
@@ -94,6 +107,9 @@ class EmbeddedModelNode(Node):
             QoSProfile(depth=config["joint_states_depth"], history=HistoryPolicy.KEEP_LAST,
                        reliability=(ReliabilityPolicy.BEST_EFFORT if best_effort
                                     else ReliabilityPolicy.RELIABLE)), raw=True)
+        if config["floating_base"]:
+            subscribe_with_info(self, odometry_type(), config["base_odometry_topic"],
+                                self._on_base_odometry, 10)
         # Serialized, so that their sizes are checked before rclpy builds a message of them.
         self.create_subscription(Float64MultiArray, "~/desired_acceleration",
                                  self._on_desired_acceleration, 10, raw=True)
@@ -254,6 +270,36 @@ class EmbeddedModelNode(Node):
             # After the feedforward, which the arm waits for; never from a state whose
             # efforts were refused (its positions with older efforts would mislead).
             self._publish_estimate(state.stamp, arrival, taken)
+
+    def _on_base_odometry(self, message, info):
+        taken = time.monotonic()
+        try:
+            self._handle_base_odometry(message, info, taken)
+        except SoaDynamicsError as error:
+            self._refuse_odometry(f"base odometry refused: {error}")
+        except Exception as error:  # noqa: BLE001 - the control loop's callback must never die
+            self._refuse_odometry(f"base odometry handling failed: {error}")
+            self._log.error("base odometry failed", 5.0, traceback.format_exc())
+
+    def _handle_base_odometry(self, message, info, taken):
+        """The base state of a floating-base robot; its age counts as a joint state's does."""
+        live = self.host.live
+        if live is None:
+            return
+        reason = conversions.odometry_frame_error(message, self.host.config["world_frame"],
+                                                  live.model.base_link)
+        if reason:
+            self._refuse_odometry(reason)
+            return
+        publisher, source_ns, received_ns = conversions.publication_times(info)
+        waited = self._transport_age.age(publisher, source_ns, received_ns, time.time_ns(), taken)
+        live.update_base(*conversions.base_state(message), taken - max(waited, 0.0))
+        self.stats.base_odometry += 1
+
+    def _refuse_odometry(self, reason):
+        self.stats.rejected_odometry += 1
+        self.stats.last_odometry_rejection = reason
+        self._log.warning("base odometry refused", 2.0, reason)
 
     def _reject(self, reason):
         self.stats.rejected += 1
