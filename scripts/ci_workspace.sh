@@ -139,8 +139,10 @@ PYTEST_ADDOPTS="-rs --durations=10 $KNOWN_FAILURES" colcon --log-base log test -
   --packages-select soa_dynamics_ros --event-handlers console_cohesion- status- summary+ \
   --ctest-args -R "$CTEST_REGEX" >"$WS/test.log" 2>&1 || true
 TEST_OUTPUT="log/latest_test/soa_dynamics_ros/stdout_stderr.log"
-grep -E '^(SKIPPED|[0-9.]+s (call|setup|teardown) )|^=+ .*(passed|failed|skipped|error).* =+$' \
-  "$TEST_OUTPUT" 2>/dev/null | sed 's/^/    /' || true
+# (ctest prefixes each line of a test's output with the test's number)
+sed -n 's/^[0-9]*: //p' "$TEST_OUTPUT" 2>/dev/null \
+  | grep -E '^(SKIPPED|[0-9.]+s (call|setup|teardown) )|^=+ .*(passed|failed|skipped|error).* =+$' \
+  | sed "s|\.\./||g; s|/*${ROOT#/}/||; s/^/    /" || true
 colcon --log-base log test-result --verbose --test-result-base build/soa_dynamics_ros \
   || { tail -n 60 "$WS/test.log" >&2; die "colcon test (log: $WS/test.log, $WS/$TEST_OUTPUT)"; }
 log "OK ($DISTRO: Python $PY_ID, $(python -c 'import numpy; print("numpy", numpy.__version__)'))"
