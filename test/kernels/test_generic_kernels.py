@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from support.numerics import assert_close, random_wrenches
+from support.optional import require
 from support.robot_generator import random_tree_urdf
 from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
 from soa_dynamics_ros.algorithms.task_space import DEFAULT_RCOND
@@ -38,7 +39,7 @@ ZOO_ROBOTS = ["trossen_descriptions/urdf/vx300s.urdf.xacro",
 
 
 def _zoo_source(relative):
-    rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
+    rtbdata = require("rtbdata")
     root = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
     return RobotModel.from_urdf, str(root / relative), {"package_paths": [str(root)]}
 

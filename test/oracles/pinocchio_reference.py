@@ -8,7 +8,10 @@ the project's own URDF parser.
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pinocchio as pin
+
+from support.optional import require
+
+pin = require("pinocchio")
 
 
 class PinocchioReference:
