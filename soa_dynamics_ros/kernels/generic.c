@@ -162,6 +162,8 @@ static PyMethodDef methods[] = {
     METHOD(gravity_derivatives_batch, "(N, n, n): f(model, Q, p)"),
     METHOD(floating_inputs, "(chain q, a - shift) of a floating-base model: "
                             "f(q, v or None, a or None, [gx, gy, gz, norm2 low, high])"),
+    METHOD(floating_centroidal_momentum_matrix, "Ag (6 x nv) of a floating-base model: "
+                                                "f(chain model, q, base, p)"),
     {NULL, NULL, 0, NULL}};
 
 #ifndef SOA_GENERIC_MODULE

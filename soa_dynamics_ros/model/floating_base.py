@@ -750,6 +750,12 @@ class FloatingBaseModel(RobotModel):
         """Ag, 6 x nv: ``[linear; angular]`` momentum about the centre of mass, world
         axes, is ``Ag v`` (Pinocchio's ``ccrba``).  The first six rows of M are the
         momentum at the base, in base axes."""
+        compiled = self._chain._compiled
+        if compiled is not None:
+            matrix = compiled.module.floating_centroidal_momentum_matrix(
+                compiled.model, q, self._base_constants, self._chain._params)
+            if type(matrix) is _NDARRAY:
+                return matrix
         chain_q, rotation = self._pose(q)
         mass_matrix = self._chain.mass_matrix(chain_q)
         return self._to_center_of_mass(rotation, mass_matrix) @ mass_matrix[:_BASE]

@@ -3,6 +3,14 @@
  * is this and the chain model's kernel.  It needs no model: the lengths are q's.
  * Part of generic.c (included there, one translation unit). */
 
+/* The squared norm of q's quaternion, or -1 when it is off unit norm by more than
+ * base[3..4] (the lowest and highest squared norm taken) */
+static double quaternion_norm2(const double *q, const double *base)
+{
+    double norm2 = q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6];
+    return base[3] <= norm2 && norm2 <= base[4] ? norm2 : -1.0;
+}
+
 /* f(q, v, a, base) -> (chain q, a - shift), two new arrays of nv = nq - 1:
  * q = [position, quaternion (x, y, z, w), joints], v and a of nv (None: zero),
  * base = [gx, gy, gz, lowest and highest squared quaternion norm taken].  The chain q is
@@ -29,9 +37,8 @@ static PyObject *floating_inputs(PyObject *self, PyObject *const *args, Py_ssize
         || (v && soa_check(v, (int)nv, SOA_MAX_MAGNITUDE))
         || (a && soa_check(a, (int)nv, SOA_MAX_MAGNITUDE)))
         return PyLong_FromLong(SOA_BAD_INPUT);
-    double x = q[3], y = q[4], z = q[5], w = q[6];
-    double norm2 = x * x + y * y + z * z + w * w;
-    if (!(base[3] <= norm2 && norm2 <= base[4]))
+    double x = q[3], y = q[4], z = q[5], w = q[6], norm2 = quaternion_norm2(q, base);
+    if (norm2 < 0.0)
         return PyLong_FromLong(SOA_BAD_INPUT);
     double gx = base[0], gy = base[1], gz = base[2];
     /* R^T g = g + (w t - u x t) / |q|^2 with t = 2 g x u */
@@ -75,5 +82,91 @@ static PyObject *floating_inputs(PyObject *self, PyObject *const *args, Py_ssize
     }
     PyTuple_SET_ITEM(result, 0, chain_q);       /* steals the references */
     PyTuple_SET_ITEM(result, 1, shifted);
+    return result;
+}
+
+/* f(model, q, base, p) -> Ag (6 x nv): the centroidal momentum matrix of a floating-base
+ * model whose chain model is `model` (q and base as floating_inputs takes them).  The
+ * virtual joints' rows of M are the momentum [f; t about the base origin], in base axes
+ * (the root's), of each rate's composite body moving at unit rate, Ic_i S_i with its
+ * moment carried to the root origin: one pass over the bodies, where M's other rows take
+ * a walk to each ancestor.  Then Ag = [[R, 0], [-R [c]x, R]] M[:6] with c the centre of
+ * mass in base axes (floating_base.py's _to_center_of_mass).  Status 1 as
+ * floating_inputs', and for a robot without mass (the Python path names it). */
+static PyObject *floating_centroidal_momentum_matrix(PyObject *self, PyObject *const *args,
+                                                     Py_ssize_t nargs)
+{
+    (void)self;
+    if (soa_wrong_count(nargs, 4))
+        return NULL;
+    Model *m = model_of(args[0]);
+    if (!m)
+        return NULL;
+    int nv = m->rate_dof;
+    const double *q = soa_array(args[1], 1, (npy_intp)m->dof + 1, 0);
+    const double *base = soa_array(args[2], 1, 5, 0), *p = soa_array(args[3], 1, m->params, 0);
+    if (!q || !base || !p || m->dof < 6 || m->dof != nv
+        || soa_check(q, m->dof + 1, SOA_MAX_MAGNITUDE))
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    double norm2 = quaternion_norm2(q, base);
+    double *coordinates = scratch(m, (size_t)m->dof);
+    if (norm2 < 0.0)
+        return PyLong_FromLong(SOA_BAD_INPUT);
+    if (!coordinates)
+        return PyErr_NoMemory();
+    double *out;
+    PyObject *result = new_array(2, 6, nv, &out);
+    if (!result)
+        return NULL;
+    for (int k = 0; k < m->dof; ++k)
+        coordinates[k] = k < 6 ? 0.0 : q[k + 1];
+    hinge_positions(m, coordinates);
+    local_placements(m);
+    composite_inertias(m, p);
+    memset(out, 0, (size_t)6 * nv * sizeof(double));
+    for (int body = 1; body < m->nb; ++body) {
+        int rate = m->rate_master[body];
+        if (rate < 0)
+            continue;
+        const double *t = m->articulated + COMPOSITE_DOUBLES * body;
+        double force[6], moment[3];
+        inertia_apply(t + 6, t, force);
+        cross(m->translations + 3 * body, force, moment);
+        for (int k = 0; k < 3; ++k) {
+            out[k * nv + rate] += m->rate_multiplier[body] * force[k];
+            out[(k + 3) * nv + rate] += m->rate_multiplier[body] * (force[k + 3] + moment[k]);
+        }
+    }
+    double mass = out[0];
+    if (!(mass > 0.0))
+        return answer(result, SOA_BAD_INPUT);
+    double cx = out[5 * nv + 1] / mass, cy = out[3 * nv + 2] / mass, cz = out[4 * nv] / mass;
+    double scale = 1.0 / sqrt(norm2);
+    double x = q[3] * scale, y = q[4] * scale, z = q[5] * scale, w = q[6] * scale;
+    double r[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+                   2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+                   2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)};
+    /* -R [c]x, row by row */
+    double lever[9];
+    for (int row = 0; row < 3; ++row) {
+        const double *ri = r + 3 * row;
+        lever[3 * row] = ri[2] * cy - ri[1] * cz;
+        lever[3 * row + 1] = ri[0] * cz - ri[2] * cx;
+        lever[3 * row + 2] = ri[1] * cx - ri[0] * cy;
+    }
+    for (int column = 0; column < nv; ++column) {
+        double linear[3], angular[3], turned[3], moved[3], carried[3];
+        for (int k = 0; k < 3; ++k) {
+            linear[k] = out[k * nv + column];
+            angular[k] = out[(k + 3) * nv + column];
+        }
+        mat3_vec(r, linear, turned);
+        mat3_vec(lever, linear, moved);
+        mat3_vec(r, angular, carried);
+        for (int k = 0; k < 3; ++k) {
+            out[k * nv + column] = turned[k];
+            out[(k + 3) * nv + column] = moved[k] + carried[k];
+        }
+    }
     return result;
 }
