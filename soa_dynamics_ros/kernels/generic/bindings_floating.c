@@ -109,7 +109,7 @@ static PyObject *floating_centroidal_momentum_matrix(PyObject *self, PyObject *c
         || soa_check(q, m->dof + 1, SOA_MAX_MAGNITUDE))
         return PyLong_FromLong(SOA_BAD_INPUT);
     double norm2 = quaternion_norm2(q, base);
-    double *coordinates = scratch(m, (size_t)m->dof);
+    double *coordinates = scratch(m, (size_t)m->dof + 2 * (size_t)m->nb);
     if (norm2 < 0.0)
         return PyLong_FromLong(SOA_BAD_INPUT);
     if (!coordinates)
@@ -121,7 +121,14 @@ static PyObject *floating_centroidal_momentum_matrix(PyObject *self, PyObject *c
     for (int k = 0; k < m->dof; ++k)
         coordinates[k] = k < 6 ? 0.0 : q[k + 1];
     hinge_positions(m, coordinates);
-    local_placements(m);
+    /* every body placed and little else done, as the energies: hinge_sines takes the
+     * sincos of SOA_LANES hinges at a time, where libm's one by one weighed most */
+    double *sines = coordinates + m->dof;
+    hinge_sines(m, sines, sines + m->nb);
+    m->world_placed = 0;
+    for (int body = 1; body < m->nb; ++body)
+        placement_at(m, body, sines[body], sines[m->nb + body], m->local_rotation + 9 * body,
+                     m->local_translation + 3 * body);
     composite_inertias(m, p);
     memset(out, 0, (size_t)6 * nv * sizeof(double));
     for (int body = 1; body < m->nb; ++body) {
