@@ -110,6 +110,7 @@ typedef struct {
 /* (after the derivatives: C is built from their root-axes vocabulary) */
 #include "generic/coriolis.c"
 #include "generic/bindings_energy.c"
+#include "generic/bindings_floating.c"
 
 #define METHOD(name, doc) {#name, (PyCFunction)(void (*)(void))name, METH_FASTCALL, doc}
 static PyMethodDef methods[] = {
@@ -163,6 +164,10 @@ static PyMethodDef methods[] = {
     METHOD(inverse_dynamics_derivatives_batch, "(N, 2, n, n): f(model, Q, QD, QDD, p)"),
     METHOD(forward_dynamics_derivatives_batch, "(N, 3, n, n): f(model, Q, QD, TAU, p)"),
     METHOD(gravity_derivatives_batch, "(N, n, n): f(model, Q, p)"),
+    METHOD(floating_inputs, "(chain q, a - shift) of a floating-base model: "
+                            "f(q, v or None, a or None, [gx, gy, gz, norm2 low, high])"),
+    METHOD(floating_centroidal_momentum_matrix, "Ag (6 x nv) of a floating-base model: "
+                                                "f(chain model, q, base, p)"),
     {NULL, NULL, 0, NULL}};
 
 #ifndef SOA_GENERIC_MODULE

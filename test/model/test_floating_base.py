@@ -345,6 +345,19 @@ def test_every_path_of_the_chain_model_gives_pinocchio_s_answers(kernels, rng):
     pin.computeRNEADerivatives(pm, data, qp, vp, ap)
     assert_relative(model.inverse_dynamics_derivatives(q, v, a)[0],
                     reference.matrix(data.dtau_dq), "dtau/dq")
+    assert_relative(model.centroidal_momentum_matrix(q),
+                    reference.matrix(pin.ccrba(pm, data, qp, vp), rows=False), "Ag")
+    # gravity in another direction reaches every path (base axes: R^T g)
+    model.gravity = pm.gravity.linear = np.array([1.5, -0.7, -9.6])
+    zero = np.zeros(model.nv)
+    assert_relative(model.inverse_dynamics(q, v, a),
+                    reference.vector(pin.rnea(pm, data, qp, vp, ap)), "tilted inverse dynamics")
+    assert_relative(model.bias_torques(q, v), reference.vector(pin.rnea(pm, data, qp, vp, 0 * ap)),
+                    "tilted bias")
+    assert_relative(model.gravity_torques(q),
+                    reference.vector(pin.rnea(pm, data, qp, 0 * vp, 0 * ap)), "tilted gravity")
+    assert_relative(model.forward_dynamics(q, zero, tau),
+                    reference.vector(pin.aba(pm, data, qp, 0 * vp, taup)), "tilted forward")
 
 
 def test_derivatives_with_wrenches_match_finite_differences(rng):
