@@ -49,7 +49,6 @@ from soa_dynamics_ros import RobotModel  # noqa: E402
 from soa_dynamics_ros.sim.clients import wait_for_compiled_kernels  # noqa: E402
 
 
-
 def send_requests(client, requests, repeats, pause):
     """Each request ``repeats`` times: {service: [(start, end, round trip, success, message)]}."""
     windows = {}

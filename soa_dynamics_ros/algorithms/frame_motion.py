@@ -25,7 +25,7 @@ def path_velocities(tree, placements, qd_hinge, body):
 
     v(o(i)) = v(o(parent)) + w(parent) x (o(i) - o(parent)) + l(i) qd(i),
     w(i) = w(parent) + s(i) qd(i).
-"""
+    """
     rotations, translations = placements
     dtype = dtype_of(rotations, translations, qd_hinge)
     linear = np.zeros((tree.nb, 3), dtype=dtype)

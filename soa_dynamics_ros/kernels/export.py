@@ -278,37 +278,37 @@ def _source(model, prefix, frames, core_lines, task_space_cores):
     if task_space_cores:
         task_space = per_frame("task_space_inertia", 36)
     else:       # mimic joints: M and J, then the same checked inversion
-        task_space = f"""static int frame_task_space_inertia(const double *params, const double *q, int frame,
+        task_space = """static int frame_task_space_inertia(const double *params, const double *q, int frame,
                                     double *out)
-{{
-    const double *inputs[1] = {{q}};
+{
+    const double *inputs[1] = {q};
     double m[N * N], jacobian[6 * N], column[N], compliance[36];
     int status = frame_jacobian(params, q, frame, jacobian);
     if (status == SOA_OK)
         status = mass_matrix_core(inputs, params, m);
     if (status == SOA_OK)
         status = soa_cholesky_factor(m, N);
-    for (int j = 0; j < 6 && status == SOA_OK; ++j) {{
+    for (int j = 0; j < 6 && status == SOA_OK; ++j) {
         for (int k = 0; k < N; ++k)
             column[k] = jacobian[j * N + k];
         soa_cholesky_solve(m, column, N, 0);
-        for (int i = 0; i < 6; ++i) {{
+        for (int i = 0; i < 6; ++i) {
             double sum = 0.0;
             for (int k = 0; k < N; ++k)
                 sum += jacobian[i * N + k] * column[k];
             compliance[i * 6 + j] = sum;
-        }}
-    }}
-    if (status == SOA_OK) {{
+        }
+    }
+    if (status == SOA_OK) {
         for (int i = 0; i < 6; ++i)
             for (int j = i + 1; j < 6; ++j)
                 compliance[i * 6 + j] = compliance[j * 6 + i] =
                     0.5 * (compliance[i * 6 + j] + compliance[j * 6 + i]);
         status = soa_invert_spd_checked(compliance, out, 6) == SOA_OK ? SOA_OK
                                                                        : SOA_ILL_CONDITIONED;
-    }}
+    }
     return finished(status, out, 36, "frame_task_space_inertia");
-}}
+}
 """
     return f"""/* {prefix}.c: the dynamics of robot {c_comment(model.name)}, exported by soa_dynamics_ros
  * (`soa-dynamics export-c`); the calling convention is in {prefix}.h.  Do not edit. */

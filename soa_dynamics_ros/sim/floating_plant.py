@@ -1,4 +1,4 @@
-"""A floating-base URDF robot standing in MuJoCo, without ROS (issue 46 part 7).
+"""A floating-base URDF robot standing in MuJoCo, without ROS.
 
 The robot as :class:`~soa_dynamics_ros.sim.mujoco_plant.MujocoPlant` loads it (no
 visual or collision geometry, every link a body, 1 ms steps), plus:

@@ -1,4 +1,4 @@
-"""A floating-base robot standing in MuJoCo, on ROS (issue 46 part 7).
+r"""A floating-base robot standing in MuJoCo, on ROS.
 
     python -m soa_dynamics_ros.sim.floating_sim --ros-args -p urdf_file:=solo12.urdf \\
         -p "contact_frames:=[FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT]" \\

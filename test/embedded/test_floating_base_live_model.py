@@ -5,7 +5,6 @@ import logging
 import math
 
 import numpy as np
-import pinocchio as pin
 import pytest
 
 from soa_dynamics_ros.embedded.live_model import BASE_STATE
@@ -13,6 +12,9 @@ from soa_dynamics_ros.embedded.model_host import ModelHost
 from soa_dynamics_ros.errors import InvalidInputError
 from soa_dynamics_ros.ros.parameters import PARAMETERS
 from support.robots import example_robot_text, example_robots_folder
+from support.optional import require
+
+pin = require("pinocchio")
 
 SOLO = "solo_description/robots/solo12.urdf"
 FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]

@@ -2,13 +2,15 @@
 dynamics on floating-base quadrupeds and a humanoid of example-robot-data, against
 Pinocchio's free-flyer gravity, Jacobians and constraint dynamics."""
 import numpy as np
-import pinocchio as pin
 import pytest
 
 from soa_dynamics_ros.errors import InvalidInputError, UnbalancedContactsError, UnknownNameError
 from soa_dynamics_ros.model.contacts import Contact
 from support.free_flyer import Reference as FreeFlyerReference, quiet_model
 from support.robots import example_robot_text
+from support.optional import require
+
+pin = require("pinocchio")
 
 # robot -> (URDF, contact frames, kind)
 STANDING = {

@@ -2,7 +2,6 @@
 on humanoids and quadrupeds of example-robot-data, plus physics checks that need no library."""
 
 import numpy as np
-import pinocchio as pin
 import pytest
 
 from soa_dynamics_ros import RobotModel
@@ -11,6 +10,9 @@ from soa_dynamics_ros.errors import (InvalidInputError, SingularDynamicsError, U
 from soa_dynamics_ros.model.floating_base import FloatingBaseModel
 from support.free_flyer import Reference, quiet_model
 from support.robots import REPO, example_robot_text
+from support.optional import require
+
+pin = require("pinocchio")
 
 ROBOTS = {
     "talos": "talos_data/robots/talos_reduced.urdf",

@@ -15,11 +15,12 @@ from sensor_msgs.msg import JointState
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.model.floating_base import BASE_VELOCITY_NAMES
 from soa_dynamics_ros.srv import GravityTorques
+from support.optional import require
 from support.robots import example_robots_folder
 from support.ros_harness import RosClient, RosProcess, joint_state, publish_and_wait
 from support.waiting import wait_for
 
-nav_msgs = pytest.importorskip("nav_msgs.msg", reason="nav_msgs (ros-kilted-nav-msgs) missing")
+nav_msgs = require("nav_msgs.msg")
 
 SOLO = "solo_description/robots/solo12.urdf"
 FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]

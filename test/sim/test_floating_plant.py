@@ -1,12 +1,14 @@
 """The floating-base robot in MuJoCo (issue 46 part 7): its base state is the model's
 convention (checked through MuJoCo's own foot velocities and positions), and it stands
 on whole-body gravity feedforward plus joint PD far better than on PD alone."""
-import mujoco
 import numpy as np
 import pytest
 
 from soa_dynamics_ros.sim.floating_plant import FloatingPlant, stand
 from support.robots import example_robots_folder
+from support.optional import require
+
+mujoco = require("mujoco")
 
 SOLO = "solo_description/robots/solo12.urdf"
 FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]

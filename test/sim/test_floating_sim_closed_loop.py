@@ -2,18 +2,18 @@
 nav_msgs/Odometry is accepted by the node, whose whole_body_gravity feedforward, added to
 the sim's joint PD, keeps Solo-12's base height within 5 mm."""
 import sys
-import time
 
 import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
 
 from soa_dynamics_ros.ros.processes import ChildProcess
+from support.optional import require
 from support.robots import REPO, example_robots_folder
 from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
 
-nav_msgs = pytest.importorskip("nav_msgs.msg", reason="nav_msgs (ros-kilted-nav-msgs) missing")
+nav_msgs = require("nav_msgs.msg")
 
 SOLO = "solo_description/robots/solo12.urdf"
 FEET = "[FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT]"

@@ -3,9 +3,11 @@ tests (test/model/test_floating_base.py, test_contacts.py)."""
 import warnings
 
 import numpy as np
-import pinocchio as pin
 
 from soa_dynamics_ros import RobotModel
+from support.optional import require
+
+pin = require("pinocchio")
 
 
 def quiet_model(text, **options):

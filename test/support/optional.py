@@ -25,6 +25,7 @@ INSTALL = {
     "example-robot-data": "pip install example-robot-data",   # data only: no module to import
     "hypothesis": "pip install hypothesis",
     "matplotlib": "pip install matplotlib",
+    "nav_msgs.msg": "pip install ros-<distro>-nav-msgs (apt: ros-<distro>-nav-msgs)",
 }
 STRICT = os.environ.get("SOA_TEST_REQUIRE_OPTIONAL") == "1"
 
