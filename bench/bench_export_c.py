@@ -147,12 +147,13 @@ def write_description(ref, frame, path):
         subspace = np.asarray(data.joints[jid].S).ravel()
         axis = subspace[3:] if "Revolute" in joint.shortname() else subspace[:3]
         inertia = model.inertias[jid]
-        lines.append(" ".join([model.names[jid], joint.shortname(), str(model.parents[jid]),
+        # Names by index: a URDF name may hold white space, which separates the fields.
+        lines.append(" ".join([f"joint{jid}", joint.shortname(), str(model.parents[jid]),
                                *(repr(float(x)) for x in axis), placement(model.jointPlacements[jid]),
                                repr(float(inertia.mass)), *(repr(float(x)) for x in inertia.lever),
                                *(repr(float(x)) for x in inertia.inertia.ravel())]))
-    frame_id = model.getFrameId(frame)
-    lines.append(f"{frame} {model.frames[frame_id].parentJoint} "
+    frame_id = model.getFrameId(frame, pinocchio.FrameType.BODY)
+    lines.append(f"tool {model.frames[frame_id].parentJoint} "
                  f"{placement(model.frames[frame_id].placement)}")
     lines.append(" ".join(repr(float(x)) for x in model.gravity.linear))
     path.write_text("\n".join(lines) + "\n")
