@@ -1,0 +1,102 @@
+"""The numpy path of :class:`~.robot_model.RobotModel`'s calls: the recursions of
+:mod:`soa_dynamics_ros.algorithms` on the model's current tree (URDF plus payloads)
+and gravity, read under its parameters lock so that each answer sees one state.
+
+It answers wherever compiled code does not (no compiler, ``kernels="off"``, input the
+kernels decline), and it names the problem where there is one: each function
+validates its arguments as every path does.  Every function takes the model first.
+"""
+import numpy as np
+
+from ..algorithms.external_forces import body_forces, gravity_root_acceleration
+from ..algorithms.inverse_dynamics import inverse_dynamics as newton_euler
+from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
+from ..algorithms.mass_matrix import mass_matrix as composite_body
+from ..algorithms.momentum import coriolis_transpose_product as momentum_gather
+from ..multibody.spatial import homogeneous, inertia_to_parameters
+from ..validation import as_vector
+from . import constrained
+from .evaluation import hinge_positions
+
+
+def _hinge_rates(tree, name, rates):
+    return tree.coordinates.hinge_rates(as_vector(name, rates, tree.dof))
+
+
+def inverse_dynamics(model, q, qd, qdd, wrenches=None):
+    with model.parameters_lock:
+        tree = model.tree
+        q_hinge = hinge_positions(tree, q)
+        qd_hinge, qdd_hinge = _hinge_rates(tree, "qd", qd), _hinge_rates(tree, "qdd", qdd)
+        hinge_torques = newton_euler(tree, q_hinge, qd_hinge, qdd_hinge,
+                                     gravity_root_acceleration(model.gravity),
+                                     body_forces(tree, q_hinge, wrenches))
+    return tree.coordinates.joint_forces(hinge_torques)
+
+
+def gravity_torques(model, q):
+    zeros = np.zeros(model.dof)
+    return inverse_dynamics(model, q, zeros, zeros)
+
+
+def bias_torques(model, q, qd):
+    return inverse_dynamics(model, q, qd, np.zeros(model.dof))
+
+
+def mass_matrix(model, q):
+    with model.parameters_lock:
+        tree = model.tree
+        return tree.coordinates.joint_mass_matrix(composite_body(tree, hinge_positions(tree, q)))
+
+
+def forward_dynamics(model, selection, q, qd, tau, wrenches=None):
+    """On ``selection`` (every joint: the model's); ``tau`` is required here (a
+    selection's query defaults it to 0)."""
+    tau = as_vector("tau", tau, model.dof)
+    with model.parameters_lock:
+        return constrained.selected_forward_dynamics(model, selection, q, qd, tau, wrenches)
+
+
+def coriolis_transpose_product(model, q, qd):
+    with model.parameters_lock:
+        tree = model.tree
+        q_hinge = hinge_positions(tree, q)
+        return tree.coordinates.joint_forces(
+            momentum_gather(tree, q_hinge, _hinge_rates(tree, "qd", qd)))
+
+
+def frame_pose(model, q, frame):
+    tree = model.tree
+    target = tree.frame(frame)
+    placements = body_placements(tree, hinge_positions(tree, q))
+    return homogeneous(*frame_placement(tree, placements, target))
+
+
+def frame_poses(model, q):
+    tree = model.tree
+    placements = body_placements(tree, hinge_positions(tree, q))
+    return {name: homogeneous(*frame_placement(tree, placements, frame))
+            for name, frame in tree.frames.items()}
+
+
+def jacobian(model, q, frame):
+    tree = model.tree
+    target = tree.frame(frame)
+    placements = body_placements(tree, hinge_positions(tree, q))
+    return tree.coordinates.joint_columns(hinge_jacobian(tree, placements, target))
+
+
+def center_of_mass(model, q):
+    tree = model.tree
+    return center_of_bodies(tree, *body_placements(tree, hinge_positions(tree, q)))
+
+
+def center_of_bodies(tree, rotations, translations):
+    """Centre of mass of ``tree``'s bodies placed at ``rotations`` (nb, 3, 3) and
+    ``translations`` (nb, 3): the sum of m p + R (m c) over the bodies, over their mass."""
+    parameters = inertia_to_parameters(tree.body_inertia)
+    mass, first_moment = parameters[:, 0], parameters[:, 1:4]
+    weighted = (mass[:, None] * translations
+                + np.einsum("kij,kj->ki", rotations, first_moment)).sum(axis=0)
+    total_mass = mass.sum()
+    return weighted / total_mass if total_mass > 0 else weighted
