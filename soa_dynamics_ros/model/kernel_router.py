@@ -116,9 +116,10 @@ def _no_kernel(*arguments):
 
 class KernelControls(tuple):
     """``model.kernels``: the kernel mode and backend in use, ``(mode, backend or None)``
-    as when it was read (a tuple, as it always was), and the model's kernel management."""
+    as when it was read (a tuple, as it always was), and the model's kernel management;
+    ``parameters``: the model's packed inertias and gravity (``p``) as when it was read."""
 
-    def __new__(cls, router, parameters=None):
+    def __new__(cls, router, parameters):
         controls = super().__new__(cls, router.state)
         controls.router = router
         controls.parameters = parameters
