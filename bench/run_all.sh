@@ -15,7 +15,7 @@ PYTHON="$ROOT/.venv/bin/python"
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( RANDOM % 100 + 1 ))}"
 
-for script in bench_dynamics.py bench_generic.py bench_cold.py bench_node_latency.py; do
+for script in bench_dynamics.py bench_generic.py bench_floating_base.py bench_cold.py bench_node_latency.py; do
   echo "[bench] === $script $* ($(date -u +%H:%M:%S) UTC)"
   "$PYTHON" "bench/$script" "$@"
 done

@@ -95,13 +95,19 @@ typedef struct {
 #include "generic/task_space.c"
 #include "generic/linear_algebra.c"
 #include "generic/hybrid.c"
+#include "generic/frame_motion.c"
+#include "generic/energy.c"
 #include "generic/bindings_dynamics.c"
 #include "generic/bindings_hybrid.c"
 #include "generic/bindings_queries.c"
+#include "generic/bindings_frame_motion.c"
 #include "generic/batches.c"
 #include "generic/model_object.c"
 
 #include "generic_derivatives.c"
+/* (after the derivatives: C is built from their root-axes vocabulary) */
+#include "generic/coriolis.c"
+#include "generic/bindings_energy.c"
 
 #define METHOD(name, doc) {#name, (PyCFunction)(void (*)(void))name, METH_FASTCALL, doc}
 static PyMethodDef methods[] = {
@@ -131,6 +137,14 @@ static PyMethodDef methods[] = {
     METHOD(jacobian, "6 x dof Jacobian of a frame: f(model, frame, q, p)"),
     METHOD(frame_poses, "4x4 pose of a frame, or (frames, 4, 4) for frame -1: "
                         "f(model, frame, q, p)"),
+    METHOD(frame_twist, "[v; w] of a frame origin: f(model, frame, q, qd, p)"),
+    METHOD(frame_acceleration, "classical [dv/dt; dw/dt] of a frame origin: "
+                               "f(model, frame, q, qd, qdd, p)"),
+    METHOD(jacobian_time_derivative, "6 x dof dJ/dt of a frame: f(model, frame, q, qd, p)"),
+    METHOD(jacobian_derivative_product, "dJ/dt qd of a frame: f(model, frame, q, qd, p)"),
+    METHOD(coriolis_matrix, "C with C qd = h - g, dM/dt = C + C^T: f(model, q, qd, p)"),
+    METHOD(kinetic_energy, "1/2 qd^T M qd: f(model, q, qd, p)"),
+    METHOD(potential_energy, "-sum m g.c: f(model, q, p)"),
     METHOD(gravity_torques_batch, "g over (N, dof) rows: f(model, Q, p)"),
     METHOD(inverse_dynamics_batch, "inverse dynamics over rows: f(model, Q, QD, QDD, p)"),
     METHOD(forward_dynamics_batch, "forward dynamics over rows: f(model, Q, QD, TAU, p)"),

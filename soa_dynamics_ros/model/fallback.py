@@ -26,7 +26,7 @@ def fallback(dof, params, kernel, status, vectors, reference):
             converted = None
         if converted is not None:
             result = kernel(*converted, params)
-            if type(result) is _NDARRAY:
+            if type(result) in (_NDARRAY, float):     # (the energies are floats)
                 return result
     return reference(*vectors)
 

@@ -4,8 +4,10 @@ Compiled kernels (:mod:`soa_dynamics_ros.kernels`) are two more implementations 
 the same recursions in C, built with the system C compiler: the *generic* module,
 compiled once per machine for every robot, answers gravity, bias, inverse, forward,
 mixed and hybrid dynamics (wrenches included), mass matrix, Jacobians, frame poses,
-centre of mass, batches, the task-space compliance ``J M^-1 J^T`` of any frames and
-parts, and the same for subgraphs, from a model's first call; *per-robot*
+frame twists and classical accelerations, Jacobian time derivatives, centre of mass,
+batches, the task-space compliance ``J M^-1 J^T`` of any frames and parts, and the
+same for subgraphs, and the Coriolis matrix and the energies, from a model's first
+call; *per-robot*
 straight-line kernels (gravity, bias, inverse and forward dynamics without wrenches,
 mass matrix, one frame's Jacobian and task-space inertia) replace it where they exist
 once compiled.  ``kernels=`` picks: ``"auto"`` (default) uses the generic module when
@@ -51,9 +53,11 @@ FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_mat
                 "forward_dynamics") + DERIVATIVE_KERNELS
 # Generic functions the single-call methods with wrenches reach through RobotModel._fast.
 FAST_WRENCHED = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
-# ... and the other derivatives, where a helper's Python call is a sizeable share of the call.
+# ... and the other derivatives, where a helper's Python call is a sizeable share of the call,
+# and the quantities only the generic module computes, where it is a third of an energy's.
 FAST_GENERIC = FAST_WRENCHED + (
-    "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives_wrenches")
+    "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives_wrenches",
+    "coriolis_matrix", "kinetic_energy", "potential_energy")
 # What prepare_kernels(derivatives=False) (a node's start-up) leaves to the generic module
 # for good: the derivative kernels and their batch versions (in the same modules).
 _DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
@@ -62,9 +66,14 @@ _DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
 GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
     "mixed_dynamics", "torques_with_wrenches",
     "mixed_dynamics_wrenches", "gravity_torques_batch",
-    "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS))
+    "inverse_dynamics_batch", "forward_dynamics_batch") + FAST_GENERIC
+    + derivatives.COMPILED_FUNCTIONS))
 # The generic module's function behind each per-frame kernel frame_pose and jacobian call.
 _GENERIC_FRAME_FUNCTIONS = {"frame_pose": "frame_poses", "jacobian": "jacobian"}
+# Per-frame calls only the generic module answers (no per-robot kernel), in the order
+# the model takes their dicts (RobotModel._use_router).
+FRAME_MOTION_FUNCTIONS = ("frame_twist", "frame_acceleration", "jacobian_time_derivative",
+                          "jacobian_derivative_product")
 # kernels="auto": a kernel is compiled (in the background) once this many
 # calls (or batch samples) asked for it: a model used a few times never pays
 # for tracing and compiling; a controller at 1 kHz gets its kernel after ~2 s.
@@ -199,7 +208,8 @@ class KernelRouter:
         # frame -> what frame_pose and jacobian call (_bind_frame): one dict per kernel,
         # looked up inline (a 1 kHz controller calls them every cycle)
         self._bound_poses, self._bound_jacobians = {}, {}
-        self._bound = {"frame_pose": self._bound_poses, "jacobian": self._bound_jacobians}
+        self._bound = {"frame_pose": self._bound_poses, "jacobian": self._bound_jacobians,
+                       **{name: {} for name in FRAME_MOTION_FUNCTIONS}}
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
         self._generic_only = ()    # kernels never compiled (prepare_kernels)
         self._requests = {}        # auto mode: how often each kernel was asked for
@@ -222,6 +232,7 @@ class KernelRouter:
             kernel_set=self._kernel_set, compiled=self._compiled, generic=self._generic,
             fast=self._fast, wrenched=self._wrenched,
             bound_poses=self._bound_poses, bound_jacobians=self._bound_jacobians,
+            bound_frame_motion=tuple(self._bound[name] for name in FRAME_MOTION_FUNCTIONS),
             kernel=self._kernel,
             bind_frame=self._bind_frame, wrenched_call=self._wrenched_call))
 
@@ -382,17 +393,18 @@ class KernelRouter:
         return answer
 
     def _bind_frame(self, kernel, frame):
-        """What frame_pose or jacobian (``kernel``) calls for ``frame``, kept in its dict:
-        the robot's own kernel once ready, meanwhile the generic function bound to the
-        frame through a stand-in that asks for the kernel (_pending); None for
+        """What frame_pose, jacobian or a FRAME_MOTION_FUNCTIONS call (``kernel``) calls for
+        ``frame``, kept in its dict: the robot's own kernel once ready, meanwhile the
+        generic function bound to the frame through a stand-in that asks for the kernel
+        (_pending); the generic function alone where no robot kernel exists; None for
         what is not a known frame's name, or without compiled code."""
         compiled = self._compiled
         if type(frame) is not str or frame not in self._tree.frames:
             return None
         bound = self._bound[kernel]
         generic = None if compiled is None else compiled.function(
-            _GENERIC_FRAME_FUNCTIONS[kernel], compiled.frame_index[frame])
-        if self._kernel_set is None:
+            _GENERIC_FRAME_FUNCTIONS.get(kernel, kernel), compiled.frame_index[frame])
+        if self._kernel_set is None or kernel in FRAME_MOTION_FUNCTIONS:
             if generic is not None:
                 bound[frame] = generic
             return generic

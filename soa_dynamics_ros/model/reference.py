@@ -8,6 +8,10 @@ validates its arguments as every path does.  Every function takes the model firs
 """
 import numpy as np
 
+from ..algorithms import frame_motion as motion
+from ..algorithms.coriolis import coriolis_matrix as christoffel_coriolis
+from ..algorithms.energy import kinetic_energy as body_kinetic_energy
+from ..algorithms.energy import potential_energy as body_potential_energy
 from ..algorithms.external_forces import body_forces, gravity_root_acceleration
 from ..algorithms.inverse_dynamics import inverse_dynamics as newton_euler
 from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
@@ -84,6 +88,54 @@ def jacobian(model, q, frame):
     target = tree.frame(frame)
     placements = body_placements(tree, hinge_positions(tree, q))
     return tree.coordinates.joint_columns(hinge_jacobian(tree, placements, target))
+
+
+def frame_twist(model, q, qd, frame):
+    return _frame_motion(model, motion.frame_twist, frame, q, qd)
+
+
+def frame_acceleration(model, q, qd, qdd, frame):
+    return _frame_motion(model, motion.frame_acceleration, frame, q, qd, qdd)
+
+
+def jacobian_derivative_product(model, q, qd, frame):
+    return _frame_motion(model, motion.jacobian_derivative_product, frame, q, qd)
+
+
+def jacobian_time_derivative(model, q, qd, frame):
+    return model.tree.coordinates.joint_columns(
+        _frame_motion(model, motion.hinge_jacobian_derivative, frame, q, qd))
+
+
+def _frame_motion(model, algorithm, frame, q, *rates):
+    """A frame motion ``algorithm`` (of :mod:`soa_dynamics_ros.algorithms.frame_motion`)
+    at ``q`` and the joint ``rates`` (qd, then qdd)."""
+    tree = model.tree
+    target = tree.frame(frame)
+    placements = body_placements(tree, hinge_positions(tree, q))
+    hinge_rates = [_hinge_rates(tree, name, value) for name, value in zip(("qd", "qdd"), rates)]
+    return algorithm(tree, placements, target, *hinge_rates)
+
+
+def coriolis_matrix(model, q, qd):
+    with model.parameters_lock:
+        tree = model.tree
+        q_hinge = hinge_positions(tree, q)
+        return tree.coordinates.joint_mass_matrix(
+            christoffel_coriolis(tree, q_hinge, _hinge_rates(tree, "qd", qd)))
+
+
+def kinetic_energy(model, q, qd):
+    with model.parameters_lock:
+        tree = model.tree
+        return float(body_kinetic_energy(tree, hinge_positions(tree, q),
+                                         _hinge_rates(tree, "qd", qd)))
+
+
+def potential_energy(model, q):
+    with model.parameters_lock:
+        tree = model.tree
+        return float(body_potential_energy(tree, hinge_positions(tree, q), model.gravity))
 
 
 def center_of_mass(model, q):

@@ -32,10 +32,11 @@ from .. import algorithms
 from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
-from ..errors import UnknownNameError
+from ..errors import UnknownNameError, UnsupportedJointError
 from ..multibody.tree import BodyTree
 from ..validation import as_samples, as_vector, check_link_inertias
 from . import constrained, derivatives, fallback, identification, payloads, reference
+from .configuration import ConfigurationSpace
 from .evaluation import select_joints
 from .kernel_router import (AUTO_COMPILE_AFTER, FAST_KERNELS, KERNEL_MODES, KERNELS_ENV,
                             KernelControls, KernelRouter)
@@ -49,8 +50,9 @@ __all__ = ["RobotModel", "algorithms", "AUTO_COMPILE_AFTER", "FAST_KERNELS", "KE
            "KERNELS_ENV"]
 
 
-class RobotModel:
-    """A fixed-base rigid multibody tree built from a URDF."""
+class RobotModel(ConfigurationSpace):
+    """A fixed-base rigid multibody tree built from a URDF (a floating-base one:
+    :class:`~soa_dynamics_ros.model.floating_base.FloatingBaseModel`)."""
 
     def __init__(self, description, strict_inertia=False, kernels="auto"):
         check_link_inertias(description, strict_inertia)
@@ -73,7 +75,8 @@ class RobotModel:
 
     @classmethod
     def from_urdf(cls, source, strict_inertia=False, kernels="auto", package_paths=None,
-                  xacro_timeout=DEFAULT_XACRO_TIMEOUT, allow_xacro=True, allow_path=True):
+                  xacro_timeout=DEFAULT_XACRO_TIMEOUT, allow_xacro=True, allow_path=True,
+                  floating_base=False):
         """Build from a URDF/xacro file path or XML string.
 
         ``strict_inertia=True`` turns inertia warnings (zero mass, not positive
@@ -90,11 +93,25 @@ class RobotModel:
         docs/descriptions.md, "Untrusted descriptions".
         ``source`` may also be a ``urdf_parser_py.urdf.Robot`` (see
         :mod:`soa_dynamics_ros.description.urdf_objects`): the same model as from its XML.
+        ``floating_base=True`` puts a free joint between the world and the root link, as
+        a root link hanging from a massless world link by a ``floating`` joint does: a
+        :class:`~soa_dynamics_ros.model.floating_base.FloatingBaseModel`
+        (docs/floating_base.md).
         """
         if not isinstance(source, (str, os.PathLike)):
-            return cls(description_from_robot(source), strict_inertia, kernels)
-        return cls(parse_urdf(source, package_paths, xacro_timeout, allow_xacro, allow_path),
-                   strict_inertia, kernels)
+            description = description_from_robot(source)
+        else:
+            description = parse_urdf(source, package_paths, xacro_timeout, allow_xacro,
+                                     allow_path)
+        if floating_base and description.free_root_joint is not None:
+            raise UnsupportedJointError(
+                f"floating_base=True, but robot {description.name!r} already hangs from the "
+                f"world by its floating joint {description.free_root_joint!r}, which makes it "
+                "floating-base: load it without floating_base=True")
+        if floating_base or description.free_root_joint is not None:
+            from .floating_base import FloatingBaseModel
+            return FloatingBaseModel(description, strict_inertia, kernels)
+        return cls(description, strict_inertia, kernels)
 
     # ------------------------------------------------------------------ compiled kernels
     def _use_router(self, dispatch):
@@ -104,6 +121,8 @@ class RobotModel:
                                                            dispatch.compiled, dispatch.generic)
         self._fast, self._wrenched = dispatch.fast, dispatch.wrenched
         self._bound_poses, self._bound_jacobians = dispatch.bound_poses, dispatch.bound_jacobians
+        (self._bound_twists, self._bound_accelerations, self._bound_jacobian_derivatives,
+         self._bound_derivative_products) = dispatch.bound_frame_motion
         self._kernel, self._bind_frame = dispatch.kernel, dispatch.bind_frame
         self._wrenched_call = dispatch.wrenched_call
         self._pack_parameters()
@@ -591,3 +610,96 @@ class RobotModel:
         if type(jacobian) is _NDARRAY:
             return jacobian
         return self._fallback(kernel, jacobian, (q,), lambda q: reference.jacobian(self, q, frame))
+
+    # ------------------------------------------------------------------ frame motion
+    # As jacobian: the compiled function bound to the frame first, inline.
+    def frame_twist(self, q, qd, frame):
+        """``[v; w]`` of the frame origin, root-link axes: ``jacobian(q, frame) @ qd``."""
+        try:
+            kernel = self._bound_twists[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("frame_twist", frame)
+            if kernel is None:
+                return reference.frame_twist(self, q, qd, frame)
+        twist = kernel(q, qd, self._params)
+        if type(twist) is _NDARRAY:
+            return twist
+        return self._fallback(kernel, twist, (q, qd), lambda q, qd: (
+            reference.frame_twist(self, q, qd, frame)))
+
+    def frame_acceleration(self, q, qd, qdd, frame):
+        """Classical acceleration ``[dv/dt; dw/dt]`` of the frame origin, root-link axes
+        (gravity not included): ``jacobian @ qdd + jacobian_derivative_product``."""
+        try:
+            kernel = self._bound_accelerations[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("frame_acceleration", frame)
+            if kernel is None:
+                return reference.frame_acceleration(self, q, qd, qdd, frame)
+        acceleration = kernel(q, qd, qdd, self._params)
+        if type(acceleration) is _NDARRAY:
+            return acceleration
+        return self._fallback(kernel, acceleration, (q, qd, qdd),
+                              lambda q, qd, qdd: (
+                                  reference.frame_acceleration(self, q, qd, qdd, frame)))
+
+    def jacobian_time_derivative(self, q, qd, frame):
+        """6 x dof time derivative of ``jacobian(q, frame)`` moving at ``qd``."""
+        try:
+            kernel = self._bound_jacobian_derivatives[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("jacobian_time_derivative", frame)
+            if kernel is None:
+                return reference.jacobian_time_derivative(self, q, qd, frame)
+        derivative = kernel(q, qd, self._params)
+        if type(derivative) is _NDARRAY:
+            return derivative
+        return self._fallback(kernel, derivative, (q, qd), lambda q, qd: (
+            reference.jacobian_time_derivative(self, q, qd, frame)))
+
+    def jacobian_derivative_product(self, q, qd, frame):
+        """``jacobian_time_derivative(q, qd, frame) @ qd``: the classical bias, so that
+        ``frame_acceleration(q, qd, qdd, frame) == jacobian(q, frame) @ qdd + this``."""
+        try:
+            kernel = self._bound_derivative_products[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("jacobian_derivative_product", frame)
+            if kernel is None:
+                return reference.jacobian_derivative_product(self, q, qd, frame)
+        product = kernel(q, qd, self._params)
+        if type(product) is _NDARRAY:
+            return product
+        return self._fallback(kernel, product, (q, qd), lambda q, qd: (
+            reference.jacobian_derivative_product(self, q, qd, frame)))
+
+    # ------------------------------------------------------------------ Coriolis matrix, energy
+    # The generic module answers (no per-robot kernel); what it declines, or no generic
+    # module (_fast's stand-in answers None), goes to the numpy path, which answers or
+    # names the problem.  Mimic joints fold as the mass matrix does:
+    # C = G^T C_hinge G (G constant, so dM/dt = C + C^T still holds).
+    def coriolis_matrix(self, q, qd):
+        """C(q, qd), dof x dof, with ``C qd = h(q, qd) - g(q)`` and ``dM/dt = C + C^T``
+        (the Christoffel-symbol C, Pinocchio's ``computeCoriolisMatrix``)."""
+        matrix = self._fast.coriolis_matrix(q, qd, self._params)
+        if type(matrix) is _NDARRAY:
+            return matrix
+        return self._fallback(self._fast.coriolis_matrix, matrix, (q, qd),
+                              functools.partial(reference.coriolis_matrix, self))
+
+    def kinetic_energy(self, q, qd):
+        """``1/2 qd^T M(q) qd`` (J), a float."""
+        energy = self._fast.kinetic_energy(q, qd, self._params)
+        if type(energy) is float:
+            return energy
+        return self._fallback(self._fast.kinetic_energy, energy, (q, qd),
+                              functools.partial(reference.kinetic_energy, self))
+
+    def potential_energy(self, q):
+        """Gravitational potential energy (J), a float: ``-sum m g . c`` over the moving
+        bodies, with :attr:`gravity` and each centre of mass ``c`` in root-link axes; zero
+        at the root frame's origin, and its gradient in q is :meth:`gravity_torques`."""
+        energy = self._fast.potential_energy(q, self._params)
+        if type(energy) is float:
+            return energy
+        return self._fallback(self._fast.potential_energy, energy, (q,),
+                              functools.partial(reference.potential_energy, self))

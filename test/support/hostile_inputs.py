@@ -212,6 +212,11 @@ def _replaced(arguments, position, value):
     return arguments[:position] + (value,) + arguments[position + 1:]
 
 
+# The public calls that take (joint vectors..., frame).
+FRAME_MOTION_CALLS = ("frame_twist", "frame_acceleration", "jacobian_time_derivative",
+                      "jacobian_derivative_product")
+
+
 def public_calls(model):
     """(label, function, valid arguments, positions of joint vectors) of every public
     quantity that reaches compiled code."""
@@ -236,6 +241,11 @@ def public_calls(model):
         ("frame_poses", model.frame_poses, (q,), (0,)),
         ("jacobian", model.jacobian, (q, link), (0,)),
         ("center_of_mass", model.center_of_mass, (q,), (0,)),
+        ("frame_twist", model.frame_twist, (q, z, link), (0, 1)),
+        ("frame_acceleration", model.frame_acceleration, (q, z, z, link), (0, 1, 2)),
+        ("jacobian_time_derivative", model.jacobian_time_derivative, (q, z, link), (0, 1)),
+        ("jacobian_derivative_product", model.jacobian_derivative_product, (q, z, link),
+         (0, 1)),
         ("task_space_inertia", model.task_space_inertia, (q, link), (0,)),
         ("inverse_dynamics_derivatives", model.inverse_dynamics_derivatives, (q, z, z),
          (0, 1, 2)),
@@ -246,6 +256,9 @@ def public_calls(model):
         ("forward_dynamics_derivatives+w", model.forward_dynamics_derivatives,
          (q, z, z, wrench), (0, 1, 2)),
         ("gravity_derivatives", model.gravity_derivatives, (q,), (0,)),
+        ("coriolis_matrix", model.coriolis_matrix, (q, z), (0, 1)),
+        ("kinetic_energy", model.kinetic_energy, (q, z), (0, 1)),
+        ("potential_energy", model.potential_energy, (q,), (0,)),
         ("mixed_dynamics", model.mixed_dynamics, (q, z, z, z, [first]), (0, 1, 2, 3)),
         ("mixed_dynamics+w", model.mixed_dynamics, (q, z, z, z, [first], wrench),
          (0, 1, 2, 3)),
@@ -284,6 +297,9 @@ def hostile_public_calls(model, run):
         if label in ("frame_pose", "jacobian", "task_space_inertia"):
             for frame in _frames(link):
                 run.call((label, frame), function, arguments[0], frame)
+        if label in FRAME_MOTION_CALLS:
+            for frame in _frames(link):
+                run.call((label, frame), function, *arguments[:-1], frame)
     q = np.linspace(0.1, 0.7, n)
     batches = [("gravity_torques_batch", 1), ("inverse_dynamics_batch", 3),
                ("forward_dynamics_batch", 3), ("inverse_dynamics_derivatives_batch", 3),
@@ -323,6 +339,8 @@ def hostile_module_calls(model, run):
         "mixed_dynamics": (q, z, z, z, np.ones(n)),
         "mixed_dynamics_wrenches": (q, z, z, z, np.ones(n), wrench),
         "mass_matrix": (q,), "jacobian": (frame, q), "frame_poses": (-1, q),
+        "frame_twist": (frame, q, z), "frame_acceleration": (frame, q, z, z),
+        "jacobian_time_derivative": (frame, q, z), "jacobian_derivative_product": (frame, q, z),
         "task_space_inertia": (np.array([float(frame)]), 0, 6, q, 0.0, True),
         "hybrid_dynamics": (q, z, z, constraint),
         "hybrid_dynamics_wrenches": (q, z, z, constraint, wrench),
@@ -333,7 +351,8 @@ def hostile_module_calls(model, run):
         "gravity_derivatives": (q,), "gravity_torques_batch": (Q,),
         "inverse_dynamics_batch": (Q, Q, Q), "forward_dynamics_batch": (Q, Q, Q),
         "inverse_dynamics_derivatives_batch": (Q, Q, Q),
-        "forward_dynamics_derivatives_batch": (Q, Q, Q), "gravity_derivatives_batch": (Q,)}
+        "forward_dynamics_derivatives_batch": (Q, Q, Q), "gravity_derivatives_batch": (Q,),
+        "coriolis_matrix": (q, z), "kinetic_energy": (q, z), "potential_energy": (q,)}
     others = ([capsule, params, frame, -1, 2 ** 40, 10 ** 30, -10 ** 30, True, 0.5,
                np.array([1e300]), np.array([-1.0]), np.array([np.nan]), np.zeros((2, 2)),
                np.zeros(0), RaisingNumber()]
