@@ -61,12 +61,16 @@ def forward_dynamics(model, selection, q, qd, tau, wrenches=None):
         return constrained.selected_forward_dynamics(model, selection, q, qd, tau, wrenches)
 
 
-def coriolis_transpose_product(model, q, qd):
+def _at_rates(model, algorithm, q, qd):
+    """``(tree, algorithm(tree, q_hinge, qd_hinge))`` on the model's tree, one state."""
     with model.parameters_lock:
         tree = model.tree
-        q_hinge = hinge_positions(tree, q)
-        return tree.coordinates.joint_forces(
-            momentum_gather(tree, q_hinge, _hinge_rates(tree, "qd", qd)))
+        return tree, algorithm(tree, hinge_positions(tree, q), _hinge_rates(tree, "qd", qd))
+
+
+def coriolis_transpose_product(model, q, qd):
+    tree, product = _at_rates(model, momentum_gather, q, qd)
+    return tree.coordinates.joint_forces(product)
 
 
 def frame_pose(model, q, frame):
@@ -118,18 +122,12 @@ def _frame_motion(model, algorithm, frame, q, *rates):
 
 
 def coriolis_matrix(model, q, qd):
-    with model.parameters_lock:
-        tree = model.tree
-        q_hinge = hinge_positions(tree, q)
-        return tree.coordinates.joint_mass_matrix(
-            christoffel_coriolis(tree, q_hinge, _hinge_rates(tree, "qd", qd)))
+    tree, matrix = _at_rates(model, christoffel_coriolis, q, qd)
+    return tree.coordinates.joint_mass_matrix(matrix)
 
 
 def kinetic_energy(model, q, qd):
-    with model.parameters_lock:
-        tree = model.tree
-        return float(body_kinetic_energy(tree, hinge_positions(tree, q),
-                                         _hinge_rates(tree, "qd", qd)))
+    return float(_at_rates(model, body_kinetic_energy, q, qd)[1])
 
 
 def potential_energy(model, q):

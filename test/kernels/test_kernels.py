@@ -207,7 +207,7 @@ def test_prepared_kernels_that_are_not_generated_go_to_the_generic_module_at_onc
     name = "forward_dynamics_derivatives"
     assert generator.exists(fast.tree, name)
     monkeypatch.setattr(generator, "MAX_TRACED_OPERATIONS",
-                        generator._traced_size(fast.tree, name) - 1)
+                        generator.traced_size(fast.tree, name) - 1)
     assert not generator.exists(fast.tree, name)
     link = _leaf_frames(fast, 1)[0]
     fast.prepare_kernels(frames=[link])
