@@ -269,6 +269,7 @@ def our_cases(model, w, batches=True):
         "frame acceleration": Case(lambda: model.frame_acceleration(q, qd, qdd, f1)),
         "Jacobian time derivative": Case(lambda: model.jacobian_time_derivative(q, qd, f1)),
         "Jdot qd": Case(lambda: model.jacobian_derivative_product(q, qd, f1)),
+        "inertial regressor": Case(lambda: model.inertial_regressor(q, qd, qdd)),
         "task-space inertia": Case(lambda: model.task_space_inertia(q, f1)),
         "TSI translational": Case(lambda: model.task_space_inertia(q, f1, "translational")),
         "TSI damping": Case(lambda: model.task_space_inertia(q, f1, damping=DAMPING)),
@@ -491,6 +492,9 @@ def pinocchio_cases(ref, w, batches=True):
         "Jdot qd": {"forwardKinematics(q, v, 0)+getFrameClassicalAcceleration": Case(
             lambda: classical(zero)),
             "getFrameJacobianTimeVariation @ v": Case(lambda: jacobian_derivative(False) @ v)},
+        # (mimic joints are joints of their own here: Pinocchio's regressor is not folded)
+        "inertial regressor": {"computeJointTorqueRegressor": Case(
+            lambda: pin.computeJointTorqueRegressor(pm, pd, cq, v, a))},
         "task-space inertia": {"crba+J+solve": Case(lambda: tsi()),
                                "computeMinverse+J": Case(lambda: tsi(via_minverse=True))},
         "TSI translational": {"crba+J+solve": Case(lambda: tsi(rows=slice(0, 3))),

@@ -62,7 +62,7 @@ BACKENDS = ("c",)
 # builder, and every module of the layers they trace (the joint model, the
 # tree and the recursions).  A change to any of them gives new module names.
 _SOURCES = ("symbolic.py", "tracing.py", "c_emission.py", "generator.py", "build.py",
-            "compile_guard.py", "runtime.h")
+            "compile_guard.py", "runtime.h", "runtime_c.h")
 _TRACED_LAYERS = ("multibody", "algorithms")
 _lock = threading.Lock()
 _locks = {}                 # module name -> lock held while it is built or imported

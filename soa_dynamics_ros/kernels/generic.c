@@ -97,10 +97,12 @@ typedef struct {
 #include "generic/hybrid.c"
 #include "generic/frame_motion.c"
 #include "generic/energy.c"
+#include "generic/regressor.c"
 #include "generic/bindings_dynamics.c"
 #include "generic/bindings_hybrid.c"
 #include "generic/bindings_queries.c"
 #include "generic/bindings_frame_motion.c"
+#include "generic/bindings_regressor.c"
 #include "generic/batches.c"
 #include "generic/model_object.c"
 
@@ -108,6 +110,7 @@ typedef struct {
 /* (after the derivatives: C is built from their root-axes vocabulary) */
 #include "generic/coriolis.c"
 #include "generic/bindings_energy.c"
+#include "generic/bindings_floating.c"
 
 #define METHOD(name, doc) {#name, (PyCFunction)(void (*)(void))name, METH_FASTCALL, doc}
 static PyMethodDef methods[] = {
@@ -145,6 +148,8 @@ static PyMethodDef methods[] = {
     METHOD(coriolis_matrix, "C with C qd = h - g, dM/dt = C + C^T: f(model, q, qd, p)"),
     METHOD(kinetic_energy, "1/2 qd^T M qd: f(model, q, qd, p)"),
     METHOD(potential_energy, "-sum m g.c: f(model, q, p)"),
+    METHOD(inertial_regressor, "dof x 10 (nb - 1) Y with Y pi = inverse dynamics: "
+                               "f(model, q, qd, qdd, p)"),
     METHOD(gravity_torques_batch, "g over (N, dof) rows: f(model, Q, p)"),
     METHOD(inverse_dynamics_batch, "inverse dynamics over rows: f(model, Q, QD, QDD, p)"),
     METHOD(forward_dynamics_batch, "forward dynamics over rows: f(model, Q, QD, TAU, p)"),
@@ -159,6 +164,10 @@ static PyMethodDef methods[] = {
     METHOD(inverse_dynamics_derivatives_batch, "(N, 2, n, n): f(model, Q, QD, QDD, p)"),
     METHOD(forward_dynamics_derivatives_batch, "(N, 3, n, n): f(model, Q, QD, TAU, p)"),
     METHOD(gravity_derivatives_batch, "(N, n, n): f(model, Q, p)"),
+    METHOD(floating_inputs, "(chain q, a - shift) of a floating-base model: "
+                            "f(q, v or None, a or None, [gx, gy, gz, norm2 low, high])"),
+    METHOD(floating_centroidal_momentum_matrix, "Ag (6 x nv) of a floating-base model: "
+                                                "f(chain model, q, base, p)"),
     {NULL, NULL, 0, NULL}};
 
 #ifndef SOA_GENERIC_MODULE

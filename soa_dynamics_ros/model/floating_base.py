@@ -99,6 +99,14 @@ def _checked_quaternions(name, quaternions):
     return quaternions / (norms[..., None] if quaternions.ndim > 1 else norms)
 
 
+def checked_base_pose(name, pose):
+    """``pose`` (``[x, y, z, qx, qy, qz, qw]``, finite) with its quaternion divided by its
+    norm; InvalidInputError, naming ``name``, when the norm is off by more than
+    QUATERNION_TOLERANCE."""
+    pose = as_vector(name, pose, 7)
+    return np.concatenate((pose[:3], _checked_quaternions(name, pose[3:7])))
+
+
 def velocity_product(v):
     """The chain's velocity-product acceleration at the base, ``c(v)`` of the base twist
     ``v = [lin; ang]`` (``sum_{i<k} S_i v_i x S_k v_k`` over the virtual joints)."""
@@ -222,8 +230,9 @@ class FloatingBaseModel(RobotModel):
 
     @gravity.setter
     def gravity(self, value):
-        # One assignment, so that a call reading it sees the old or the new gravity.
+        # One assignment each, so that a call reading either sees the old or the new gravity.
         self._gravity_floats = tuple(as_vector("gravity", value, 3).tolist())
+        self._base_constants = np.array((*self._gravity_floats, _NORM2_LOW, _NORM2_HIGH))
 
     def joint_index(self, name):
         """Index of an actuated joint in ``q[7:]`` and ``v[6:]``."""
@@ -420,9 +429,26 @@ class FloatingBaseModel(RobotModel):
         return np.kron(np.eye(blocks), rotation)
 
     # ------------------------------------------------------------------ dynamics
+    def _compiled_inputs(self, q, v, a):
+        """``(chain coordinates, a - shift)`` (v or a None: zero) in one call of the generic
+        module; None where it is not loaded or declines the input (the Python path then
+        answers, or names the problem)."""
+        compiled = self._chain._compiled
+        if compiled is None:
+            return None
+        prepared = compiled.module.floating_inputs(q, v, a, self._base_constants)
+        return prepared if type(prepared) is tuple else None
+
     def inverse_dynamics(self, q, v, a, wrenches=None):
         """Generalized forces (nv; base wrench first) producing ``a``:
         ``M a + h = tau + sum J_i^T w_i``."""
+        if wrenches is None:
+            prepared = self._compiled_inputs(q, v, a)
+            if prepared is not None:
+                try:
+                    return self._chain.inverse_dynamics(prepared[0], v, prepared[1])
+                except InvalidInputError as error:
+                    raise self._named(error, q=q, v=v, a=a) from None
         v = self._v("v", v)
         if wrenches is None:
             chain_q, shift = self._chain_inputs(q, v)
@@ -436,37 +462,52 @@ class FloatingBaseModel(RobotModel):
 
     def gravity_torques(self, q):
         """``g(q)``: the generalized forces that hold the robot still, the base's included."""
-        chain_q, shift = self._chain_inputs(q, None)
+        prepared = self._compiled_inputs(q, None, None)
+        if prepared is None:
+            chain_q, shift = self._chain_inputs(q, None)
+            prepared = chain_q, -shift
         try:
-            return self._chain.inverse_dynamics(chain_q, np.zeros(self._nv), -shift)
+            return self._chain.inverse_dynamics(prepared[0], np.zeros(self._nv), prepared[1])
         except InvalidInputError as error:
             raise self._named(error, q=q) from None
 
     def bias_torques(self, q, v):
-        v = self._v("v", v)
-        chain_q, shift = self._chain_inputs(q, v)
+        prepared = self._compiled_inputs(q, v, None)
+        if prepared is None:
+            v = self._v("v", v)
+            chain_q, shift = self._chain_inputs(q, v)
+            prepared = chain_q, -shift
         try:
-            return self._chain.inverse_dynamics(chain_q, v, -shift)
+            return self._chain.inverse_dynamics(prepared[0], v, prepared[1])
         except InvalidInputError as error:
             raise self._named(error, q=q, v=v) from None
 
     def mass_matrix(self, q):
         """M(q), nv x nv: the base's orientation and position do not enter it."""
+        prepared = self._compiled_inputs(q, None, None)
         try:
-            return self._chain.mass_matrix(self._pose_values(q)[0])
+            return self._chain.mass_matrix(self._pose_values(q)[0] if prepared is None
+                                           else prepared[0])
         except InvalidInputError as error:
             raise self._named(error, q=q) from None
 
     def forward_dynamics(self, q, v, tau, wrenches=None):
-        v = self._v("v", v)
-        if wrenches is None:
-            chain_q, shift = self._chain_inputs(q, v)
-            base_wrenches = None
+        prepared = None if wrenches is not None else self._compiled_inputs(q, v, None)
+        if prepared is not None:
+            # the second part is -shift: qdd = chain qdd + shift
+            chain_q, base_wrenches, minus_shift = prepared[0], None, prepared[1]
         else:
-            chain_q, rotation = self._pose(q)
-            shift, base_wrenches = self._shift(rotation, v), self._base_wrenches(wrenches, rotation)
+            v = self._v("v", v)
+            if wrenches is None:
+                chain_q, shift = self._chain_inputs(q, v)
+                base_wrenches = None
+            else:
+                chain_q, rotation = self._pose(q)
+                shift = self._shift(rotation, v)
+                base_wrenches = self._base_wrenches(wrenches, rotation)
+            minus_shift = -shift
         try:
-            return self._chain.forward_dynamics(chain_q, v, tau, base_wrenches) + shift
+            return self._chain.forward_dynamics(chain_q, v, tau, base_wrenches) - minus_shift
         except SingularDynamicsError as error:
             raise self._named_base(error) from None
         except InvalidInputError as error:
@@ -683,6 +724,11 @@ class FloatingBaseModel(RobotModel):
             raise self._named_base(error) from None
         return type(result)(result.qdd + shift, result.tau)
 
+    # RobotModel's, on this model's Jacobians and gravity torques: the base's six rows
+    # are the unactuated ones.
+    whole_body_gravity = RobotModel.whole_body_gravity
+    contact_dynamics = RobotModel.contact_dynamics
+
     # ------------------------------------------------------------------ centroidal quantities
     def center_of_mass(self, q):
         """Centre of mass in the world."""
@@ -717,6 +763,12 @@ class FloatingBaseModel(RobotModel):
         """Ag, 6 x nv: ``[linear; angular]`` momentum about the centre of mass, world
         axes, is ``Ag v`` (Pinocchio's ``ccrba``).  The first six rows of M are the
         momentum at the base, in base axes."""
+        compiled = self._chain._compiled
+        if compiled is not None:
+            matrix = compiled.module.floating_centroidal_momentum_matrix(
+                compiled.model, q, self._base_constants, self._chain._params)
+            if type(matrix) is _NDARRAY:
+                return matrix
         chain_q, rotation = self._pose(q)
         mass_matrix = self._chain.mass_matrix(chain_q)
         return self._to_center_of_mass(rotation, mass_matrix) @ mass_matrix[:_BASE]

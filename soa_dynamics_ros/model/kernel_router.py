@@ -4,11 +4,10 @@ Compiled kernels (:mod:`soa_dynamics_ros.kernels`) are two more implementations 
 the same recursions in C, built with the system C compiler: the *generic* module,
 compiled once per machine for every robot, answers gravity, bias, inverse, forward,
 mixed and hybrid dynamics (wrenches included), mass matrix, Jacobians, frame poses,
-frame twists and classical accelerations, Jacobian time derivatives, centre of mass,
-batches, the task-space compliance ``J M^-1 J^T`` of any frames and parts, and the
-same for subgraphs, and the Coriolis matrix and the energies, from a model's first
-call; *per-robot*
-straight-line kernels (gravity, bias, inverse and forward dynamics without wrenches,
+frame twists and classical accelerations, Jacobian time derivatives, the inertial
+regressor, centre of mass, batches, the task-space compliance ``J M^-1 J^T`` of any
+frames and parts, and the same for subgraphs, and the Coriolis matrix and the energies,
+from a model's first call; *per-robot* straight-line kernels (gravity, bias, inverse and forward dynamics without wrenches,
 mass matrix, one frame's Jacobian and task-space inertia) replace it where they exist
 once compiled.  ``kernels=`` picks: ``"auto"`` (default) uses the generic module when
 a compiler is there and compiles a per-robot kernel in a background thread once it
@@ -66,7 +65,7 @@ _DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
 GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
     "mixed_dynamics", "torques_with_wrenches",
     "mixed_dynamics_wrenches", "gravity_torques_batch",
-    "inverse_dynamics_batch", "forward_dynamics_batch") + FAST_GENERIC
+    "inverse_dynamics_batch", "forward_dynamics_batch", "inertial_regressor") + FAST_GENERIC
     + derivatives.COMPILED_FUNCTIONS))
 # The generic module's function behind each per-frame kernel frame_pose and jacobian call.
 _GENERIC_FRAME_FUNCTIONS = {"frame_pose": "frame_poses", "jacobian": "jacobian"}

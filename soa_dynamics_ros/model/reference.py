@@ -17,6 +17,7 @@ from ..algorithms.inverse_dynamics import inverse_dynamics as newton_euler
 from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
 from ..algorithms.mass_matrix import mass_matrix as composite_body
 from ..algorithms.momentum import coriolis_transpose_product as momentum_gather
+from ..algorithms.regressor import inertial_regressor as hinge_regressor
 from ..multibody.spatial import homogeneous, inertia_to_parameters
 from ..validation import as_vector
 from . import constrained
@@ -134,6 +135,14 @@ def potential_energy(model, q):
     with model.parameters_lock:
         tree = model.tree
         return float(body_potential_energy(tree, hinge_positions(tree, q), model.gravity))
+
+
+def inertial_regressor(model, q, qd, qdd):
+    tree = model.tree
+    regressor = hinge_regressor(tree, hinge_positions(tree, q), _hinge_rates(tree, "qd", qd),
+                                _hinge_rates(tree, "qdd", qdd),
+                                gravity_root_acceleration(model.gravity))
+    return np.ascontiguousarray(tree.coordinates.joint_columns(regressor.T).T)
 
 
 def center_of_mass(model, q):

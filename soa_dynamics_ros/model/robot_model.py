@@ -32,10 +32,12 @@ from .. import algorithms
 from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
-from ..errors import UnknownNameError, UnsupportedJointError
+from ..errors import InvalidInputError, UnknownNameError, UnsupportedJointError
+from ..multibody.spatial import inertia_to_parameters
 from ..multibody.tree import BodyTree
-from ..validation import as_samples, as_vector, check_link_inertias
+from ..validation import as_float_array, as_samples, as_vector, check_link_inertias
 from . import constrained, derivatives, fallback, identification, payloads, reference
+from . import contacts as contacts_module
 from .configuration import ConfigurationSpace
 from .evaluation import select_joints
 from .kernel_router import (AUTO_COMPILE_AFTER, FAST_KERNELS, KERNEL_MODES, KERNELS_ENV,
@@ -492,6 +494,48 @@ class RobotModel(ConfigurationSpace):
         with self.parameters_lock:
             return constrained.mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches)
 
+    # ------------------------------------------------------------------ standing on contacts
+    def whole_body_gravity(self, q, contacts):
+        """The actuated joint torques and contact wrenches that hold the robot still at ``q``.
+
+        ``contacts``: a list of ``(frame, kind)`` pairs (or
+        :class:`~soa_dynamics_ros.model.contacts.Contact`), kind ``"point"`` (a force
+        holds the frame origin) or ``"flat"`` (a force and a moment hold the frame).
+        Returns a :class:`~soa_dynamics_ros.model.contacts.WholeBodyGravity`: ``tau``
+        (actuated joints, ``joint_names`` order) and ``contact_wrenches`` (frame -> 3 or
+        6 entries, world axes about the frame origin, on the robot) with
+        ``g(q) = S^T tau + sum_c J_c^T w_c``.  The contact wrenches are the minimum-norm
+        ones that balance the unactuated base rows; the joint rows then give ``tau``.
+        A set that cannot balance the base raises
+        :class:`~soa_dynamics_ros.errors.UnbalancedContactsError` with the
+        residual.  A fixed-base model has no unactuated rows: the wrenches are zero and
+        ``tau`` is :meth:`gravity_torques` (docs/floating_base.md).
+        """
+        return contacts_module.whole_body_gravity(self, q, contacts,
+                                                  self.nv - len(self.joint_names))
+
+    def contact_dynamics(self, q, v, tau, contacts):
+        """Accelerations and contact wrenches with the contact frames held still.
+
+        ``contacts`` as :meth:`whole_body_gravity`; each contact's rows of the frame's
+        classical acceleration (world axes) are zero: :meth:`hybrid_dynamics` with the
+        contacts as constraints.  ``tau``: ``nv`` generalized forces, or on a
+        floating-base model the actuated joints' only (the base unactuated), as
+        :meth:`whole_body_gravity` returns them.  Returns a
+        :class:`~soa_dynamics_ros.model.contacts.ContactDynamics` ``(a,
+        contact_wrenches, rank, hybrid)`` with ``M a + h = tau + sum_c J_c^T w_c``
+        (``hybrid``: the :class:`~soa_dynamics_ros.model.constrained.HybridDynamics`).
+        """
+        parsed = contacts_module.parse_contacts(self.frame_names, contacts)
+        forces = as_float_array("tau", tau, f"vector of length {self.nv}")
+        actuated = len(self.joint_names)
+        if forces.shape == (actuated,) and actuated != self.nv:
+            forces = np.concatenate((np.zeros(self.nv - actuated), forces))
+        forces = as_vector("tau", forces, self.nv)
+        result = self.hybrid_dynamics(q, v, contacts_module.contact_constraints(parsed), forces)
+        return contacts_module.ContactDynamics(
+            result.qdd, contacts_module.split_wrenches(parsed, result.nu), result.rank, result)
+
     def subgraph(self, joint_names):
         """A view that moves only ``joint_names``; the other joints are locked where ``q`` puts them."""
         return Subgraph(self, joint_names)
@@ -553,6 +597,104 @@ class RobotModel(ConfigurationSpace):
                                                  self._generic.get("inverse_dynamics_batch"),
                                                  frame, Q, QD, QDD)
         return identification.solve(link, regressor, TAU - known)
+
+    # ------------------------------------------------------------------ inertial parameters
+    # One body per moving joint: the links a fixed joint welds to it are part of it.
+    @property
+    def inertial_parameter_names(self):
+        """``"link.m"``, ``"link.m*cx"``, ... of :meth:`inertial_parameters`, ``link``
+        each body's (its moving joint's child link)."""
+        return tuple(f"{link}.{name}" for link in self.tree.body_link[1:]
+                     for name in identification.PARAMETER_NAMES)
+
+    def inertial_parameters(self):
+        """The ten inertial parameters of each body, body after body (model order: a
+        parent before its children), one vector of 10 x bodies.
+
+        A body is the child link of a moving joint with every link fixed joints weld to
+        it (their inertias merged in), and its attached payloads.  Per body, in its link
+        frame: ``[m, m cx, m cy, m cz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``, the rotational
+        inertia about the **link origin** (:data:`identification.PARAMETER_NAMES`, as
+        :meth:`identify_payload`).  The root link's own inertia moves nothing and is
+        not among them.
+        """
+        with self.parameters_lock:
+            return inertia_to_parameters(self.tree.body_inertia[1:]).reshape(-1)
+
+    def inertial_regressor(self, q, qd, qdd):
+        """dof x (10 x bodies) ``Y`` with ``Y @ inertial_parameters() ==
+        inverse_dynamics(q, qd, qdd)`` (gravity included), columns as
+        :attr:`inertial_parameter_names`."""
+        kernel = self._generic.get("inertial_regressor")
+        if kernel is None:
+            return reference.inertial_regressor(self, q, qd, qdd)
+        regressor = kernel(q, qd, qdd, self._params)
+        if type(regressor) is _NDARRAY:
+            return regressor
+        return self._fallback(kernel, regressor, (q, qd, qdd),
+                              functools.partial(reference.inertial_regressor, self))
+
+    def _stacked_regressor(self, Q, QD, QDD, columns=None):
+        """(N, dof, len(columns)) regressors of validated samples, only ``columns`` (default
+        all) kept; refused beyond identification.MAX_REGRESSOR_VALUES before it is made."""
+        count = len(self.inertial_parameter_names) if columns is None else len(columns)
+        identification.check_regressor_size(len(Q), self.tree.dof, count)
+        stacked = np.empty((len(Q), self.tree.dof, count))
+        for row, (q, qd, qdd) in enumerate(zip(Q, QD, QDD)):
+            regressor = self.inertial_regressor(q, qd, qdd)
+            stacked[row] = regressor if columns is None else regressor[:, columns]
+        return stacked
+
+    def base_parameters(self, samples=identification.BASE_SAMPLES, seed=0):
+        """The identifiable combinations of :meth:`inertial_parameters`
+        (:class:`~soa_dynamics_ros.model.identification.BaseParameters`).
+
+        The full regressor is stacked over ``samples`` random states (seeded by
+        ``seed``: the same answer every call): ``q`` uniform in [-pi, pi], ``qd``
+        and ``qdd`` normal (deviations 2 and 3).  Its columns are taken in order
+        (body by body from the root, parameters in their order) and each is kept
+        when it is no combination of those kept before it; the others fold into
+        them: ``Y @ pi == Y[:, base.independent] @ (base.mapping @ pi)`` at every
+        state.  With the model's gravity: gravity excites some combinations.
+        """
+        if type(samples) is not int or not 1 <= samples <= identification.MAX_BASE_SAMPLES:
+            shown = samples if type(samples) is int else type(samples).__name__
+            raise InvalidInputError(f"samples must be an int from 1 to "
+                                    f"{identification.MAX_BASE_SAMPLES}, not {shown}")
+        if type(seed) is not int:
+            raise InvalidInputError(f"seed must be an int, not {type(seed).__name__}")
+        rng = np.random.default_rng(seed)
+        dof = self.tree.dof
+        Q = rng.uniform(-np.pi, np.pi, (samples, dof))
+        QD, QDD = rng.normal(size=(samples, dof)) * 2, rng.normal(size=(samples, dof)) * 3
+        names = self.inertial_parameter_names
+        stacked = self._stacked_regressor(Q, QD, QDD).reshape(samples * dof, len(names))
+        return identification.base_parameters(stacked, names,
+                                              self.inertial_parameters(), samples, seed)
+
+    def identify_inertial_parameters(self, Q, QD, QDD, TAU, base=None):
+        """Fit the robot's base parameters to N samples of a motion: least squares on
+        ``TAU = Y_base beta``, ``identify_payload`` for the whole robot.
+
+        ``Q``, ``QD``, ``QDD``, ``TAU``: (N, dof) arrays in model order, ``TAU`` the
+        measured joint torques.  ``base``: the combinations fitted (default
+        :meth:`base_parameters`).  Returns an
+        :class:`~soa_dynamics_ros.model.identification.InertialEstimate`: ``.values``
+        (``base.names``), ``.residual``, ``.standard_deviation``,
+        ``.singular_values`` and ``.condition``.  Raises :class:`InvalidInputError`
+        as :meth:`identify_payload` does: bad shapes, NaN, fewer equations than twice
+        the base parameters, or a motion that cannot tell them apart.
+        """
+        Q, QD, QDD, TAU = self._samples(("Q", Q), ("QD", QD), ("QDD", QDD), ("TAU", TAU))
+        if base is None:
+            base = self.base_parameters()
+        elif not identification.fits(base, len(self.inertial_parameter_names)):
+            raise InvalidInputError("base must be this model's base_parameters()")
+        if base.count == 0:
+            raise InvalidInputError("no joint torque of this robot depends on its inertial "
+                                    "parameters: there is nothing to identify")
+        return identification.solve_inertial(
+            base, self._stacked_regressor(Q, QD, QDD, base.independent), TAU)
 
     # ------------------------------------------------------------------ mass properties
     @property

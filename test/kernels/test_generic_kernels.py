@@ -18,6 +18,7 @@ import pytest
 
 from support.numerics import assert_close, random_wrenches
 from support.numpy_path import disable_numpy_path
+from support.optional import require
 from support.robot_generator import random_tree_urdf
 from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
 from soa_dynamics_ros.algorithms.task_space import DEFAULT_RCOND
@@ -39,7 +40,7 @@ ZOO_ROBOTS = ["trossen_descriptions/urdf/vx300s.urdf.xacro",
 
 
 def _zoo_source(relative):
-    rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
+    rtbdata = require("rtbdata")
     root = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
     return RobotModel.from_urdf, str(root / relative), {"package_paths": [str(root)]}
 

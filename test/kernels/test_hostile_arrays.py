@@ -167,6 +167,10 @@ def _quantities(model, numpy_path, reference):
             lambda a: model.jacobian_derivative_product(a["q"], a["qd"], LINK),
             lambda a: reference.jacobian_time_derivative(a["q"], a["qd"], LINK) @ a["qd"],
             ("q", "qd")),
+        "inertial_regressor": (
+            lambda a: model.inertial_regressor(a["q"], a["qd"], a["qdd"])
+            @ model.inertial_parameters(),
+            lambda a: reference.inverse_dynamics(a["q"], a["qd"], a["qdd"]), ("q", "qd", "qdd")),
         "task_space_inertia": (
             lambda a: model.task_space_inertia(a["q"], LINK),
             lambda a: np.linalg.inv(reference.task_space_compliance(a["q"], [LINK])), ("q",)),

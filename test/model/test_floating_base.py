@@ -1,6 +1,5 @@
 """Floating-base models against Pinocchio's free-flyer (``buildModel(urdf, JointModelFreeFlyer())``)
 on humanoids and quadrupeds of example-robot-data, plus physics checks that need no library."""
-import warnings
 
 import numpy as np
 import pinocchio as pin
@@ -10,6 +9,7 @@ from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.errors import (InvalidInputError, SingularDynamicsError, UnknownNameError,
                                      UnsupportedJointError)
 from soa_dynamics_ros.model.floating_base import FloatingBaseModel
+from support.free_flyer import Reference, quiet_model
 from support.robots import REPO, example_robot_text
 
 ROBOTS = {
@@ -23,46 +23,10 @@ ROBOTS = {
 TOLERANCE = 1e-9
 
 
-def _quiet_model(text, **options):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # example-robot-data's massless sensor links
-        return RobotModel.from_urdf(text, **options)
-
-
-class Reference:
-    """Pinocchio's free-flyer model of a URDF and the maps between its coordinates and ours."""
-
-    def __init__(self, text, model):
-        self.model = pin.buildModelFromXML(text, pin.JointModelFreeFlyer())
-        self.data = self.model.createData()
-        ids = [self.model.getJointId(name) for name in model.joint_names]
-        assert all(self.model.joints[i].nq == 1 for i in ids)
-        assert self.model.nq == model.nq and self.model.nv == model.nv
-        self.q_index = np.r_[np.arange(7), [self.model.joints[i].idx_q for i in ids]]
-        self.v_index = np.r_[np.arange(6), [self.model.joints[i].idx_v for i in ids]]
-
-    def q(self, ours):
-        theirs = np.zeros(self.model.nq)
-        theirs[self.q_index] = ours
-        return theirs
-
-    def v(self, ours):
-        theirs = np.zeros(self.model.nv)
-        theirs[self.v_index] = ours
-        return theirs
-
-    def vector(self, theirs):
-        return np.asarray(theirs)[self.v_index]
-
-    def matrix(self, theirs, rows=True):
-        theirs = np.asarray(theirs)
-        return theirs[np.ix_(self.v_index, self.v_index)] if rows else theirs[:, self.v_index]
-
-
 @pytest.fixture(scope="module", params=sorted(ROBOTS))
 def robot(request):
     text = example_robot_text(ROBOTS[request.param])
-    model = _quiet_model(text, floating_base=True)
+    model = quiet_model(text, floating_base=True)
     return model, Reference(text, model)
 
 
@@ -367,7 +331,7 @@ def test_every_path_of_the_chain_model_gives_pinocchio_s_answers(kernels, rng):
     """The numpy path and the generic module (the per-robot kernels: bench_floating_base.py
     prepares them on Talos) serve the same floating-base answers."""
     text = example_robot_text(ROBOTS["solo12"])
-    model = _quiet_model(text, floating_base=True, kernels=kernels)
+    model = quiet_model(text, floating_base=True, kernels=kernels)
     reference = Reference(text, model)
     pm, data = reference.model, reference.data
     q, v, a, tau = _state(model, rng)
@@ -381,11 +345,24 @@ def test_every_path_of_the_chain_model_gives_pinocchio_s_answers(kernels, rng):
     pin.computeRNEADerivatives(pm, data, qp, vp, ap)
     assert_relative(model.inverse_dynamics_derivatives(q, v, a)[0],
                     reference.matrix(data.dtau_dq), "dtau/dq")
+    assert_relative(model.centroidal_momentum_matrix(q),
+                    reference.matrix(pin.ccrba(pm, data, qp, vp), rows=False), "Ag")
+    # gravity in another direction reaches every path (base axes: R^T g)
+    model.gravity = pm.gravity.linear = np.array([1.5, -0.7, -9.6])
+    zero = np.zeros(model.nv)
+    assert_relative(model.inverse_dynamics(q, v, a),
+                    reference.vector(pin.rnea(pm, data, qp, vp, ap)), "tilted inverse dynamics")
+    assert_relative(model.bias_torques(q, v), reference.vector(pin.rnea(pm, data, qp, vp, 0 * ap)),
+                    "tilted bias")
+    assert_relative(model.gravity_torques(q),
+                    reference.vector(pin.rnea(pm, data, qp, 0 * vp, 0 * ap)), "tilted gravity")
+    assert_relative(model.forward_dynamics(q, zero, tau),
+                    reference.vector(pin.aba(pm, data, qp, 0 * vp, taup)), "tilted forward")
 
 
 def test_derivatives_with_wrenches_match_finite_differences(rng):
     """Wrenches held fixed in world axes: the base columns turn them in base axes."""
-    model = _quiet_model(example_robot_text(ROBOTS["go2"]), floating_base=True)
+    model = quiet_model(example_robot_text(ROBOTS["go2"]), floating_base=True)
     q, v, a, _ = _state(model, rng)
     wrenches = {_foot(model): rng.normal(size=6) * 20, model.base_link: rng.normal(size=6)}
     dtau_dq, dtau_dv = model.inverse_dynamics_derivatives(q, v, a, wrenches)

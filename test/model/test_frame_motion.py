@@ -3,53 +3,26 @@
 (mimic joints included), on the compiled path and the numpy path; against differences of
 the model's own poses and Jacobians along a trajectory (no library); and on bad input."""
 import pathlib
-import warnings
 
 import numpy as np
 import pytest
 
 from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close, random_states
-from support.robots import SHIPPED_ROBOTS, example_robot_text, shipped_urdf, zoo_urdf_text
-from soa_dynamics_ros import RobotModel
-from soa_dynamics_ros.errors import InertiaWarning, InvalidInputError, UnknownNameError
+from support.robots import quiet_model, reference_robot_params, reference_robot_text, shipped_urdf
+from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError
 
-# rtb-data arms with mimic grippers (prismatic fingers) and example-robot-data arms.
-ZOO_ROBOTS = ["trossen_descriptions/urdf/vx300s.urdf.xacro",
-              "trossen_descriptions/urdf/px150.urdf.xacro"]
-EXAMPLE_ROBOTS = ["xarm_description/urdf/xarm7.urdf", "z1_description/urdf/z1.urdf",
-                  "kinova_description/robots/kinova.urdf"]
-SOURCES = ([pytest.param(("shipped", name), id=name) for name in SHIPPED_ROBOTS]
-           + [pytest.param(("zoo", path), id=path.split("/")[-1]) for path in ZOO_ROBOTS]
-           + [pytest.param(("example", path), id=path.split("/")[-1])
-              for path in EXAMPLE_ROBOTS])
 KERNELS = ["generic", "off"]
 
 
-def _xml(source):
-    kind, key = source
-    if kind == "shipped":
-        return pathlib.Path(shipped_urdf(key)).read_text()
-    return zoo_urdf_text(key) if kind == "zoo" else example_robot_text(key)
-
-
-def _model(xml, kernels):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InertiaWarning)
-        model = RobotModel.from_urdf(xml, kernels=kernels)
-    if kernels == "generic":
-        assert model.kernels.backend == "c"
-    return model
-
-
-@pytest.fixture(scope="module", params=SOURCES)
+@pytest.fixture(scope="module", params=reference_robot_params())
 def xml(request):
-    return _xml(request.param)
+    return reference_robot_text(request.param)
 
 
 @pytest.mark.parametrize("kernels", KERNELS)
 def test_frame_motion_matches_pinocchio(xml, kernels, rng):
-    model = _model(xml, kernels)
+    model = quiet_model(xml, kernels)
     reference = PinocchioReference(xml, model.joint_names)
     for q, qd, qdd in random_states(model, 4, rng):
         for frame in model.frame_names:
@@ -68,7 +41,7 @@ def test_frame_motion_matches_pinocchio(xml, kernels, rng):
 def test_the_generic_module_answers_as_the_numpy_path(xml, rng):
     """The C loop is the numpy recursion's, to round-off, called directly (so the
     compiled path is the one answering, not the numpy fallback)."""
-    model, numpy_path = _model(xml, "generic"), _model(xml, "off")
+    model, numpy_path = quiet_model(xml, "generic"), quiet_model(xml, "off")
     compiled, params = model.generic_kernels()
     for q, qd, qdd in random_states(model, 3, rng):
         for frame in model.frame_names:
@@ -94,7 +67,7 @@ def test_motion_is_the_derivative_of_poses_and_jacobians(xml, kernels, rng):
     jacobian(q(t)); the twist the first differences of the frame pose (dR/dt R^T = [w]x);
     the classical acceleration the second differences (d2R/dt2 R^T = [alpha]x + [w]x^2,
     whose skew part is [alpha]x)."""
-    model = _model(xml, kernels)
+    model = quiet_model(xml, kernels)
     step = 1e-4
     for q, qd, qdd in random_states(model, 2, rng):
         def along(t):
@@ -132,7 +105,7 @@ def _calls(model, frame, q=None, qd=None, qdd=None):
 
 @pytest.mark.parametrize("kernels", KERNELS)
 def test_bad_input_raises_the_errors_of_jacobian(kernels):
-    model = _model(pathlib.Path(shipped_urdf("panda.urdf")).read_text(), kernels)
+    model = quiet_model(pathlib.Path(shipped_urdf("panda.urdf")).read_text(), kernels)
     n, link = model.dof, model.frame_names[-1]
     for name, call in _calls(model, "panda_link_8").items():
         with pytest.raises(UnknownNameError, match="unknown frame 'panda_link_8'.*did you mean"):
@@ -156,7 +129,7 @@ def test_modes_with_robot_kernels_answer_from_the_generic_module(kernels, rng):
     """Where a robot gets kernels of its own, frame motion (which has none) is the generic
     module's from the first call: no robot kernel is asked for."""
     xml = pathlib.Path(shipped_urdf("panda.urdf")).read_text()
-    model, numpy_path = _model(xml, kernels), _model(xml, "off")
+    model, numpy_path = quiet_model(xml, kernels), quiet_model(xml, "off")
     if model.kernels.backend is None:
         pytest.skip("no C compiler")
     for q, qd, qdd in random_states(model, 2, rng):

@@ -3,12 +3,14 @@ against closed forms and Pinocchio's joint models, and what the reader asks of i
 import math
 
 import numpy as np
-import pinocchio as pin
 import pytest
 
+from support.optional import require
 from soa_dynamics_ros.description.urdf import parse_urdf
 from soa_dynamics_ros.errors import UnsupportedJointError, URDFError
 from soa_dynamics_ros.multibody.joints import JOINT_MODELS, joint_model
+
+pin = require("pinocchio")
 
 AXES = [np.array([0.0, 0.0, 1.0]), np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5])]
 COORDINATES = [-2.7, -0.3, 0.0, 0.9, 3.1]

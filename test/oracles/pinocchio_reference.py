@@ -8,7 +8,10 @@ the project's own URDF parser.
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pinocchio as pin
+
+from support.optional import require
+
+pin = require("pinocchio")
 
 
 class PinocchioReference:
@@ -137,6 +140,14 @@ class PinocchioReference:
 
     def potential_energy(self, q):
         return pin.computePotentialEnergy(self.model, self.data, self.configuration(q))
+
+    def joint_torque_regressor(self, q, qd, qdd):
+        """Pinocchio's computeJointTorqueRegressor folded onto the independent joints
+        (S^T Y): columns in Pinocchio's joint order, ten per joint in Pinocchio's order
+        (m, m c, Ixx, Ixy, Iyy, Ixz, Iyz, Izz about the joint frame origin)."""
+        s = self.selection
+        return s.T @ pin.computeJointTorqueRegressor(self.model, self.data,
+                                                     self.configuration(q), s @ qd, s @ qdd)
 
     def frame_pose(self, q, link):
         pin.framesForwardKinematics(self.model, self.data, self.configuration(q))

@@ -3,9 +3,11 @@ gravity hold and fall; the pick-and-place without and with trajectory feedforwar
 import subprocess
 import sys
 
+from support.optional import needs
 from support.robots import REPO
 
 
+@needs("mujoco", "rtbdata", "matplotlib")   # the plant, the vx300s arm, the plots
 def test_demo_reports_and_plots(tmp_path):
     # On its compiled kernels, as `make demo` runs (the numpy path takes ~1 ms per state
     # on this machine: too slow for 1 kHz in real time); compiled once per machine.

@@ -54,6 +54,28 @@ static int vectors(PyObject *const *args, int count, const npy_intp *lengths,
     return SOA_OK;
 }
 
+/* The model of f(model, q, [qd, [qdd,]] p), its `count` joint vectors checked into `data`
+ * (q of length dof, the rates rate_dof) and p into `p`.  NULL when refused: `refusal` is
+ * then the status to answer, or NULL with a Python error set (wrong argument count, no
+ * model capsule). */
+static Model *joint_vectors_call(PyObject *const *args, Py_ssize_t nargs, int count,
+                                 const double **data, const double **p, PyObject **refusal)
+{
+    *refusal = NULL;
+    if (soa_wrong_count(nargs, 2 + count))
+        return NULL;
+    Model *m = model_of(args[0]);
+    if (!m)
+        return NULL;
+    npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
+    *p = soa_array(args[1 + count], 1, m->params, 0);
+    if (!*p || vectors(args + 1, count, lengths, data) != SOA_OK) {
+        *refusal = PyLong_FromLong(SOA_BAD_INPUT);
+        return NULL;
+    }
+    return m;
+}
+
 static PyObject *new_array(int ndim, npy_intp rows, npy_intp cols, double **data)
 {
     npy_intp shape[3] = {rows, cols, cols};

@@ -62,15 +62,11 @@ static PyObject *torques_with_wrenches(PyObject *self, PyObject *const *args,
 static PyObject *mass_matrix(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (soa_wrong_count(nargs, 3))
-        return NULL;
-    Model *m = model_of(args[0]);
+    const double *q, *p;
+    PyObject *refusal;
+    Model *m = joint_vectors_call(args, nargs, 1, &q, &p, &refusal);
     if (!m)
-        return NULL;
-    const double *q, *p = soa_array(args[2], 1, m->params, 0);
-    npy_intp length = m->dof;
-    if (!p || vectors(args + 1, 1, &length, &q) != SOA_OK)
-        return PyLong_FromLong(SOA_BAD_INPUT);
+        return refusal;
     double *out;
     PyObject *result = new_array(2, m->rate_dof, m->rate_dof, &out);
     if (!result)
