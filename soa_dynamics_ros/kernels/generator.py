@@ -167,10 +167,10 @@ def exists(tree, kernel):
         cap = MAX_LANES_TRACED_OPERATIONS
     else:
         cap = MAX_TRACED_OPERATIONS
-    return _traced_size(tree, plain) <= cap
+    return traced_size(tree, plain) <= cap
 
 
-def _traced_size(tree, kernel):
+def traced_size(tree, kernel):
     """Traced operations of capped ``kernel`` for this tree's structure (traced once)."""
     key = (structure_key(tree), kernel)
     if key not in _traced_sizes:
@@ -185,7 +185,7 @@ def batch_only(tree, kernel):
     operations; docs/performance.md, "Design measurements"), but within
     MAX_LANES_TRACED_OPERATIONS, where its lanes batch pays."""
     return kernel in LANES_CAP_KERNELS and (
-        MAX_TRACED_OPERATIONS < _traced_size(tree, kernel) <= MAX_LANES_TRACED_OPERATIONS)
+        MAX_TRACED_OPERATIONS < traced_size(tree, kernel) <= MAX_LANES_TRACED_OPERATIONS)
 
 
 def kernel_key(tree, kernel, frame=None):

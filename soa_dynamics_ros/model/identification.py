@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..algorithms.external_forces import gravity_root_acceleration
+from ..algorithms.inverse_dynamics import inverse_dynamics as newton_euler
 from ..errors import InvalidInputError
 from ..multibody.spatial import (INERTIA_PARAMETER_COUNT, motion_transform,
                                  parameters_to_inertia, skew, transformed_inertia)
@@ -24,6 +26,29 @@ PARAMETER_NAMES = ("m", "m*cx", "m*cy", "m*cz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz
 # largest count as zero: the motion did not tell those parameter combinations
 # apart (condition number of at least 1e8).
 EXCITATION_RCOND = 1e-8
+
+
+def regressor(tree, gravity, batch_kernel, frame, Q, QD, QDD):
+    """The regressor of a load on ``frame``, (N, dof, 10), from validated samples: per
+    inertial parameter, the inverse dynamics of the tree with that unit alone on the
+    link, through ``batch_kernel`` (the generic module's inverse dynamics batch, or
+    None: the recursion per sample)."""
+    return np.stack([_inverse_dynamics_batch(tree.with_inertia(inertia), gravity, batch_kernel,
+                                             Q, QD, QDD)
+                     for inertia in unit_payload_inertias(tree, frame)], axis=-1)
+
+
+def _inverse_dynamics_batch(tree, gravity, batch_kernel, Q, QD, QDD):
+    from ..kernels import pack_parameters
+    if batch_kernel is not None:
+        torques = batch_kernel(Q, QD, QDD, pack_parameters(tree, gravity))
+        if type(torques) is np.ndarray:
+            return torques
+    coordinates, root = tree.coordinates, gravity_root_acceleration(gravity)
+    return np.array([coordinates.joint_forces(newton_euler(
+        tree, coordinates.hinge_positions(q), coordinates.hinge_rates(qd),
+        coordinates.hinge_rates(qdd), root)) for q, qd, qdd in zip(Q, QD, QDD)]).reshape(
+            Q.shape)
 
 
 def unit_payload_inertias(tree, frame):

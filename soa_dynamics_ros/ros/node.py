@@ -164,6 +164,11 @@ class EmbeddedModelNode(Node):
         elif not busy and not self._background_timer.is_canceled():
             self._background_timer.cancel()
 
+    @property
+    def polling_background_work(self):
+        """Whether the background poll runs (only while a load or warm-up is under way)."""
+        return not self._background_timer.is_canceled()
+
     def _poll_background(self):
         self.host.poll()
         self._poll_while_busy()

@@ -38,9 +38,9 @@ import time
 
 import numpy as np
 
-from soa_dynamics_ros.sim.clients import (  # noqa: F401 - REPO and the helpers' old path
-    REPO, call_service, config_dir, parameter_value, set_parameter, set_parameters, spinning_node,
-    start_process, wait_for_compiled_kernels)
+from soa_dynamics_ros.sim.clients import (
+    call_service, config_dir, set_parameter, spinning_node, start_process,
+    wait_for_compiled_kernels)
 from soa_dynamics_ros.ros.stamps import duration_from_seconds, stamp_seconds
 
 COMMAND_HOLD = 0.5      # [s] the sim's command_timeout in the gravity demo

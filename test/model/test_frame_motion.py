@@ -139,4 +139,4 @@ def test_modes_with_robot_kernels_answer_from_the_generic_module(kernels, rng):
                                 ("jacobian_derivative_product", (qd,))):
                 assert_close(getattr(model, name)(q, *rates, frame),
                              getattr(numpy_path, name)(q, *rates, frame), name, rtol=1e-12)
-    assert not model.kernels.router._requests and not model.kernels.router._ready
+    assert not model.kernels.routes.requests and not model.kernels.routes.ready
