@@ -18,9 +18,11 @@ GENERATED = {"msg", "srv"}           # the package's own interfaces, built by ro
 # The standard library's immediate exit; xacro's package lookup, which xacro offers no
 # public hook for (description/xacro.py says why); rclpy 9.1.2's EventsExecutor
 # workaround (ros/process.py says why); an object of the same class (a traced value's
-# negation, a tree view being made).
+# negation, a tree view being made, a floating-base model's fixed-base chain, whose
+# compiled tree and packed parameters its warm path reads without a property's call).
 PRIVATE_NAMES_ALLOWED = {"os._exit", "xacro.substitution_args._eval_find",
-                         "subscription._callback_type", "other._neg_of", "view._singular_below"}
+                         "subscription._callback_type", "other._neg_of", "view._singular_below",
+                         "self._chain._compiled", "self._chain._params"}
 
 
 def library_modules():
