@@ -190,14 +190,26 @@ def test_every_byte_of_a_cached_name_block_mutated_reads_as_rclpy(failed_deseria
 
 
 def test_every_encapsulation_reads_as_rclpy(failed_deserializations):
-    """Every value of each of the 4 bytes before the message (kind, byte order, options)."""
+    """Every value of each of the 4 bytes before the message (kind, byte order, options).
+
+    One divergence, on purpose: options (byte 3) announcing padding that the bytes do not
+    end with are refused, as Kilted's rclpy refuses them, where Jazzy's rclpy reads the
+    message anyway; stricter, never different.
+    """
     data = serialize_message(PANDA_STATE)
     reader = JointStateReader()
     for at in range(4):
         for value in range(256):
             mutated = bytearray(data)
             mutated[at] = value
-            assert_reads_as_rclpy(reader, bytes(mutated))
+            if at == 3 and rclpy_reading(bytes(mutated)) is not None:
+                try:
+                    arrays = reader.read(bytes(mutated))
+                except InvalidInputError:
+                    continue
+                assert_reads_as(arrays, rclpy_reading(bytes(mutated)))
+            else:
+                assert_reads_as_rclpy(reader, bytes(mutated))
     assert failed_deserializations == []
 
 
