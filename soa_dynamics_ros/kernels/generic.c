@@ -95,6 +95,7 @@ typedef struct {
 #include "generic/task_space.c"
 #include "generic/linear_algebra.c"
 #include "generic/hybrid.c"
+#include "generic/arguments.c"
 #include "generic/bindings_dynamics.c"
 #include "generic/bindings_hybrid.c"
 #include "generic/bindings_queries.c"

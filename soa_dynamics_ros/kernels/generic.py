@@ -110,7 +110,7 @@ class CompiledTree:
         frames = np.array([self.frame_index[name] for name in frame_names], dtype=float)
         width = rows.stop - rows.start
         packed = self.module.task_space_inertia(self.model, frames, rows.start, width, q,
-                                                damping, info, params)
+                                                damping, bool(info), params)
         if type(packed) is not np.ndarray:
             return None
         n = len(frames) * width

@@ -1,0 +1,238 @@
+/* What every binding reads first: the model, its vectors and p, checked once here; then
+ * the frames and wrenches some bindings take, and their answers.
+ * Part of generic.c (included there, one translation unit).
+ *
+ * A binding states its arguments as a layout (call_arguments) and reads only what is its
+ * own:
+ *
+ *     BINDING(mass_matrix, mass_matrix_call, "d")
+ *
+ *     static PyObject *mass_matrix_call(PyObject *const *args, Py_ssize_t nargs,
+ *                                       const char *layout)
+ *     {
+ *         Arguments a;
+ *         int status = call_arguments(args, nargs, layout, &a);
+ *         if (status != SOA_OK)
+ *             return refused(status);
+ *         ... a.m, a.vector[0] (q), a.p ...
+ *     }
+ */
+
+/* A binding's layout: one letter per argument between the model and p.
+ *   'd'  a vector of the model's dof (q, or the full map's rates: inverse dynamics)
+ *   'r'  a vector of its rate_dof (rates, accelerations, torques of the selected joints)
+ *   'w'  a {frame name: wrench} dict (parse_wrenches: into the model's wrench_frames and
+ *        wrench_values)
+ *   '.'  an argument the binding reads itself (a frame, constraints, an option)
+ * Batches (batch_arguments) take 'd' and 'r' as (N, length) arrays of one N. */
+#define LAYOUT_DOF 'd'
+#define LAYOUT_RATES 'r'
+#define LAYOUT_WRENCHES 'w'
+#define LAYOUT_OWN '.'
+/* The most vectors a layout may hold (mixed dynamics' q, qd, qdd, tau, prescribed) */
+#define MAX_VECTORS 5
+
+typedef struct {
+    Model *m;
+    const double *vector[MAX_VECTORS];  /* the layout's vectors in order; NULL past them */
+    int vectors;                        /* how many */
+    const double *p;                    /* the packed parameters (last argument) */
+    int wrenched, wrench_count;         /* a 'w' argument; its wrenches in the model */
+    npy_intp samples;                   /* batches: N (0 for a single call) */
+} Arguments;
+
+static Model *model_of(PyObject *object)
+{
+    return (Model *)PyCapsule_GetPointer(object, CAPSULE_NAME);
+}
+
+static int parse_wrenches(Model *m, PyObject *wrenches, int *count);
+
+/* The arguments of f(model, <layout>..., p) into *a (2 + strlen(layout) of them): the model
+ * a capsule of make_model; p a float64 array of the model's params; each vector a float64,
+ * C-contiguous, aligned, native-order array of its length (runtime.h soa_array) whose
+ * entries are finite and within SOA_MAX_MAGNITUDE (for a batch: each sample's, as it is
+ * run); a wrench dict as parse_wrenches takes it.  The '.' arguments are left to the
+ * binding, which must read them without running Python code (an exact type's C accessors,
+ * as named_frame; the Python caller converts an option to one): Python code could resize
+ * or free an array read here.
+ * SOA_OK; SOA_BAD_INPUT for anything else; -1 (an exception set) for a wrong count or no
+ * model, which refused() answers as NULL. */
+static int read_arguments(PyObject *const *args, Py_ssize_t nargs, const char *layout,
+                          int batch, Arguments *a)
+{
+    Py_ssize_t count = 2 + (Py_ssize_t)strlen(layout);
+    if (soa_wrong_count(nargs, (int)count))
+        return -1;
+    Model *m = a->m = model_of(args[0]);
+    if (!m)
+        return -1;
+    a->vectors = a->wrenched = a->wrench_count = 0;
+    a->samples = batch ? -1 : 0;
+    a->p = soa_array(args[count - 1], 1, m->params, 0);
+    if (!a->p)
+        return SOA_BAD_INPUT;
+    for (int k = 0; layout[k]; ++k) {
+        PyObject *argument = args[1 + k];
+        if (layout[k] == LAYOUT_WRENCHES) {
+            a->wrenched = 1;
+            if (parse_wrenches(m, argument, &a->wrench_count) != SOA_OK)
+                return SOA_BAD_INPUT;
+        } else if (layout[k] != LAYOUT_OWN) {
+            npy_intp length = layout[k] == LAYOUT_RATES ? m->rate_dof : m->dof;
+            const double *data = batch ? soa_array(argument, 2, a->samples, length)
+                                       : soa_array(argument, 1, length, 0);
+            if (!data || (!batch && soa_check(data, (int)length, SOA_MAX_MAGNITUDE)))
+                return SOA_BAD_INPUT;
+            if (batch)
+                a->samples = PyArray_DIM((PyArrayObject *)argument, 0);
+            a->vector[a->vectors++] = data;
+        }
+    }
+    for (int k = a->vectors; k < MAX_VECTORS; ++k)
+        a->vector[k] = NULL;
+    return SOA_OK;
+}
+
+/* f(model, <layout>..., p): read_arguments of one sample */
+static inline int call_arguments(PyObject *const *args, Py_ssize_t nargs, const char *layout,
+                                 Arguments *a)
+{
+    return read_arguments(args, nargs, layout, 0, a);
+}
+
+/* f(model, <layout>..., p) over the rows of (N, length) arrays: read_arguments of a batch,
+ * N in a->samples; the rows' values are the run's to check, sample by sample. */
+static inline int batch_arguments(PyObject *const *args, Py_ssize_t nargs, const char *layout,
+                                  Arguments *a)
+{
+    return read_arguments(args, nargs, layout, 1, a);
+}
+
+/* A binding's answer to a status of read_arguments other than SOA_OK */
+static PyObject *refused(int status)
+{
+    return status < 0 ? NULL : PyLong_FromLong(status);
+}
+
+/* The module function `name` (METH_FASTCALL, generic.c's method table): call(args, nargs,
+ * ...), a binding shared by several functions that differ in its further arguments. */
+#define BINDING(name, call, ...)                                                      \
+    static PyObject *name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)    \
+    {                                                                                 \
+        (void)self;                                                                   \
+        return call(args, nargs, __VA_ARGS__);                                        \
+    }
+
+/* At least `doubles` of workspace kept in the model (grown, never shrunk), or NULL when
+ * out of memory */
+static double *scratch(Model *m, size_t doubles)
+{
+    if (doubles > m->scratch_size) {
+        double *grown = realloc(m->scratch, doubles * sizeof(double));
+        if (!grown)
+            return NULL;
+        m->scratch = grown;
+        m->scratch_size = doubles;
+    }
+    return m->scratch;
+}
+
+/* An answer of (rows,), (rows, cols) or (rows, cols, cols) doubles (runtime.h
+ * soa_new_answer), its data in *data */
+static PyObject *new_array(int ndim, npy_intp rows, npy_intp cols, double **data)
+{
+    npy_intp shape[3] = {rows, cols, cols};
+    PyObject *result = soa_new_answer(ndim, shape);
+    if (result)
+        *data = (double *)PyArray_DATA((PyArrayObject *)result);
+    return result;
+}
+
+/* result when status is SOA_OK, else the status (result dropped) */
+static PyObject *answer(PyObject *result, int status)
+{
+    if (status == SOA_OK)
+        return result;
+    Py_XDECREF(result);
+    return PyLong_FromLong(status);
+}
+
+/* The index of the frame named `name`, or -1 when it is no frame's name or no exact str
+ * (whose lookup could run Python code).  The index is checked too: the dict is a Python
+ * object the model shares with its CompiledTree. */
+static int named_frame(Model *m, PyObject *name)
+{
+    PyObject *index = PyUnicode_CheckExact(name)
+        ? PyDict_GetItemWithError(m->frame_index, name) : NULL;
+    long frame = index && PyLong_CheckExact(index) ? PyLong_AsLong(index) : -1;
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return frame >= 0 && frame < m->nf ? (int)frame : -1;
+}
+
+/* A frame given by its index (an int), or -1 when it is no frame's */
+static int frame_index(Model *m, PyObject *object)
+{
+    long frame = PyLong_Check(object) ? PyLong_AsLong(object) : -1;
+    if (frame == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    return frame >= 0 && frame < m->nf ? (int)frame : -1;
+}
+
+/* A wrench [f; t]: a float64 ndarray of 6 (any strides; native byte order and aligned,
+ * else the numpy path reads it), or a list or tuple of 6 floats or ints */
+static int parse_wrench(PyObject *value, double *out)
+{
+    if (PyArray_Check(value)) {
+        PyArrayObject *array = (PyArrayObject *)value;
+        if (PyArray_TYPE(array) != NPY_DOUBLE || PyArray_NDIM(array) != 1
+            || PyArray_DIM(array, 0) != 6 || !PyArray_ISNOTSWAPPED(array)
+            || !PyArray_ISALIGNED(array))
+            return SOA_BAD_INPUT;
+        for (int k = 0; k < 6; ++k)
+            out[k] = *(const double *)PyArray_GETPTR1(array, k);
+        return SOA_OK;
+    }
+    if (!(PyList_CheckExact(value) || PyTuple_CheckExact(value)) || PySequence_Fast_GET_SIZE(value) != 6)
+        return SOA_BAD_INPUT;
+    for (int k = 0; k < 6; ++k) {
+        PyObject *item = PySequence_Fast_GET_ITEM(value, k);
+        if (PyFloat_Check(item))
+            out[k] = PyFloat_AS_DOUBLE(item);
+        else if (PyLong_CheckExact(item)) {
+            out[k] = PyLong_AsDouble(item);
+            if (out[k] == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return SOA_BAD_INPUT;
+            }
+        } else
+            return SOA_BAD_INPUT;
+    }
+    return SOA_OK;
+}
+
+/* A call's wrenches, {frame name: [f; t]} (root axes, about the frame origin), into
+ * wrench_frames and wrench_values; status 1 for anything else (an unknown frame, a
+ * malformed wrench: the numpy path names the problem). */
+static int parse_wrenches(Model *m, PyObject *wrenches, int *count)
+{
+    if (!PyDict_CheckExact(wrenches))
+        return SOA_BAD_INPUT;
+    PyObject *name, *value;
+    Py_ssize_t position = 0;
+    int k = 0;
+    while (PyDict_Next(wrenches, &position, &name, &value)) {
+        int frame = named_frame(m, name);
+        if (frame < 0 || k >= m->nf)
+            return SOA_BAD_INPUT;
+        m->wrench_frames[k] = (double)frame;
+        if (parse_wrench(value, m->wrench_values + 6 * k) != SOA_OK)
+            return SOA_BAD_INPUT;
+        ++k;
+    }
+    if (soa_check(m->wrench_values, 6 * k, SOA_MAX_MAGNITUDE))
+        return SOA_BAD_INPUT;
+    *count = k;
+    return SOA_OK;
+}
