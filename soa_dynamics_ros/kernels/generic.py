@@ -37,7 +37,7 @@ def module_name():
     Once per process (as ``kernels.code_version``): every model's generic module
     lookup asks for it, and the sources do not change under a running process."""
     digest = hashlib.sha256(build.toolchain_id().encode())
-    for path in (SOURCE, *INCLUDED, build.RUNTIME_DIR / "runtime.h"):
+    for path in (SOURCE, *INCLUDED, *build.RUNTIME_HEADERS):
         digest.update(path.read_bytes())
     digest.update(_defines().encode())
     return f"soa_generic_{digest.hexdigest()[:16]}"
