@@ -2,20 +2,15 @@
  * the frames and wrenches some bindings take, and their answers.
  * Part of generic.c (included there, one translation unit).
  *
- * A binding states its arguments as a layout (call_arguments) and reads only what is its
- * own:
+ * A binding states its arguments as a layout (read_arguments) and reads only what is its
+ * own; the module function is made by BINDING:
+ *
+ *     static PyObject *mass_matrix_call(const Arguments *a, PyObject *const *args)
+ *     {
+ *         ... a->m, a->vector[0] (q), a->p; args[k] for a '.' argument ...
+ *     }
  *
  *     BINDING(mass_matrix, mass_matrix_call, "d")
- *
- *     static PyObject *mass_matrix_call(PyObject *const *args, Py_ssize_t nargs,
- *                                       const char *layout)
- *     {
- *         Arguments a;
- *         int status = call_arguments(args, nargs, layout, &a);
- *         if (status != SOA_OK)
- *             return refused(status);
- *         ... a.m, a.vector[0] (q), a.p ...
- *     }
  */
 
 /* A binding's layout: one letter per argument between the model and p.
@@ -78,8 +73,8 @@ static int read_arguments(PyObject *const *args, Py_ssize_t nargs, const char *l
             a->wrenched = 1;
             if (parse_wrenches(m, argument, &a->wrench_count) != SOA_OK)
                 return SOA_BAD_INPUT;
-        } else if (layout[k] != LAYOUT_OWN) {
-            npy_intp length = layout[k] == LAYOUT_RATES ? m->rate_dof : m->dof;
+        } else if (layout[k] == LAYOUT_DOF || layout[k] == LAYOUT_RATES) {
+            npy_intp length = layout[k] == LAYOUT_DOF ? m->dof : m->rate_dof;
             const double *data = batch ? soa_array(argument, 2, a->samples, length)
                                        : soa_array(argument, 1, length, 0);
             if (!data || (!batch && soa_check(data, (int)length, SOA_MAX_MAGNITUDE)))
@@ -109,19 +104,38 @@ static inline int batch_arguments(PyObject *const *args, Py_ssize_t nargs, const
     return read_arguments(args, nargs, layout, 1, a);
 }
 
+/* The bodies at the call's q (its layout's first vector): local placements, and the
+ * root ones too when `world` or the call has wrenches, which become body forces. */
+static void place_call(const Arguments *a, int world)
+{
+    Model *m = a->m;
+    hinge_positions(m, a->vector[0]);
+    placements(m, world || a->wrenched);
+    if (a->wrenched)
+        body_forces(m, m->wrench_frames, m->wrench_values, a->wrench_count);
+}
+
 /* A binding's answer to a status of read_arguments other than SOA_OK */
 static PyObject *refused(int status)
 {
     return status < 0 ? NULL : PyLong_FromLong(status);
 }
 
-/* The module function `name` (METH_FASTCALL, generic.c's method table): call(args, nargs,
- * ...), a binding shared by several functions that differ in its further arguments. */
-#define BINDING(name, call, ...)                                                      \
-    static PyObject *name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)    \
-    {                                                                                 \
-        (void)self;                                                                   \
-        return call(args, nargs, __VA_ARGS__);                                        \
+/* The module function `name` (METH_FASTCALL, generic.c's method table) of arguments
+ * f(model, <layout>..., p): they are read (call_arguments), then answered by
+ * call(&arguments, args, ...), which reads its '.' arguments from args; or refused.
+ * BATCH_BINDING reads them as a batch (batch_arguments). */
+#define BINDING(name, call, layout, ...) \
+    BINDING_READ_BY(call_arguments, name, call, layout, ##__VA_ARGS__)
+#define BATCH_BINDING(name, call, layout, ...) \
+    BINDING_READ_BY(batch_arguments, name, call, layout, ##__VA_ARGS__)
+#define BINDING_READ_BY(reader, name, call, layout, ...)                                \
+    static PyObject *name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)      \
+    {                                                                                   \
+        (void)self;                                                                     \
+        Arguments arguments;                                                            \
+        int status = reader(args, nargs, layout, &arguments);                           \
+        return status == SOA_OK ? call(&arguments, args, ##__VA_ARGS__) : refused(status); \
     }
 
 /* At least `doubles` of workspace kept in the model (grown, never shrunk), or NULL when

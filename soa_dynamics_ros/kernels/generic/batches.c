@@ -141,25 +141,21 @@ static int dynamics_sample(Model *m, const void *batch, double *space, npy_intp 
 }
 
 /* Batches: f(model, Q, [QD, QDD | QD, TAU], p) over the rows of (N, dof) arrays */
-static PyObject *batch_call(PyObject *const *args, Py_ssize_t nargs, const char *layout,
+static PyObject *batch_call(const Arguments *a, PyObject *const *args,
                             int forward)
 {
-    Arguments a;
-    int status = batch_arguments(args, nargs, layout, &a);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
-    DynamicsBatch batch = {.data = {a.vector[0], a.vector[1], a.vector[2]}, .p = a.p,
-                           .inputs = a.vectors, .forward = forward};
+    Model *m = a->m;
+    DynamicsBatch batch = {.data = {a->vector[0], a->vector[1], a->vector[2]}, .p = a->p,
+                           .inputs = a->vectors, .forward = forward};
     npy_intp failed = 0;
-    PyObject *result = new_array(2, a.samples, m->dof, &batch.out);
+    PyObject *result = new_array(2, a->samples, m->dof, &batch.out);
     if (!result)
         return NULL;
     unpack_inertias(m, batch.p);
-    status = run_samples(m, dynamics_sample, &batch, NULL, 0, a.samples, &failed);
+    int status = run_samples(m, dynamics_sample, &batch, NULL, 0, a->samples, &failed);
     return answer(result, status == SOA_OK ? SOA_OK : (int)(4 * failed + status));
 }
 
-BINDING(gravity_torques_batch, batch_call, "d", 0)
-BINDING(inverse_dynamics_batch, batch_call, "ddd", 0)
-BINDING(forward_dynamics_batch, batch_call, "ddd", 1)
+BATCH_BINDING(gravity_torques_batch, batch_call, "d", 0)
+BATCH_BINDING(inverse_dynamics_batch, batch_call, "ddd", 0)
+BATCH_BINDING(forward_dynamics_batch, batch_call, "ddd", 1)

@@ -7,14 +7,10 @@ static const int derivative_outputs[3] = {2, 3, 1};
  * 2 (inverse) or 3 (forward) n x n arrays, or one (gravity): separate arrays, as the user gets them, cost
  * less than views of one stacked array made in Python; made first, they are computed in
  * place rather than copied from the workspace. */
-static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, const char *layout,
+static PyObject *derivatives_call(const Arguments *a, PyObject *const *args,
                                   int kind)
 {
-    Arguments a;
-    int status = call_arguments(args, nargs, layout, &a);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
+    Model *m = a->m;
     double *space = derivative_workspace(derivative_doubles(m));
     if (!space)
         return PyErr_NoMemory();
@@ -28,10 +24,10 @@ static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, const
                 Py_DECREF(arrays[j]);
             return NULL;
         }
-    Wrenches w = {a.wrenched ? m->wrench_frames : NULL, a.wrenched ? m->wrench_values : NULL,
-                  a.wrench_count};
-    status = derivatives_sample(m, kind, a.vector[0], a.vector[1], a.vector[2], a.p, &w, space,
-                                out);
+    Wrenches w = {a->wrenched ? m->wrench_frames : NULL, a->wrenched ? m->wrench_values : NULL,
+                  a->wrench_count};
+    int status = derivatives_sample(m, kind, a->vector[0], a->vector[1], a->vector[2], a->p, &w,
+                                    space, out);
     if (status != SOA_OK) {
         for (int k = 0; k < outputs; ++k)
             Py_DECREF(arrays[k]);
@@ -99,18 +95,14 @@ static int derivative_batch_sample(Model *m, const void *batch, double *space, n
 
 /* f(model, Q, [QD, QDD | TAU,] p) (layout "d", "drr") -> (N, outputs, n, n); a failing
  * sample s answers 4 s + status. */
-static PyObject *derivatives_batch(PyObject *const *args, Py_ssize_t nargs, const char *layout,
+static PyObject *derivatives_batch(const Arguments *a, PyObject *const *args,
                                    int kind)
 {
-    Arguments a;
-    int status = batch_arguments(args, nargs, layout, &a);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
-    npy_intp count = a.samples, failed = 0;
-    DerivativeBatch batch = {.data = {a.vector[0], a.vector[1], a.vector[2]}, .p = a.p,
+    Model *m = a->m;
+    npy_intp count = a->samples, failed = 0;
+    DerivativeBatch batch = {.data = {a->vector[0], a->vector[1], a->vector[2]}, .p = a->p,
                              .widths = {m->dof, m->rate_dof, m->rate_dof}, .kind = kind,
-                             .inputs = a.vectors};
+                             .inputs = a->vectors};
     npy_intp n = m->rate_dof, shape[4] = {count, derivative_outputs[kind], n, n};
     size_t size = batch.answer_size = (size_t)derivative_outputs[kind] * n * n;
     /* answers that outgrow the caches are streamed out (stream_copy) */
@@ -124,7 +116,7 @@ static PyObject *derivatives_batch(PyObject *const *args, Py_ssize_t nargs, cons
     if (!result)
         return NULL;
     batch.out = (double *)PyArray_DATA((PyArrayObject *)result);
-    status = run_samples(m, derivative_batch_sample, &batch, space, doubles, count, &failed);
+    int status = run_samples(m, derivative_batch_sample, &batch, space, doubles, count, &failed);
     return answer(result, status == SOA_OK ? SOA_OK : (int)(4 * failed + status));
 }
 
@@ -133,6 +125,6 @@ BINDING(inverse_dynamics_derivatives_wrenches, derivatives_call, "drrw", 0)
 BINDING(forward_dynamics_derivatives, derivatives_call, "drr", 1)
 BINDING(forward_dynamics_derivatives_wrenches, derivatives_call, "drrw", 1)
 BINDING(gravity_derivatives, derivatives_call, "d", 2)
-BINDING(inverse_dynamics_derivatives_batch, derivatives_batch, "drr", 0)
-BINDING(forward_dynamics_derivatives_batch, derivatives_batch, "drr", 1)
-BINDING(gravity_derivatives_batch, derivatives_batch, "d", 2)
+BATCH_BINDING(inverse_dynamics_derivatives_batch, derivatives_batch, "drr", 0)
+BATCH_BINDING(forward_dynamics_derivatives_batch, derivatives_batch, "drr", 1)
+BATCH_BINDING(gravity_derivatives_batch, derivatives_batch, "d", 2)

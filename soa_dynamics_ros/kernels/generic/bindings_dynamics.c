@@ -22,22 +22,15 @@ static void inverse_core(Model *m, const double *qd, const double *qdd, const do
 }
 
 /* f(model, q, [qd, [qdd,]] [wrenches,] p) -> tau: layout "d" .. "ddd", "dddw" */
-static PyObject *inverse_call(PyObject *const *args, Py_ssize_t nargs, const char *layout)
+static PyObject *inverse_call(const Arguments *a, PyObject *const *args)
 {
-    Arguments a;
-    int status = call_arguments(args, nargs, layout, &a);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
+    Model *m = a->m;
     double *out;
     PyObject *result = new_array(1, m->dof, 0, &out);
     if (!result)
         return NULL;
-    hinge_positions(m, a.vector[0]);
-    placements(m, a.wrenched);
-    if (a.wrenched)
-        body_forces(m, m->wrench_frames, m->wrench_values, a.wrench_count);
-    inverse_core(m, a.vector[1], a.vector[2], a.p, a.wrenched, out);
+    place_call(a, 0);
+    inverse_core(m, a->vector[1], a->vector[2], a->p, a->wrenched, out);
     return result;
 }
 
@@ -47,23 +40,16 @@ BINDING(inverse_dynamics, inverse_call, "ddd")
 BINDING(inverse_dynamics_wrenches, inverse_call, "dddw")
 
 /* f(model, q, qd, tau, [wrenches,] p) -> qdd of the selected joints: layout "drr[w]" */
-static PyObject *forward_call(PyObject *const *args, Py_ssize_t nargs, const char *layout)
+static PyObject *forward_call(const Arguments *a, PyObject *const *args)
 {
-    Arguments a;
-    int status = call_arguments(args, nargs, layout, &a);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
+    Model *m = a->m;
     double *out;
     PyObject *result = new_array(1, m->rate_dof, 0, &out);
     if (!result)
         return NULL;
-    unpack_inertias(m, a.p);
-    hinge_positions(m, a.vector[0]);
-    placements(m, a.wrenched);
-    if (a.wrenched)
-        body_forces(m, m->wrench_frames, m->wrench_values, a.wrench_count);
-    return answer(result, forward_core(m, a.vector[1], a.vector[2], a.p, a.wrenched, out));
+    unpack_inertias(m, a->p);
+    place_call(a, 0);
+    return answer(result, forward_core(m, a->vector[1], a->vector[2], a->p, a->wrenched, out));
 }
 
 BINDING(forward_dynamics, forward_call, "drr")
@@ -71,28 +57,21 @@ BINDING(forward_dynamics_wrenches, forward_call, "drrw")
 
 /* f(model, q, qd, qdd, tau, prescribed, [wrenches,] p) -> [qdd_all; tau_all], (2, dof);
  * prescribed: per joint, nonzero where its qdd is given.  Layout "drrrr[w]". */
-static PyObject *mixed_call(PyObject *const *args, Py_ssize_t nargs, const char *layout)
+static PyObject *mixed_call(const Arguments *a, PyObject *const *args)
 {
-    Arguments a;
-    int status = call_arguments(args, nargs, layout, &a);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
-    const double *const *v = a.vector;
+    Model *m = a->m;
+    const double *const *v = a->vector;
     double *out, *work = m->couples ? scratch(m, (size_t)m->rate_dof * (m->rate_dof + 1)) : NULL;
     if (m->couples && !work)
         return PyErr_NoMemory();
     PyObject *result = new_array(2, 2, m->rate_dof, &out);
     if (!result)
         return NULL;
-    unpack_inertias(m, a.p);
-    hinge_positions(m, v[0]);
-    placements(m, a.wrenched);
-    if (a.wrenched)
-        body_forces(m, m->wrench_frames, m->wrench_values, a.wrench_count);
+    unpack_inertias(m, a->p);
+    place_call(a, 0);
     return answer(result, m->couples
-        ? dense_mixed_core(m, v[1], v[2], v[3], v[4], a.p, a.wrenched, work, out)
-        : mixed_core(m, v[1], v[2], v[3], v[4], a.p, a.wrenched, out));
+        ? dense_mixed_core(m, v[1], v[2], v[3], v[4], a->p, a->wrenched, work, out)
+        : mixed_core(m, v[1], v[2], v[3], v[4], a->p, a->wrenched, out));
 }
 
 BINDING(mixed_dynamics, mixed_call, "drrrr")
@@ -106,15 +85,10 @@ BINDING(mixed_dynamics_wrenches, mixed_call, "drrrrw")
  * Status 3 (the numpy path decides) when the rank is in doubt.  Its workspace (sized by
  * the frames) stays in the model.  `info` is True or False (an exact bool: the module runs
  * no Python code once it holds the arrays). */
-static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *task_space_inertia_call(const Arguments *a, PyObject *const *args)
 {
-    (void)self;
-    Arguments a;
-    int status = call_arguments(args, nargs, "...d..", &a);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
-    const double *q = a.vector[0], *p = a.p;
+    Model *m = a->m;
+    const double *p = a->p;
     int info = args[6] == Py_True;
     long first = PyLong_Check(args[2]) ? PyLong_AsLong(args[2]) : -1;
     long width = PyLong_Check(args[3]) ? PyLong_AsLong(args[3]) : -1;
@@ -145,9 +119,8 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
     if (!result)
         return NULL;
     unpack_inertias(m, p);
-    hinge_positions(m, q);
-    placements(m, 1);
-    status = m->couples
+    place_call(a, 1);
+    int status = m->couples
         ? dense_compliance_core(m, frames, count, (int)first, (int)width, p, carried,
                                 compliance)
         : compliance_core(m, frames, count, (int)first, (int)width, p, carried, compliance);
@@ -156,3 +129,5 @@ static PyObject *task_space_inertia(PyObject *self, PyObject *const *args, Py_ss
         status = invert_compliance(compliance, columns, damping, work, out);
     return answer(result, status);
 }
+
+BINDING(task_space_inertia, task_space_inertia_call, "...d..")

@@ -166,15 +166,12 @@ failed:
 
 /* f(model, q, qd, tau, constraints, [wrenches,] p) -> hybrid_answer() (hybrid_core);
  * constraints as constraint_shape() reads them.  Layout "drr.[w]". */
-static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, const char *layout)
+static PyObject *hybrid_call(const Arguments *a, PyObject *const *args)
 {
-    Arguments a;
-    int count, columns, status = call_arguments(args, nargs, layout, &a);
-    if (status == SOA_OK)
-        status = constraint_shape(a.m, args[4], &count, &columns);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
+    Model *m = a->m;
+    int count, columns;
+    if (constraint_shape(m, args[4], &count, &columns) != SOA_OK)
+        return PyLong_FromLong(SOA_BAD_INPUT);
     size_t tree_size = 2 * (size_t)m->nb * 6 * columns;
     size_t dense_size = ((size_t)6 * count + 2 * columns) * m->rate_dof;
     size_t core_size = (dense_size > tree_size ? dense_size : tree_size)
@@ -196,16 +193,13 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, const char
         Py_DECREF(names);
         return PyLong_FromLong(SOA_BAD_INPUT);
     }
-    unpack_inertias(m, a.p);
-    hinge_positions(m, a.vector[0]);
-    body_placements(m);
-    if (a.wrenched)
-        body_forces(m, m->wrench_frames, m->wrench_values, a.wrench_count);
+    unpack_inertias(m, a->p);
+    place_call(a, 1);
     int (*core)(Model *, const double *, const double *, const double *, const double *, int,
                 const double *, const double *, int, const double *, int, double *, double *)
         = m->couples ? dense_hybrid_core : hybrid_core;
-    status = core(m, a.vector[1], a.vector[2], frames, widths, count, alpha, beta, columns, a.p,
-                  a.wrenched, work, out);
+    int status = core(m, a->vector[1], a->vector[2], frames, widths, count, alpha, beta, columns,
+                      a->p, a->wrenched, work, out);
     size_t out_size = 2 * (size_t)n + columns + 6 * (size_t)count + 1
                       + (size_t)columns * columns;
     double *owned = status == SOA_OK ? PyMem_Malloc((out_size + count) * sizeof(double)) : NULL;

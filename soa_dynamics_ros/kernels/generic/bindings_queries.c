@@ -3,25 +3,19 @@
 /* f(model, q, tau, {frame: wrench}, p) -> tau + G^T sum J^T w, tau plus the joint
  * torques of the wrenches: forward dynamics with wrenches is forward dynamics at these
  * (qdd is linear in tau), which lets a robot's own forward dynamics kernel answer them. */
-static PyObject *torques_with_wrenches(PyObject *self, PyObject *const *args,
-                                       Py_ssize_t nargs)
+static PyObject *torques_with_wrenches_call(const Arguments *a, PyObject *const *args)
 {
-    (void)self;
-    Arguments a;
-    int status = call_arguments(args, nargs, "drw", &a);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
+    Model *m = a->m;
     double *out;
     PyObject *result = new_array(1, m->rate_dof, 0, &out);
     if (!result)
         return NULL;
-    hinge_positions(m, a.vector[0]);
+    hinge_positions(m, a->vector[0]);
     /* only each wrenched body's path to the root: a fingertip of a 45-body humanoid
      * places and gathers along 12 bodies, where the whole tree's passes took several
      * times longer (docs/performance.md, "Design measurements") */
     memset(m->torque, 0, m->nb * sizeof(double));
-    for (int k = 0; k < a.wrench_count; ++k) {
+    for (int k = 0; k < a->wrench_count; ++k) {
         int body = m->frame_body[(int)m->wrench_frames[k]];
         chain_placements(m, body);
         body_forces(m, m->wrench_frames + k, m->wrench_values + 6 * k, 1);
@@ -35,40 +29,34 @@ static PyObject *torques_with_wrenches(PyObject *self, PyObject *const *args,
     }
     joint_forces(m, m->torque, out);
     for (int k = 0; k < m->rate_dof; ++k)
-        out[k] += a.vector[1][k];
+        out[k] += a->vector[1][k];
     return result;
 }
 
+BINDING(torques_with_wrenches, torques_with_wrenches_call, "drw")
+
 /* f(model, q, p) -> G^T M G of the selected joints */
-static PyObject *mass_matrix(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *mass_matrix_call(const Arguments *a, PyObject *const *args)
 {
-    (void)self;
-    Arguments a;
-    int status = call_arguments(args, nargs, "d", &a);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
+    Model *m = a->m;
     double *out;
     PyObject *result = new_array(2, m->rate_dof, m->rate_dof, &out);
     if (!result)
         return NULL;
-    hinge_positions(m, a.vector[0]);    /* (composite_body reads the inertias from p) */
+    hinge_positions(m, a->vector[0]);    /* (composite_body reads the inertias from p) */
     local_placements(m);
-    composite_body(m, a.p);
+    composite_body(m, a->p);
     joint_mass_matrix(m);
     memcpy(out, m->joint_mass, m->rate_dof * m->rate_dof * sizeof(double));
     return result;
 }
 
+BINDING(mass_matrix, mass_matrix_call, "d")
+
 /* f(model, frame, q, p) -> 6 x (selected joints) Jacobian (kinematics.hinge_jacobian, J G) */
-static PyObject *jacobian(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *jacobian_call(const Arguments *a, PyObject *const *args)
 {
-    (void)self;
-    Arguments a;
-    int status = call_arguments(args, nargs, ".d", &a);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
+    Model *m = a->m;
     int frame = frame_index(m, args[1]);
     if (frame < 0)
         return PyLong_FromLong(SOA_BAD_INPUT);
@@ -76,11 +64,13 @@ static PyObject *jacobian(PyObject *self, PyObject *const *args, Py_ssize_t narg
     PyObject *result = new_array(2, 6, m->rate_dof, &out);
     if (!result)
         return NULL;
-    hinge_positions(m, a.vector[0]);
+    hinge_positions(m, a->vector[0]);
     chain_placements(m, m->frame_body[frame]);
     frame_jacobian(m, frame, out);
     return result;
 }
+
+BINDING(jacobian, jacobian_call, ".d")
 
 static void write_pose(const double *rotation, const double *translation, double *out)
 {
@@ -95,14 +85,9 @@ static void write_pose(const double *rotation, const double *translation, double
 
 /* f(model, frame, q, p) -> 4x4 pose of the frame; frame -1: (frames, 4, 4) of every frame.
  * p is checked but not read: poses take the calling convention of the other functions. */
-static PyObject *frame_poses(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *frame_poses_call(const Arguments *a, PyObject *const *args)
 {
-    (void)self;
-    Arguments a;
-    int status = call_arguments(args, nargs, ".d", &a);
-    if (status != SOA_OK)
-        return refused(status);
-    Model *m = a.m;
+    Model *m = a->m;
     long requested = PyLong_Check(args[1]) ? PyLong_AsLong(args[1]) : -2;
     if (requested == -1 && PyErr_Occurred()) {     /* beyond a long: no frame */
         PyErr_Clear();
@@ -116,7 +101,7 @@ static PyObject *frame_poses(PyObject *self, PyObject *const *args, Py_ssize_t n
     PyObject *result = every ? new_array(3, m->nf, 4, &out) : new_array(2, 4, 4, &out);
     if (!result)
         return NULL;
-    hinge_positions(m, a.vector[0]);
+    hinge_positions(m, a->vector[0]);
     if (every)
         body_placements(m);
     else
@@ -128,3 +113,5 @@ static PyObject *frame_poses(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     return result;
 }
+
+BINDING(frame_poses, frame_poses_call, ".d")
