@@ -19,7 +19,7 @@
  *   'w'  a {frame name: wrench} dict (parse_wrenches: into the model's wrench_frames and
  *        wrench_values)
  *   '.'  an argument the binding reads itself (a frame, constraints, an option)
- * Batches (batch_arguments) take 'd' and 'r' as (N, length) arrays of one N. */
+ * Batches (BATCH_BINDING) take 'd' and 'r' as (N, length) arrays of one N. */
 #define LAYOUT_DOF 'd'
 #define LAYOUT_RATES 'r'
 #define LAYOUT_WRENCHES 'w'
@@ -43,41 +43,44 @@ static Model *model_of(PyObject *object)
 
 static int parse_wrenches(Model *m, PyObject *wrenches, int *count);
 
-/* The arguments of f(model, <layout>..., p) into *a (2 + strlen(layout) of them): the model
- * a capsule of make_model; p a float64 array of the model's params; each vector a float64,
- * C-contiguous, aligned, native-order array of its length (runtime.h soa_array) whose
- * entries are finite and within SOA_MAX_MAGNITUDE (for a batch: each sample's, as it is
- * run); a wrench dict as parse_wrenches takes it.  The '.' arguments are left to the
- * binding, which must read them without running Python code (an exact type's C accessors,
- * as named_frame; the Python caller converts an option to one): Python code could resize
- * or free an array read here.
+/* The arguments of f(model, <layout>..., p) into *a (2 + `length` of them, the layout's
+ * letters; a batch's when `batch`): the model a capsule of make_model; p a float64 array
+ * of the model's params; each vector a float64, C-contiguous, aligned, native-order array
+ * of its length (runtime.h soa_array) whose entries are finite and within
+ * SOA_MAX_MAGNITUDE (a batch's: (N, length) arrays of one N, in a->samples, whose rows
+ * the run checks sample by sample); a wrench dict as parse_wrenches takes it.  The '.'
+ * arguments are left to the binding, which must read them without running Python code
+ * (an exact type's C accessors, as named_frame; the Python caller converts an option to
+ * one): Python code could resize or free an array read here.
  * SOA_OK; SOA_BAD_INPUT for anything else; -1 (an exception set) for a wrong count or no
- * model, which refused() answers as NULL. */
-static int read_arguments(PyObject *const *args, Py_ssize_t nargs, const char *layout,
-                          int batch, Arguments *a)
+ * model, which refused() answers as NULL.  Inlined into each BINDING, whose layout is a
+ * literal: the compiler unrolls the loop over its letters, so that each binding reads
+ * its arguments in straight-line code as a hand-written prologue would. */
+__attribute__((always_inline))
+static inline int read_arguments(PyObject *const *args, Py_ssize_t nargs, const char *layout,
+                                 int length, int batch, Arguments *a)
 {
-    Py_ssize_t count = 2 + (Py_ssize_t)strlen(layout);
-    if (soa_wrong_count(nargs, (int)count))
+    if (soa_wrong_count(nargs, 2 + length))
         return -1;
     Model *m = a->m = model_of(args[0]);
     if (!m)
         return -1;
     a->vectors = a->wrenched = a->wrench_count = 0;
     a->samples = batch ? -1 : 0;
-    a->p = soa_array(args[count - 1], 1, m->params, 0);
+    a->p = soa_array(args[1 + length], 1, m->params, 0);
     if (!a->p)
         return SOA_BAD_INPUT;
-    for (int k = 0; layout[k]; ++k) {
+    for (int k = 0; k < length; ++k) {
         PyObject *argument = args[1 + k];
         if (layout[k] == LAYOUT_WRENCHES) {
             a->wrenched = 1;
             if (parse_wrenches(m, argument, &a->wrench_count) != SOA_OK)
                 return SOA_BAD_INPUT;
         } else if (layout[k] == LAYOUT_DOF || layout[k] == LAYOUT_RATES) {
-            npy_intp length = layout[k] == LAYOUT_DOF ? m->dof : m->rate_dof;
-            const double *data = batch ? soa_array(argument, 2, a->samples, length)
-                                       : soa_array(argument, 1, length, 0);
-            if (!data || (!batch && soa_check(data, (int)length, SOA_MAX_MAGNITUDE)))
+            npy_intp size = layout[k] == LAYOUT_DOF ? m->dof : m->rate_dof;
+            const double *data = batch ? soa_array(argument, 2, a->samples, size)
+                                       : soa_array(argument, 1, size, 0);
+            if (!data || (!batch && soa_check(data, (int)size, SOA_MAX_MAGNITUDE)))
                 return SOA_BAD_INPUT;
             if (batch)
                 a->samples = PyArray_DIM((PyArrayObject *)argument, 0);
@@ -87,21 +90,6 @@ static int read_arguments(PyObject *const *args, Py_ssize_t nargs, const char *l
     for (int k = a->vectors; k < MAX_VECTORS; ++k)
         a->vector[k] = NULL;
     return SOA_OK;
-}
-
-/* f(model, <layout>..., p): read_arguments of one sample */
-static inline int call_arguments(PyObject *const *args, Py_ssize_t nargs, const char *layout,
-                                 Arguments *a)
-{
-    return read_arguments(args, nargs, layout, 0, a);
-}
-
-/* f(model, <layout>..., p) over the rows of (N, length) arrays: read_arguments of a batch,
- * N in a->samples; the rows' values are the run's to check, sample by sample. */
-static inline int batch_arguments(PyObject *const *args, Py_ssize_t nargs, const char *layout,
-                                  Arguments *a)
-{
-    return read_arguments(args, nargs, layout, 1, a);
 }
 
 /* The bodies at the call's q (its layout's first vector): local placements, and the
@@ -122,19 +110,19 @@ static PyObject *refused(int status)
 }
 
 /* The module function `name` (METH_FASTCALL, generic.c's method table) of arguments
- * f(model, <layout>..., p): they are read (call_arguments), then answered by
- * call(&arguments, args, ...), which reads its '.' arguments from args; or refused.
- * BATCH_BINDING reads them as a batch (batch_arguments). */
-#define BINDING(name, call, layout, ...) \
-    BINDING_READ_BY(call_arguments, name, call, layout, ##__VA_ARGS__)
+ * f(model, <layout>..., p), `layout` a string literal: they are read (read_arguments),
+ * then answered by call(&arguments, args, ...), which reads its '.' arguments from args;
+ * or refused.  BATCH_BINDING reads them as a batch's. */
+#define BINDING(name, call, layout, ...) BINDING_READ(0, name, call, layout, ##__VA_ARGS__)
 #define BATCH_BINDING(name, call, layout, ...) \
-    BINDING_READ_BY(batch_arguments, name, call, layout, ##__VA_ARGS__)
-#define BINDING_READ_BY(reader, name, call, layout, ...)                                \
+    BINDING_READ(1, name, call, layout, ##__VA_ARGS__)
+#define BINDING_READ(batch, name, call, layout, ...)                                    \
     static PyObject *name(PyObject *self, PyObject *const *args, Py_ssize_t nargs)      \
     {                                                                                   \
         (void)self;                                                                     \
         Arguments arguments;                                                            \
-        int status = reader(args, nargs, layout, &arguments);                           \
+        int status = read_arguments(args, nargs, layout, (int)sizeof(layout) - 1, batch, \
+                                    &arguments);                                        \
         return status == SOA_OK ? call(&arguments, args, ##__VA_ARGS__) : refused(status); \
     }
 
