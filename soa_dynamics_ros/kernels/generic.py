@@ -109,8 +109,10 @@ class CompiledTree:
         needs no rank decision."""
         frames = np.array([self.frame_index[name] for name in frame_names], dtype=float)
         width = rows.stop - rows.start
+        # info as an exact bool: the module runs no Python code (a __bool__) once it holds
+        # the arrays (a conditional, not a call of bool(), which costs more per call)
         packed = self.module.task_space_inertia(self.model, frames, rows.start, width, q,
-                                                damping, bool(info), params)
+                                                damping, True if info else False, params)
         if type(packed) is not np.ndarray:
             return None
         n = len(frames) * width
