@@ -9,7 +9,8 @@ setup:
 test:
 	bash scripts/test.sh
 
-# Speed against Pinocchio, warm and cold, and the node's latency; tables in bench/results/ (BENCH_ARGS=--quick for a smoke).
+# Speed against Pinocchio, warm and cold, the node's latency, and the exported C library against
+# Pinocchio's C++ (bench/bench_export_c.py); tables in bench/results/ (BENCH_ARGS=--quick for a smoke).
 bench:
 	bash bench/run_all.sh $(BENCH_ARGS)
 

@@ -16,8 +16,10 @@ looped from Python.  Ratios < 1: faster than Pinocchio.  The cold start is bench
     python bench/bench_dynamics.py                  # every robot (~40 min)
     python bench/bench_dynamics.py --robots panda   # some robots
     python bench/bench_dynamics.py --quick          # smoke (CI): dual-arm robot, few repeats
+    python bench/bench_dynamics.py --robots ur5 --quantities "frame twist" --name frame_motion \
+        --no-prepare                                # some quantities, to results/frame_motion.*
 
-Writes bench/results/dynamics.md and .json (dynamics-quick.* with --quick).
+Writes bench/results/dynamics.md and .json (dynamics-quick.* with --quick, --name's).
 """
 import argparse
 import pathlib
@@ -109,14 +111,18 @@ def measure_robot(index, total, name, source, xml, settings):
     print(f"[bench] robot {index}/{total} {name} ({model.dof} dof, {source}): frames "
           f"{w.frames}; subgraph {len(w.subgraph)} joints; preparing kernels ...", flush=True)
     started = time.perf_counter()
-    model.prepare_kernels(frames=w.frames)
+    if settings.prepare:
+        model.prepare_kernels(frames=w.frames)
     prepare_seconds = time.perf_counter() - started
     ref = cases.load_pinocchio(urdf.name, model.joint_names)
     pathlib.Path(urdf.name).unlink()
-    ours = cases.our_cases(model, w)
+    ours = {quantity: case for quantity, case in cases.our_cases(model, w).items()
+            if settings.quantities is None or quantity in settings.quantities}
     theirs = cases.pinocchio_cases(ref, w)
     rows = []
     for quantity, case in ours.items():
+        if settings.quantities and quantity not in settings.quantities:
+            continue
         batch = quantity in cases.BATCHES
         per = (case.samples or samples) if batch else 1
         warm_calls = 1 if batch else settings.warmup
@@ -148,8 +154,10 @@ def table(results, settings):
              "",
              "Ours: the public `RobotModel` method as a user calls it (validation included). "
              "Pinocchio: its fastest Python route measured here (route column). Protocol per "
-             "robot: `RobotModel.from_urdf` (kernels=\"auto\"), then `prepare_kernels(frames=[F1, "
-             "F2, F3])` (every per-robot kernel compiled or loaded), then each quantity called "
+             "robot: `RobotModel.from_urdf` (kernels=\"auto\"), then "
+             + ("`prepare_kernels(frames=[F1, F2, F3])` (every per-robot kernel compiled or "
+                "loaded)" if settings.prepare else "no `prepare_kernels` (--no-prepare: the "
+                "generic module answers)") + ", then each quantity called "
              f"{settings.warmup} times (at most {settings.warmup_seconds:g} s; fewer where the "
              "warm-up column says) before timing; time = best of "
              f"{settings.repeat} rounds of a mean over >= {settings.min_seconds:g} s of calls, "
@@ -169,7 +177,10 @@ def table(results, settings):
              "the first half of the joints "
              "prescribed. Subgraph: the joints moving F1 but the first (its TSI: "
              "translational). "
-             "Payload: 2 kg on F1; gravity changed: (0.4, -0.3, -9.7).", ""]
+             "Payload: 2 kg on F1; gravity changed: (0.4, -0.3, -9.7). Coriolis matrix and "
+             "energies: the generic module's (no per-robot kernel) against "
+             "`computeCoriolisMatrix`, `computeKineticEnergy`, `computePotentialEnergy` (each "
+             "runs its own forward kinematics, as ours does).", ""]
     for result in results:
         lines += [f"## {result['robot']} ({result['dof']} dof; {result['source']})", "",
                   f"Frames F1-F3: {', '.join(result['frames'])}; subgraph: "
@@ -199,6 +210,12 @@ def main(argv=None):
                         help="calls of each quantity before timing (default 2100)")
     parser.add_argument("--warmup-seconds", type=float, default=3.0,
                         help="at most this long warming up one quantity")
+    parser.add_argument("--quantities", nargs="*",
+                        help="only these quantities (bench/cases.py our_cases' names)")
+    parser.add_argument("--no-prepare", dest="prepare", action="store_false",
+                        help="leave the per-robot kernels uncompiled: for quantities only the "
+                             "generic module answers (frame motion, Coriolis matrix, energies)")
+    parser.add_argument("--name", help="results file name (default dynamics, dynamics-quick)")
     settings = parser.parse_args(argv)
     settings.repeat, settings.min_seconds = (2, 0.002) if settings.quick else (7, 0.04)
     settings.samples = 200 if settings.quick else cases.BATCH_SAMPLES
@@ -210,7 +227,8 @@ def main(argv=None):
     text = table(results, settings)
     print()
     print(text)
-    write_results(settings.output, "dynamics-quick" if settings.quick else "dynamics", text,
+    name = settings.name or ("dynamics-quick" if settings.quick else "dynamics")
+    write_results(settings.output, name, text,
                   {"header": text.splitlines()[0][2:], "warmup_calls": settings.warmup,
                    "warmup_seconds": settings.warmup_seconds, "repeat": settings.repeat,
                    "batch_samples": settings.samples, "robots": results})

@@ -24,7 +24,6 @@ for ``--seconds``; reports the share of joint states answered, the longest
 gap and the requests served (bench/results/request_flood.{md,json}).
 """
 import argparse
-import multiprocessing
 import os
 import pathlib
 import sys
@@ -43,14 +42,11 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(20 + os.getpid() % 70))
 from feedforward_probe import FeedforwardProbe  # noqa: E402
 from results_file import run_header, write_results  # noqa: E402
 from support.request_bounds import longest_gap, maximal_requests  # noqa: E402
+from support.request_flood import (CALL_TIMEOUT, PANDA_FRAME as FRAME, PANDA_JOINTS,  # noqa: E402
+                                   PANDA_LINKS as LINKS, PANDA_POSE as POSE, RequestFlood)
 from support.ros_harness import RosClient, RosProcess  # noqa: E402
 from soa_dynamics_ros import RobotModel  # noqa: E402
 from soa_dynamics_ros.sim.clients import wait_for_compiled_kernels  # noqa: E402
-
-POSE = [0.1, -0.6, 0.2, -2.2, 0.1, 1.7, 0.6]
-PANDA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
-FRAME = "panda_hand_tcp"
-LINKS = [f"panda_link{i}" for i in range(1, 8)]
 
 
 def send_requests(client, requests, repeats, pause):
@@ -68,50 +64,24 @@ def send_requests(client, requests, repeats, pause):
     return windows
 
 
-def flood_client(index, seconds, queue):
-    """One client process: the largest requests in rotation, back to back, for ``seconds``."""
-    client = RosClient(f"flood_client_{index}")
-    served = failed = 0
-    try:
-        requests = maximal_requests(PANDA_JOINTS, POSE, FRAME, LINKS)
-        handles = [(client.client(service_type, f"/soa_dynamics/{service}"), request)
-                   for service, service_type, request in requests]
-        start = time.monotonic()
-        i = index
-        while time.monotonic() - start < seconds:
-            handle, request = handles[i % len(handles)]
-            answer = client.call(handle, request, timeout=60.0)
-            served += answer.success
-            failed += not answer.success
-            i += 1
-    finally:
-        queue.put({"served": served, "failed": failed})
-        client.close()
-
-
 def flood(args, node_log):
     """Joint states at ``args.rate`` while ``args.flood`` client processes send requests."""
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
     publisher_side = RosClient("flood_publisher")
     requester = RosClient("flood_requester")
+    clients = RequestFlood(args.flood, args.seconds)
     try:
         probe = FeedforwardProbe(publisher_side, PANDA_JOINTS)
         if not probe.wait_until_answered(timeout=60.0):
             sys.exit(f"[flood] the node never answered; its log:\n{node_log()}")
         wait_for_compiled_kernels(requester.node, 180.0)   # as in production
-        clients = [context.Process(target=flood_client, args=(k, args.seconds, queue))
-                   for k in range(args.flood)]
-        for client in clients:
-            client.start()
+        clients.start()
         time.sleep(3.0)       # the clients' discovery; their flood has begun
         start = time.monotonic()
         achieved = probe.run(args.seconds - 4.0, args.rate)
         end = time.monotonic()
-        counts = [queue.get(timeout=120.0) for _ in clients]
-        for client in clients:
-            client.join(30.0)
+        counts = clients.finish()
     finally:
+        clients.stop()
         requester.close()
         publisher_side.close()
     arrivals = sorted(probe.arrivals)
@@ -121,7 +91,7 @@ def flood(args, node_log):
             "answered_share": summary["received"] / max(summary["published"], 1),
             "longest_gap_ms": longest_gap(arrivals, start + 0.5, end - 1.5) * 1e3,
             "latency_ms": summary["latency_ms"],
-            "served": sum(c["served"] for c in counts), "failed": sum(c["failed"] for c in counts)}
+            **counts}
 
 
 def main():
@@ -134,6 +104,8 @@ def main():
     parser.add_argument("--flood", type=int, default=0, metavar="CLIENTS",
                         help="client processes flooding the largest requests instead")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of a --flood run")
+    parser.add_argument("--joint-states-depth", type=int, default=None,
+                        help="the node's joint_states_depth (default: the node's default)")
     args = parser.parse_args()
     if args.quick:
         args.repeats = 2
@@ -200,14 +172,17 @@ def main():
 
 def main_flood(args):
     with tempfile.TemporaryDirectory() as log_dir:
+        depth = [] if args.joint_states_depth is None else [
+            "-p", f"joint_states_depth:={args.joint_states_depth}"]
         node = RosProcess("soa_dynamics_node", "--params-file", "config/panda.yaml",
-                          "-p", "marker_rate:=0.0", log_dir=log_dir, name="flood_node")
+                          "-p", "marker_rate:=0.0", *depth, log_dir=log_dir, name="flood_node")
         try:
             result = flood(args, node.log)
         finally:
             code = node.stop()
     header = (run_header("request flood, panda") + f", joint states at {args.rate:g} Hz, "
-              f"{args.flood} client processes, compiled kernels, node exit code {code}")
+              f"{args.flood} client processes, joint_states_depth "
+              f"{args.joint_states_depth or 'default'}, compiled kernels, node exit code {code}")
     latency = result["latency_ms"] or {"median": float("nan"), "max": float("nan")}
     table = "\n".join([
         f"# {header}", "",
@@ -217,7 +192,8 @@ def main_flood(args):
         f"| feedforward answers received | {result['answered']} ({result['answered_share']:.1%}) |",
         f"| longest feedforward gap [ms] | {result['longest_gap_ms']:.1f} |",
         f"| feedforward latency median / max [ms] | {latency['median']:.2f} / {latency['max']:.1f} |",
-        f"| requests answered successfully / failed | {result['served']} / {result['failed']} |"])
+        f"| requests answered successfully / failed / unanswered within "
+        f"{CALL_TIMEOUT:g} s | {result['served']} / {result['failed']} / {result['unanswered']} |"])
     print(table)
     write_results(args.output, "request_flood", table, {"header": header, "result": result})
     return 0 if code == 0 and not result["failed"] else 1

@@ -265,6 +265,11 @@ def our_cases(model, w, batches=True):
         "mass matrix": Case(lambda: model.mass_matrix(q)),
         "frame pose": Case(lambda: model.frame_pose(q, f1)),
         "Jacobian": Case(lambda: model.jacobian(q, f1)),
+        "frame twist": Case(lambda: model.frame_twist(q, qd, f1)),
+        "frame acceleration": Case(lambda: model.frame_acceleration(q, qd, qdd, f1)),
+        "Jacobian time derivative": Case(lambda: model.jacobian_time_derivative(q, qd, f1)),
+        "Jdot qd": Case(lambda: model.jacobian_derivative_product(q, qd, f1)),
+        "inertial regressor": Case(lambda: model.inertial_regressor(q, qd, qdd)),
         "task-space inertia": Case(lambda: model.task_space_inertia(q, f1)),
         "TSI translational": Case(lambda: model.task_space_inertia(q, f1, "translational")),
         "TSI damping": Case(lambda: model.task_space_inertia(q, f1, damping=DAMPING)),
@@ -291,6 +296,9 @@ def our_cases(model, w, batches=True):
         "ID derivatives, 1 wrench": Case(
             lambda: model.inverse_dynamics_derivatives(q, qd, qdd, one)),
         "FD derivatives": Case(lambda: model.forward_dynamics_derivatives(q, qd, tau)),
+        "Coriolis matrix": Case(lambda: model.coriolis_matrix(q, qd)),
+        "kinetic energy": Case(lambda: model.kinetic_energy(q, qd)),
+        "potential energy": Case(lambda: model.potential_energy(q)),
     }
     if batches:
         dQ, dQD, dQDD = (x[:DERIVATIVE_BATCH_SAMPLES] for x in (w.Q, w.QD, w.QDD))
@@ -417,6 +425,20 @@ def pinocchio_cases(ref, w, batches=True):
         torque[prescribed] = m[prescribed] @ qdd + h[prescribed]
         return qdd, torque
 
+    def twist():
+        pin.forwardKinematics(pm, pd, cq, v)
+        return pin.getFrameVelocity(pm, pd, f1, lwa)
+
+    def classical(acceleration):
+        pin.forwardKinematics(pm, pd, cq, v, acceleration)
+        return pin.getFrameClassicalAcceleration(pm, pd, f1, lwa)
+
+    def jacobian_derivative(update_frames):
+        pin.computeJointJacobiansTimeVariation(pm, pd, cq, v)
+        if update_frames:
+            pin.updateFramePlacements(pm, pd)
+        return pin.getFrameJacobianTimeVariation(pm, pd, f1, lwa)
+
     def pose_fk():
         pin.forwardKinematics(pm, pd, cq)
         return pin.updateFramePlacement(pm, pd, f1)
@@ -457,6 +479,22 @@ def pinocchio_cases(ref, w, batches=True):
         "frame pose": {"forwardKinematics+updateFramePlacement": Case(pose_fk),
                        "framesForwardKinematics": Case(pose_frames)},
         "Jacobian": {"computeFrameJacobian": Case(lambda: jac(f1))},
+        "frame twist": {"forwardKinematics(q, v)+getFrameVelocity": Case(twist)},
+        "frame acceleration": {"forwardKinematics(q, v, a)+getFrameClassicalAcceleration": Case(
+            lambda: classical(a))},
+        # (getFrameJacobianTimeVariation places the frame itself: updateFramePlacements is
+        # what a user adds to read data.oMf, offered as the slower route)
+        "Jacobian time derivative": {
+            "computeJointJacobiansTimeVariation+getFrameJacobianTimeVariation": Case(
+                lambda: jacobian_derivative(False)),
+            "computeJointJacobiansTimeVariation+updateFramePlacements+"
+            "getFrameJacobianTimeVariation": Case(lambda: jacobian_derivative(True))},
+        "Jdot qd": {"forwardKinematics(q, v, 0)+getFrameClassicalAcceleration": Case(
+            lambda: classical(zero)),
+            "getFrameJacobianTimeVariation @ v": Case(lambda: jacobian_derivative(False) @ v)},
+        # (mimic joints are joints of their own here: Pinocchio's regressor is not folded)
+        "inertial regressor": {"computeJointTorqueRegressor": Case(
+            lambda: pin.computeJointTorqueRegressor(pm, pd, cq, v, a))},
         "task-space inertia": {"crba+J+solve": Case(lambda: tsi()),
                                "computeMinverse+J": Case(lambda: tsi(via_minverse=True))},
         "TSI translational": {"crba+J+solve": Case(lambda: tsi(rows=slice(0, 3))),
@@ -499,6 +537,12 @@ def pinocchio_cases(ref, w, batches=True):
             lambda: pin.computeRNEADerivatives(pm, pd, cq, v, a, one))},
         "FD derivatives": {"computeABADerivatives": Case(
             lambda: pin.computeABADerivatives(pm, pd, cq, v, tau))},
+        "Coriolis matrix": {"computeCoriolisMatrix": Case(
+            lambda: pin.computeCoriolisMatrix(pm, pd, cq, v))},
+        "kinetic energy": {"computeKineticEnergy": Case(
+            lambda: pin.computeKineticEnergy(pm, pd, cq, v))},
+        "potential energy": {"computePotentialEnergy": Case(
+            lambda: pin.computePotentialEnergy(pm, pd, cq))},
     }
     if batches:
         CQ = [ref.configuration(x) for x in w.Q]

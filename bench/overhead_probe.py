@@ -27,7 +27,8 @@ def pairs(model, w):
     """``{call: (public, raw)}`` zero-argument callables over the workload."""
     f1 = w.frames[0]
     q, qd, qdd, tau = w.q, w.qd, w.qdd, w.tau
-    p, generic, compiled = model._params, model._generic, model._compiled
+    compiled, p = model.generic_kernels()
+    generic = model.kernels.routes.generic
     one = {f1: w.wrenches[0]}
     raw_hybrid = compiled.module.hybrid_dynamics
     hybrid = {}

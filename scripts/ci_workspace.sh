@@ -12,15 +12,24 @@
 #   3. with install/setup.bash sourced: the smoke run (test/ros/test_workspace_smoke.py:
 #      the node from install/, feedforward, a service call, SIGINT exits 0) and the
 #      `soa-dynamics` CLI from PATH;
-#   4. colcon test of the ROS test layer: the ament linters (flake8, pep257) and the
-#      pytest_smoke test (CMakeLists.txt), then colcon test-result.
-# Environment: SOA_CI_PYTHON picks the interpreter (default: python3.12 on PATH, else pyenv's).
+#   4. colcon test: the ament linters (flake8, pep257) and the ROS test layer, pytest_ros
+#      (all of test/ros, from the installed workspace; tests needing a library the venv
+#      lacks skip and say so), then colcon test-result.
+# One run at a time per distribution and venv: a second one waits for the first (flock).
+# Environment: SOA_CI_PYTHON picks the interpreter (default: python3.12 on PATH, else pyenv's);
+# SOA_CI_CTEST_REGEX the ctests of step 4; SOA_CI_LOCK_TIMEOUT how long to wait (s, 3600).
 set -euo pipefail
 
 DISTRO="${1:-}"
+# KNOWN_FAILURES: pytest --deselect arguments, each a failure of this distribution that is
+# reported and not yet fixed (docs/ros_workspace.md lists them); the rest of the layer runs.
 case "$DISTRO" in
-  jazzy)  BUILD_MODE=(--symlink-install) ;;
-  kilted) BUILD_MODE=() ;;
+  jazzy)  BUILD_MODE=(--symlink-install)
+          # Jazzy's rclpy reads a message whose encapsulation options (byte 3) are not 0;
+          # the node's CDR reader, as Kilted's rclpy, refuses it.
+          KNOWN_FAILURES="--deselect test/ros/test_joint_state_reader.py::test_every_encapsulation_reads_as_rclpy" ;;
+  kilted) BUILD_MODE=()
+          KNOWN_FAILURES="" ;;
   *) echo "usage: bash scripts/ci_workspace.sh jazzy|kilted" >&2; exit 2 ;;
 esac
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,6 +56,20 @@ PY_ID="$("$PYTHON" -c 'import sys; print(sys.version.split()[0], sys.platform)')
 # ---------------------------------------------------------------- 1. the venv, cached
 KEY="$( { cat "$WHEELS" "$ROOT/scripts/wheel_cmake_paths.py"; echo "$PY_ID"; } | sha256sum | cut -c1-16)"
 VENV="$CACHE/ci-venvs/$DISTRO-$KEY"
+
+# The venv and the workspace are shared by every run of this distribution and key (other
+# clones, other users of the cache): one run at a time uses them, a second one waits. The
+# lock is the open file below, released when this script ends.
+LOCK="$CACHE/ci-locks/$DISTRO-$KEY.lock"
+LOCK_TIMEOUT="${SOA_CI_LOCK_TIMEOUT:-3600}"
+mkdir -p "$(dirname "$LOCK")"
+exec {LOCK_FD}>>"$LOCK"
+if ! flock -n "$LOCK_FD"; then
+  log "waiting for another run on $DISTRO to end ($(head -c 200 "$LOCK" 2>/dev/null || true); lock: $LOCK)"
+  flock -w "$LOCK_TIMEOUT" "$LOCK_FD" || die "the other run held $LOCK for over ${LOCK_TIMEOUT}s"
+  log "the other run ended: going on"
+fi
+printf 'held by pid %s (%s) since %s\n' "$$" "$ROOT" "$(date -u +%H:%M:%SZ)" >"$LOCK"
 if [ ! -f "$VENV/.complete" ]; then
   log "creating $VENV (Python $PY_ID, $(basename "$WHEELS"))"
   rm -rf "$VENV"
@@ -104,11 +127,22 @@ log "smoke run (test/ros/test_workspace_smoke.py)"
   || die "smoke run"
 
 # ---------------------------------------------------------------- 4. colcon test
-CTEST_REGEX="${SOA_CI_CTEST_REGEX:-^(flake8|pep257|pytest_smoke)$}"
+# The linters and the ROS test layer, pytest_ros (test/ros: the installed node and sim as
+# processes over Fast DDS, real rclpy), as `colcon test` runs them. Pytest's skip reasons
+# (a reference library this venv lacks, test/support/optional.py) and slowest tests are
+# printed from its log.
+CTEST_REGEX="${SOA_CI_CTEST_REGEX:-^(flake8|pep257|pytest_ros)$}"
 log "colcon test (ctest -R '$CTEST_REGEX')"
-colcon --log-base log test --base-paths "$ROOT" --packages-select soa_dynamics_ros \
-  --event-handlers console_cohesion- status- summary+ \
+rm -rf build/soa_dynamics_ros/test_results
+[ -z "$KNOWN_FAILURES" ] || log "known failures on $DISTRO, left out: ${KNOWN_FAILURES//--deselect /}"
+PYTEST_ADDOPTS="-rs --durations=10 $KNOWN_FAILURES" colcon --log-base log test --base-paths "$ROOT" \
+  --packages-select soa_dynamics_ros --event-handlers console_cohesion- status- summary+ \
   --ctest-args -R "$CTEST_REGEX" >"$WS/test.log" 2>&1 || true
+TEST_OUTPUT="log/latest_test/soa_dynamics_ros/stdout_stderr.log"
+# (ctest prefixes each line of a test's output with the test's number)
+sed -n 's/^[0-9]*: //p' "$TEST_OUTPUT" 2>/dev/null \
+  | grep -E '^(SKIPPED|[0-9.]+s (call|setup|teardown) )|^=+ .*(passed|failed|skipped|error).* =+$' \
+  | sed "s|\.\./||g; s|/*${ROOT#/}/||; s/^/    /" || true
 colcon --log-base log test-result --verbose --test-result-base build/soa_dynamics_ros \
-  || { tail -n 60 "$WS/test.log" >&2; die "colcon test (log: $WS/test.log)"; }
+  || { tail -n 60 "$WS/test.log" >&2; die "colcon test (log: $WS/test.log, $WS/$TEST_OUTPUT)"; }
 log "OK ($DISTRO: Python $PY_ID, $(python -c 'import numpy; print("numpy", numpy.__version__)'))"

@@ -2,7 +2,7 @@
 # One-command set-up for soa_dynamics_ros:   bash scripts/setup.sh   (or: make setup)
 #
 # Idempotent; run it again after pulling. On Debian 12 (Python 3.10-3.13) it:
-#   1. apt-installs what is missing of: cmake, make, g++, python3-pykdl
+#   1. apt-installs what is missing of: cmake, make, g++, libeigen3-dev, python3-pykdl
 #      (and python3-venv / python3-dev when the chosen Python needs them);
 #   2. creates .venv in the checkout and pip-installs ROS 2 Kilted from PyPI
 #      wheels, the ament/rosidl build tools and the test/reference libraries
@@ -113,6 +113,8 @@ APT_PKGS=()
 command -v cmake >/dev/null 2>&1 || APT_PKGS+=(cmake)
 command -v make  >/dev/null 2>&1 || APT_PKGS+=(make)
 { command -v c++ >/dev/null 2>&1 && command -v cc >/dev/null 2>&1; } || APT_PKGS+=(g++)
+# Eigen's headers: the C++ benchmark against Pinocchio (bench/bench_export_c.py) compiles with them.
+[ -f /usr/include/eigen3/Eigen/Core ] || APT_PKGS+=(libeigen3-dev)
 APT_PKGS+=(python3-pykdl)
 if [ "$BASE_PY" != "$V/bin/python" ] && ! "$BASE_PY" -c 'import ensurepip' 2>/dev/null; then
   APT_PKGS+=("python$PY_VER-venv")      # Debian splits venv/ensurepip off

@@ -59,6 +59,18 @@ class InvalidInputError(SoaDynamicsError, ValueError):
     """A numeric argument has the wrong shape or holds NaN/inf."""
 
 
+class UnbalancedContactsError(InvalidInputError):
+    """Contacts that cannot hold the robot still (``whole_body_gravity``): the base's
+    gravity wrench is not a combination of the wrenches they can apply.  ``residual``
+    (N, N m) is what the best combination leaves unbalanced, ``relative_residual`` that
+    over the base's gravity wrench."""
+
+    def __init__(self, message, residual, relative_residual):
+        super().__init__(message)
+        self.residual = residual
+        self.relative_residual = relative_residual
+
+
 class UnknownNameError(SoaDynamicsError, LookupError):
     """A joint, link or payload name that the model does not have."""
 

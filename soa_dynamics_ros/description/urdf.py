@@ -22,6 +22,9 @@ from .xacro import PackageNotFoundError, find_package
 
 # Joint types the URDF specification defines beyond those the joint model supports.
 UNSUPPORTED_JOINT_TYPES = ("floating", "planar")
+# The one floating joint that loads: from a massless root link (``world``), the robot's
+# free base (docs/floating_base.md); it never reaches the joint model.
+FLOATING = "floating"
 MAX_DESCRIPTION_BYTES = 64 * 1024 * 1024
 # Magnitudes no robot has; beyond them products of the parameters overflow or
 # lose all precision, so they are refused as malformed rather than computed.
@@ -93,6 +96,9 @@ class RobotDescription:
     links: dict           # name -> LinkDescription, in document order
     joints: dict          # name -> JointDescription, in document order
     root: str
+    # Name of the floating joint that joined ``root`` to a massless world link, removed
+    # from ``links`` and ``joints``: the robot has a free base (docs/floating_base.md).
+    free_root_joint: str = None
 
 
 def parse_xml(text):
@@ -385,6 +391,8 @@ def parse_link_element(element):
 def parse_joint_element(element):
     name = _required_name(element, "joint")
     joint_type = element.attributes.get("type")
+    if joint_type == FLOATING:
+        return _floating_joint(element, name)
     if joint_type in UNSUPPORTED_JOINT_TYPES:
         raise UnsupportedJointError(
             f"joint {name!r} is of type {joint_type!r}; only fixed-base trees of "
@@ -392,14 +400,7 @@ def parse_joint_element(element):
     if joint_type not in JOINT_MODELS:
         raise URDFError(f"joint {name!r} has unknown type {joint_type!r}", "joint", element.line)
     model = joint_model(joint_type)
-    links = {}
-    for role in ("parent", "child"):
-        tag = element.find(role)
-        if tag is None or not tag.attributes.get("link"):
-            raise URDFError(f"joint {name!r} has no <{role} link=...>", "joint", element.line)
-        links[role] = tag.attributes["link"]
-    joint = JointDescription(name, joint_type, links["parent"], links["child"], element.line)
-    joint.origin_rotation, joint.origin_translation = _origin(element)
+    joint = _joint_frame(element, name, joint_type)
     axis_element = element.find("axis")
     if axis_element is not None and model.moving:
         axis = _numbers(axis_element, "xyz", 3, [1.0, 0.0, 0.0])
@@ -439,6 +440,52 @@ def parse_joint_element(element):
             raise URDFError(f"joint {name!r}: <mimic> without joint=...", "mimic", mimic.line)
         joint.mimic = Mimic(master, _number(mimic, "multiplier", 1.0), _number(mimic, "offset", 0.0))
     return joint
+
+
+def _joint_frame(element, name, joint_type):
+    """A joint's description with its links and origin read, the rest at defaults."""
+    links = {}
+    for role in ("parent", "child"):
+        tag = element.find(role)
+        if tag is None or not tag.attributes.get("link"):
+            raise URDFError(f"joint {name!r} has no <{role} link=...>", "joint", element.line)
+        links[role] = tag.attributes["link"]
+    joint = JointDescription(name, joint_type, links["parent"], links["child"], element.line)
+    joint.origin_rotation, joint.origin_translation = _origin(element)
+    return joint
+
+
+def _floating_joint(element, name):
+    """A floating joint, kept only as far as :func:`_free_root` needs to accept or refuse it."""
+    return _joint_frame(element, name, FLOATING)
+
+
+def _free_root(links, joints, root):
+    """``(root, free_root_joint)``: the URDF's root, or, where a massless root link holds
+    the robot by a floating joint at the identity, that joint's child and name, the world
+    link and the joint removed (the robot's free base, as Pinocchio's free-flyer).  Any
+    other floating joint is refused by name."""
+    floating = [joint for joint in joints.values() if joint.type == FLOATING]
+    if not floating:
+        return root, None
+    joint = floating[0]
+    below_root = [other.name for other in joints.values() if other.parent == root]
+    problem = None
+    if joint.parent != root or len(floating) > 1:
+        problem = "only a floating joint from the root link (the robot's free base) is supported"
+    elif below_root != [joint.name]:
+        problem = (f"the root link {root!r} it hangs from holds other joints "
+                   f"({', '.join(map(repr, below_root))}); a free base needs it alone")
+    elif links[root].has_inertial and links[root].mass > 0:
+        problem = f"the root link {root!r} it hangs from has mass (a world link has none)"
+    elif not (np.array_equal(joint.origin_rotation, np.eye(3))
+              and not np.any(joint.origin_translation)):
+        problem = "its <origin> is not the identity (the base pose is q's, in the world)"
+    if problem:
+        raise UnsupportedJointError(f"joint {joint.name!r} is of type 'floating': {problem}",
+                                    "joint", joint.line)
+    del links[root], joints[joint.name]
+    return joint.child, joint.name
 
 
 def _check_topology(name, links, joints, root_element):
@@ -556,6 +603,7 @@ def description_from_element(root_element, parse_link=parse_link_element,
     if not links:
         raise URDFError(f"robot {name!r} has no links", "robot", root_element.line)
     root = _check_topology(name, links, joints, root_element)
+    root, free_root_joint = _free_root(links, joints, root)
     # Reduced models (Talos's talos_reduced.urdf) lock joints by making them fixed and
     # keep their <mimic>: a joint that cannot move follows nothing.
     _ignore_mimics(name, [(joint, repr(joint.mimic.joint)) for joint in joints.values()
@@ -572,7 +620,7 @@ def description_from_element(root_element, parse_link=parse_link_element,
                    "(each moves on its own)")
     for joint in joints.values():
         _check_mimic_chain(joints, joint)
-    return RobotDescription(name, links, joints, root)
+    return RobotDescription(name, links, joints, root, free_root_joint)
 
 
 def _ignore_mimics(name, ignored, explanation):

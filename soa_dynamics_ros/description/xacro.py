@@ -229,7 +229,9 @@ def _caused_by_memory_error(error):
 
 
 if __name__ == "__main__":
-    # This file's folder is sys.path[0]; its modules must not shadow xacro's imports.
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != here]
+    # This file's folder is sys.path[0]; its modules (this xacro.py first) must not shadow
+    # xacro's imports. Python puts the folder of the file's real path there: under
+    # `colcon build --symlink-install` this file is a symlink into the source tree.
+    here = os.path.dirname(os.path.realpath(__file__))
+    sys.path[:] = [entry for entry in sys.path if os.path.realpath(entry or ".") != here]
     _child()

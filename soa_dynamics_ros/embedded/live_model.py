@@ -15,12 +15,19 @@ import numpy as np
 
 from ..errors import (InvalidInputError, SoaDynamicsError, StaleStateError, TrajectoryError,
                       shown_names)
+from ..model.floating_base import FloatingBaseModel, checked_base_pose
 from ..model.robot_model import RobotModel
 from ..plant.torques import robot_gravity_torques, trajectory_efforts
 from ..plant.trajectory import trajectory_from_arrays
 from ..validation import MAX_MAGNITUDE, as_samples, as_vector
 
-FEEDFORWARD_MODES = ("gravity", "inverse_dynamics", "computed_torque", "off")
+FEEDFORWARD_MODES = ("gravity", "inverse_dynamics", "computed_torque", "whole_body_gravity", "off")
+# The modes a floating-base robot is served (docs/floating_base.md, "In the node"):
+# "gravity" holds the joints with the base held, "whole_body_gravity" standing on
+# the contact frames.
+FLOATING_BASE_MODES = ("gravity", "whole_body_gravity", "off")
+# How a stale base state is named among stale joints (LiveModel.stale_joints).
+BASE_STATE = "base (odometry)"
 # Bounds on desired states and trajectory points (rad or m, per s, per s^2): far
 # beyond any real motion, yet small enough that gains times errors (and inverse
 # dynamics) stay finite.  Beyond them a desired state is a bug upstream and is
@@ -125,11 +132,19 @@ class LiveModel:
         self.model = model
         self.state_timeout = float(state_timeout)
         self.effort_limit_scale = float(effort_limit_scale)
-        self.position = np.zeros(model.dof)
-        self.velocity = np.zeros(model.dof)
-        self.received_at = np.full(model.dof, -math.inf)   # per joint, caller's clock [s]
-        self.effort = np.zeros(model.dof)                    # measured, for estimation
-        self.effort_received_at = np.full(model.dof, -math.inf)
+        self.floating_base = isinstance(model, FloatingBaseModel)
+        joints = len(model.joint_names)      # actuated: dof less a floating base's six
+        self.position = np.zeros(joints)
+        self.velocity = np.zeros(joints)
+        # Per joint (then the base of a floating-base robot, as one more entry, so that
+        # one freshness test covers both), caller's clock [s].
+        self._arrivals = np.full(joints + self.floating_base, -math.inf)
+        self.received_at = self._arrivals[:joints]
+        self.base_pose = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])   # q[:7]
+        self.base_twist = np.zeros(6)                                    # v[:6], base frame
+        self.contacts = []                                               # (frame, kind)
+        self.effort = np.zeros(joints)                       # measured, for estimation
+        self.effort_received_at = np.full(joints, -math.inf)
         self.desired_acceleration = None
         self.desired_point = None                            # (q, qd, qdd) model order
         self.gains = (0.0, 0.0)                              # computed torque kp, kd
@@ -139,7 +154,7 @@ class LiveModel:
         self.ramp_time = 0.0                                 # [s] feedforward blends in over
         self._ramp = (-math.inf, None)     # (start [s], the effort it starts from)
         self._last_effort_at = -math.inf   # [s] when last_effort was returned; -inf: interrupted
-        self.last_effort = np.zeros(model.dof)   # last returned, model order (zero: none yet)
+        self.last_effort = np.zeros(joints)      # last returned, model order (zero: none yet)
         self._index = {name: i for i, name in enumerate(model.joint_names)}
         self._mimic_names = {joint.name for joint in model.joints if joint.mimic_of}
         self._layouts = {}
@@ -167,6 +182,9 @@ class LiveModel:
         if self.model.joint_names == previous.model.joint_names:
             self.desired_acceleration = previous.desired_acceleration
             self.desired_point = previous.desired_point
+        if self.floating_base and previous.floating_base:
+            self.base_pose, self.base_twist = previous.base_pose, previous.base_twist
+            self._arrivals[-1] = previous.base_received_at
         previous_index = {name: j for j, name in enumerate(previous.model.joint_names)}
         for i, name in enumerate(self.model.joint_names):
             if name in previous_index:
@@ -238,15 +256,51 @@ class LiveModel:
         return StateUpdate(True, unknown, updated=columns.size, effort_error=effort_error,
                            efforts_taken=bool(efforts.size) and not effort_error)
 
+    def update_base(self, position, orientation, linear, angular, now):
+        """Take a floating base's measured state; all-or-nothing on bad input (InvalidInputError).
+
+        ``position`` and the unit quaternion ``orientation`` (x, y, z, w) are the base
+        pose in the world, ``linear`` and ``angular`` its velocity in the base frame:
+        ``q[:7]`` and ``v[:6]`` of docs/floating_base.md.
+        """
+        if not self.floating_base:
+            raise InvalidInputError(f"robot {self.model.name!r} has a fixed base: it has no "
+                                    "base state")
+        pose = checked_base_pose("base pose", np.concatenate(
+            (as_vector("base position", position, 3), as_vector("base orientation", orientation, 4))))
+        twist = np.concatenate((as_vector("base linear velocity", linear, 3),
+                                as_vector("base angular velocity", angular, 3)))
+        if not (_physical(pose) and _physical(twist)):
+            raise InvalidInputError("base pose or twist out of the library's range")
+        self.base_pose, self.base_twist = pose, twist
+        self._arrivals[-1] = now
+
+    @property
+    def base_received_at(self):
+        """When a floating base's latest state arrived (caller's clock [s]; -inf: none yet)."""
+        return float(self._arrivals[-1]) if self.floating_base else -math.inf
+
+    def model_state(self, positions, velocities):
+        """``(q, v)`` of the model from joint positions and rates: a floating base's
+        latest measured state before them (InvalidInputError before any arrived)."""
+        if not self.floating_base:
+            return positions, velocities
+        if not math.isfinite(self.base_received_at):
+            raise InvalidInputError("no base state yet: the base odometry has not arrived")
+        return (np.concatenate((self.base_pose, positions)),
+                np.concatenate((self.base_twist, velocities)))
+
     def stale_joints(self, now):
-        """Joints whose latest measurement is older than ``state_timeout`` (or missing)."""
-        old = (now - self.received_at) > self.state_timeout
-        return [name for name, is_old in zip(self.model.joint_names, old) if is_old]
+        """Joints whose latest measurement is older than ``state_timeout`` (or missing);
+        a floating base's state among them as BASE_STATE."""
+        old = (now - self._arrivals) > self.state_timeout
+        names = self.model.joint_names + [BASE_STATE] * self.floating_base
+        return [name for name, is_old in zip(names, old) if is_old]
 
     def require_fresh(self, now):
         """:class:`StaleStateError` naming the joints whose measurement is older than ``state_timeout``."""
         # (a list's min: a numpy reduction of a 7-vector costs twice as much)
-        if now - min(self.received_at.tolist()) > self.state_timeout:
+        if now - min(self._arrivals.tolist()) > self.state_timeout:
             stale = self.stale_joints(now)
             raise StaleStateError(f"joint states older than {self.state_timeout} s for {stale}",
                                   stale)
@@ -257,8 +311,8 @@ class LiveModel:
         return [name for name, is_old in zip(self.model.joint_names, old) if is_old]
 
     def state_age(self, now):
-        """Age of the oldest joint measurement [s] (inf before every joint was seen)."""
-        return float(now - self.received_at.min())
+        """Age of the oldest joint (or base) measurement [s] (inf before every one was seen)."""
+        return float(now - self._arrivals.min())
 
     def merged_state(self, names, positions, velocities):
         """(q, qd) for a request: the given joints over the latest measured ones.
@@ -294,13 +348,13 @@ class LiveModel:
     def order_of(self, names):
         """Model indices of a list of joint names (model order when empty)."""
         if not len(names):
-            return np.arange(self.model.dof)
+            return np.arange(self.position.size)
         return np.array([self.model.joint_index(name) for name in names], dtype=int)
 
     # ------------------------------------------------------------------ feedforward
     def set_desired_acceleration(self, names, accelerations):
         index = self.order_of(names)
-        desired = np.zeros(self.model.dof)
+        desired = np.zeros(self.position.size)
         desired[index] = _desired("accelerations", accelerations, index.size)
         self.desired_acceleration = desired
 
@@ -311,7 +365,7 @@ class LiveModel:
         for label, values in (("velocities", velocities), ("accelerations", accelerations)):
             arrays.append(np.zeros(index.size) if len(values) == 0 else
                           _desired(label, values, index.size))
-        q, qd, qdd = self.position.copy(), np.zeros(self.model.dof), np.zeros(self.model.dof)
+        q, qd, qdd = self.position.copy(), np.zeros(self.position.size), np.zeros(self.position.size)
         q[index], qd[index], qdd[index] = arrays
         self.desired_point = (q, qd, qdd)
 
@@ -332,7 +386,7 @@ class LiveModel:
         except StaleStateError as error:
             return Feedforward(reason=str(error), error=error)
         try:
-            effort = self._law(mode)
+            effort = self._floating_law(mode) if self.floating_base else self._law(mode)
             if self.robot_compensates_gravity:
                 effort = effort - robot_gravity_torques(self.model, self.position[None])[0]
             effort = effort[self.command_index]
@@ -389,6 +443,8 @@ class LiveModel:
         joints, wrong shapes, NaN or inf, times not strictly increasing, no
         points, no joints, an omitted joint never measured); nothing changes.
         """
+        if self.floating_base:
+            raise InvalidInputError("trajectories are not served for floating-base robots yet")
         names = list(names)
         count = len(time)
         if count == 0:
@@ -437,13 +493,23 @@ class LiveModel:
         where the arm was would mislead.
         """
         self.require_fresh(now)
-        inertia = self.model.task_space_inertia(self.position, frame, part="translational",
-                                                damping=damping)
-        pose = self.model.frame_pose(self.position, frame)
+        q, _ = self.model_state(self.position, self.velocity)
+        inertia = self.model.task_space_inertia(q, frame, part="translational", damping=damping)
+        pose = self.model.frame_pose(q, frame)
         values, vectors = np.linalg.eigh(inertia)
         if np.linalg.det(vectors) < 0:    # eigh may return a reflection
             vectors[:, 0] *= -1
         return InertiaEllipsoid(pose[:3, 3], vectors, 2.0 / np.sqrt(values))
+
+    def _floating_law(self, mode):
+        """Actuated joint efforts (model order) of a floating-base robot's mode."""
+        q, _ = self.model_state(self.position, self.velocity)
+        if mode == "whole_body_gravity":
+            return self.model.whole_body_gravity(q, self.contacts).tau
+        if mode == "gravity":           # the base held: the joints' rows of g(q)
+            return self.model.gravity_torques(q)[6:]
+        raise InvalidInputError(f"feedforward_mode {mode!r} is not served for floating-base "
+                                f"robots; one of {FLOATING_BASE_MODES}")
 
     def _law(self, mode):
         """Joint efforts (model order) of a feedforward mode at the measured state."""
@@ -461,6 +527,9 @@ class LiveModel:
             kp, kd = self.gains
             q_d, qd_d, qdd_d = self.desired_point
             return self.model.inverse_dynamics(q, qd, qdd_d + kp * (q_d - q) + kd * (qd_d - qd))
+        if mode == "whole_body_gravity":
+            raise InvalidInputError("feedforward_mode 'whole_body_gravity' needs a floating-base "
+                                    "robot (parameter floating_base)")
         raise InvalidInputError(f"feedforward_mode must be one of {FEEDFORWARD_MODES}, not {mode!r}")
 
 

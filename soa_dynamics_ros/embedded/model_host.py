@@ -13,16 +13,17 @@ import time
 from .. import kernels
 from ..description.urdf import parse_urdf_xml, read_description_text
 from ..errors import InvalidInputError, SoaDynamicsError, URDFError, XacroRefusedError
+from ..model.floating_base import FloatingBaseModel
 from ..model.robot_model import KERNELS_ENV, RobotModel
 from .description_loader import DescriptionLoader
 from .estimation import LiveEstimation
-from .live_model import Feedforward, LiveModel, require_moving_joints
+from .live_model import FLOATING_BASE_MODES, Feedforward, LiveModel, require_moving_joints
 from .warmup import BackgroundWarmup
 
 # Settings a new LiveModel is built for (the model itself stays).
 LIVE_SETTINGS = {"feedforward_mode", "command_joints", "state_timeout", "effort_limit_scale",
                  "gravity", "computed_torque_kp", "computed_torque_kd",
-                 "robot_compensates_gravity", "feedforward_ramp_time"}
+                 "robot_compensates_gravity", "feedforward_ramp_time", "contact_frames"}
 DESCRIPTION_SETTINGS = {"robot_description", "urdf_file"}
 # Settings a new LiveEstimation is built for (its samples stay).
 ESTIMATION_SETTINGS = {"observer_gain", "contact_thresholds", "contact_release_ratio",
@@ -64,6 +65,41 @@ def check_description_size(xml):
     if links > MAX_DESCRIPTION_LINKS:
         raise URDFError(f"the robot description has {links} <link> tags; at most "
                         f"{MAX_DESCRIPTION_LINKS} are served")
+
+
+def build_model(description, floating_base):
+    """The model of a parsed description (kernels off: the host chooses them): with a free
+    base when ``floating_base``; a description whose root hangs from a ``floating`` joint
+    is a floating-base robot already, and refused unless ``floating_base`` says so."""
+    if description.free_root_joint is not None and not floating_base:
+        raise InvalidInputError(
+            f"robot {description.name!r} hangs from the world by its floating joint "
+            f"{description.free_root_joint!r}: serve it with the parameter floating_base true")
+    if floating_base:
+        return FloatingBaseModel(description, kernels="off")
+    return RobotModel(description, kernels="off")
+
+
+def check_floating_base_settings(model, config):
+    """InvalidInputError when the feedforward settings do not fit the model's base."""
+    mode = config["feedforward_mode"]
+    if not isinstance(model, FloatingBaseModel):
+        if mode == "whole_body_gravity":
+            raise InvalidInputError("feedforward_mode 'whole_body_gravity' needs a floating-base "
+                                    "robot (parameter floating_base true)")
+        return
+    if mode not in FLOATING_BASE_MODES:
+        raise InvalidInputError(f"feedforward_mode {mode!r} is not served for floating-base "
+                                f"robots; one of {', '.join(FLOATING_BASE_MODES)}")
+    if config["robot_compensates_gravity"]:
+        raise InvalidInputError("robot_compensates_gravity is not served for floating-base robots")
+    for frame in config["contact_frames"]:
+        if frame not in model.frame_names:
+            raise InvalidInputError(f"parameter 'contact_frames': robot {model.name!r} has no "
+                                    f"frame {frame!r}")
+    if mode == "whole_body_gravity" and not config["contact_frames"]:
+        raise InvalidInputError("feedforward_mode 'whole_body_gravity' needs contact_frames "
+                                "(the frames the robot stands on)")
 
 
 def check_marker_frame(frame, model):
@@ -118,7 +154,7 @@ class ModelHost:
         # get plain URDF and need neither package_paths nor xacro again.
         xml = description if origin == EXPANDED else self._description_text(description, origin)
         check_description_size(xml)
-        model = RobotModel(parse_urdf_xml(xml), kernels="off")
+        model = build_model(parse_urdf_xml(xml), config["floating_base"])
         require_moving_joints(model)
         if not self._kernels_wanted():
             return model, None
@@ -195,8 +231,10 @@ class ModelHost:
 
     def build_live(self, model, config):
         """A LiveModel configured from ``config``; raises before the (possibly shared) model is touched."""
+        check_floating_base_settings(model, config)
         live = LiveModel(model, config["state_timeout"], config["command_joints"],
                          config["effort_limit_scale"])
+        live.contacts = [(frame, "point") for frame in config["contact_frames"]]
         live.gains = (config["computed_torque_kp"], config["computed_torque_kd"])
         live.robot_compensates_gravity = config["robot_compensates_gravity"]
         live.ramp_time = config["feedforward_ramp_time"]
@@ -220,7 +258,10 @@ class ModelHost:
 
     def build_estimation(self, model, config):
         """A LiveEstimation of ``model`` from ``config`` (keeping the current one's samples);
-        SoaDynamicsError, with nothing changed, when the settings do not fit the model."""
+        SoaDynamicsError, with nothing changed, when the settings do not fit the model.
+        None for a floating-base robot (not estimated yet; estimation_off says so)."""
+        if isinstance(model, FloatingBaseModel):
+            return None
         estimation = LiveEstimation(model, config["observer_gain"], config["contact_thresholds"],
                                     config["contact_release_ratio"],
                                     config["external_wrench_frame"],
@@ -236,7 +277,8 @@ class ModelHost:
             model = live.model
             self._logger.info(
                 f"robot model {model.name!r} loaded from {source} in {seconds * 1e3:.0f} ms: "
-                f"{model.dof} joints ({', '.join(model.joint_names)}), {len(model.frame_names)} "
+                f"{len(model.joint_names)} joints ({', '.join(model.joint_names)})"
+                f"{' on a free base' if live.floating_base else ''}, {len(model.frame_names)} "
                 f"frames, {model.total_mass:.2f} kg")
 
     def _install_loaded(self, loaded):
@@ -278,7 +320,7 @@ class ModelHost:
         if warmup is None:
             return
         xml, frames = warmup
-        self._warmup = BackgroundWarmup(xml, frames)
+        self._warmup = BackgroundWarmup(xml, frames, isinstance(model, FloatingBaseModel))
         self._warmup_target = (model, xml)
         meanwhile = ("the numpy path answers queries meanwhile, feedforward waits"
                      if self.awaiting_kernels else "the generic compiled module answers meanwhile")
@@ -347,12 +389,18 @@ class ModelHost:
         if not self.config["estimation"]:
             return "parameter estimation is false"
         if self.estimation is None:
-            return self.estimation_error
+            return self._why_no_estimation()
         missing = self.live.effortless_joints(now)
         if missing:
             return (f"joint_states carry no effort for {missing[:4]}{'...' if len(missing) > 4 else ''}"
                     f" (none within state_timeout {self.live.state_timeout} s)")
         return self._estimation_kernels()
+
+    def _why_no_estimation(self):
+        """Why there is no LiveEstimation of the live model."""
+        if self.live.floating_base:
+            return "not estimated on floating-base robots yet"
+        return self.estimation_error
 
     def _estimation_kernels(self):
         """Why the observer cannot run at the joint-state rate yet ("" when it can).
@@ -386,7 +434,7 @@ class ModelHost:
         """``LiveEstimation.identify`` of the current model; SoaDynamicsError when estimation is off."""
         if self.live is None:
             raise InvalidInputError("estimation is off: no robot model loaded")
-        reason = self.estimation_error if self.estimation is None else self._estimation_kernels()
+        reason = self._why_no_estimation() if self.estimation is None else self._estimation_kernels()
         if reason:
             raise InvalidInputError(f"estimation is off: {reason}")
         return self.estimation.identify(link, duration, apply, name)

@@ -23,13 +23,22 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frame", action="append", default=[],
                         help="also the task-space kernels of this frame (repeatable)")
+    parser.add_argument("--floating-base", action="store_true",
+                        help="the kernels of the robot on a free base (docs/floating_base.md)")
     args = parser.parse_args(argv)
     lowest_priority()
     logging.basicConfig(level=logging.INFO, format="[kernels] %(message)s")
     from .. import RobotModel
     from ..kernels import ensure_cache_dir
     from ..kernels.generator import structure_key
-    model = RobotModel.from_urdf(sys.stdin.read(), kernels="c")
+    text = sys.stdin.read()
+    if args.floating_base:
+        # A floating-base model's kernels are those of its chain model.
+        from ..description.urdf import parse_urdf_xml
+        from ..model.floating_base import chain_description
+        model = RobotModel(chain_description(parse_urdf_xml(text)), kernels="c")
+    else:
+        model = RobotModel.from_urdf(text, kernels="c")
     directory = ensure_cache_dir()
     with open(directory / f".warm-{structure_key(model.tree)}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -83,8 +92,8 @@ def _forking_at_the_ordinary_policy():
 class BackgroundWarmup:
     """This module run as a child process, for a description given as XML text."""
 
-    def __init__(self, description_xml, frames=()):
-        command = [sys.executable, "-m", __name__]
+    def __init__(self, description_xml, frames=(), floating_base=False):
+        command = [sys.executable, "-m", __name__] + ["--floating-base"] * floating_base
         for frame in frames:
             command += ["--frame", frame]
         # The log goes to a file, not a pipe: a full pipe would block the child.

@@ -47,6 +47,7 @@ import pathlib
 import sys
 import threading
 import time
+import types
 
 from . import build
 from . import generator
@@ -254,6 +255,12 @@ class Kernels:
         self._modules = {}         # (kernel, frame) -> module, None when not generated
         self._ready = {}           # (kernel or its batch version, frame) -> callable
         self.compile_seconds = {}
+
+    @property
+    def modules(self):
+        """Read-only, for diagnostics: ``(kernel, frame) -> module`` of every module asked
+        for so far (built or loaded), None where the kernel is not generated."""
+        return types.MappingProxyType(self._modules)
 
     def _module(self, kernel, frame):
         key = (kernel, frame)

@@ -22,9 +22,11 @@ import sysconfig
 import numpy as np
 
 RUNTIME_DIR = pathlib.Path(__file__).resolve().parent          # runtime.h
-# runtime.h and the parts it includes (runtime/*.h): what every compiled module includes,
-# so their bytes go into every module's name.
-RUNTIME_HEADERS = (RUNTIME_DIR / "runtime.h", *sorted((RUNTIME_DIR / "runtime").glob("*.h")))
+# runtime.h and what it includes (runtime_c.h, the Python-free part an exported library
+# carries, and runtime/*.h): what every compiled module includes, so their bytes go into
+# every module's name.
+RUNTIME_HEADERS = (RUNTIME_DIR / "runtime.h", RUNTIME_DIR / "runtime_c.h",
+                   *sorted((RUNTIME_DIR / "runtime").glob("*.h")))
 # -march=native: the generated arithmetic is measurably faster with FMA and the
 # host's vector registers (docs/performance.md, "Design measurements").
 # -fno-math-errno lets sin and cos of one angle become one sincos call.  No
@@ -55,7 +57,8 @@ def compiler():
     return shutil.which(chosen) if chosen else shutil.which("cc") or shutil.which("gcc")
 
 
-def _python_include():
+def python_include():
+    """The directory of the Python headers the kernels compile against."""
     return pathlib.Path(sysconfig.get_paths()["include"])
 
 
@@ -65,12 +68,12 @@ def toolchain_problem():
     if compiler() is None:
         return (f"the C compiler CC={os.environ['CC']!r} is not found" if os.environ.get("CC")
                 else "no C compiler (cc or gcc): install gcc (scripts/setup.sh does)")
-    if not (_python_include() / "Python.h").exists():
-        return f"no Python headers in {_python_include()}: install python3-dev"
+    if not (python_include() / "Python.h").exists():
+        return f"no Python headers in {python_include()}: install python3-dev"
     return None
 
 
-def _cpu():
+def host_cpu():
     """The host CPU's model and instruction-set flags (what -march=native compiles for)."""
     try:
         with open("/proc/cpuinfo") as cpuinfo:
@@ -99,7 +102,7 @@ def toolchain_id():
                              timeout=60).stdout.splitlines()[:1]
     digest = hashlib.sha256("\n".join(
         version + list(FLAGS) + [flag for flags in vector_math() for flag in flags] + [
-            KERNEL_OPTIMIZATION, GENERIC_OPTIMIZATION, _cpu(), sys.version, np.__version__,
+            KERNEL_OPTIMIZATION, GENERIC_OPTIMIZATION, host_cpu(), sys.version, np.__version__,
             EXTENSION]).encode())
     return digest.hexdigest()[:8]
 
@@ -152,7 +155,7 @@ def build(source, name, directory, optimization=KERNEL_OPTIMIZATION):
     partial_record = directory / f".{name}.{os.getpid()}{RECORD_SUFFIX}"
     defines, libraries = vector_math()
     command = [compiler(), optimization, *FLAGS, *defines, f"-I{RUNTIME_DIR}",
-               f"-I{_python_include()}", f"-I{np.get_include()}", str(partial_source), "-o",
+               f"-I{python_include()}", f"-I{np.get_include()}", str(partial_source), "-o",
                str(partial_library), *libraries]
     try:
         partial_source.write_text(source)

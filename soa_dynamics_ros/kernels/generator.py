@@ -167,10 +167,10 @@ def exists(tree, kernel):
         cap = MAX_LANES_TRACED_OPERATIONS
     else:
         cap = MAX_TRACED_OPERATIONS
-    return _traced_size(tree, plain) <= cap
+    return traced_size(tree, plain) <= cap
 
 
-def _traced_size(tree, kernel):
+def traced_size(tree, kernel):
     """Traced operations of capped ``kernel`` for this tree's structure (traced once)."""
     key = (structure_key(tree), kernel)
     if key not in _traced_sizes:
@@ -185,7 +185,7 @@ def batch_only(tree, kernel):
     operations; docs/performance.md, "Design measurements"), but within
     MAX_LANES_TRACED_OPERATIONS, where its lanes batch pays."""
     return kernel in LANES_CAP_KERNELS and (
-        MAX_TRACED_OPERATIONS < _traced_size(tree, kernel) <= MAX_LANES_TRACED_OPERATIONS)
+        MAX_TRACED_OPERATIONS < traced_size(tree, kernel) <= MAX_LANES_TRACED_OPERATIONS)
 
 
 def kernel_key(tree, kernel, frame=None):
@@ -199,10 +199,17 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
 
     Returns ``(source, stats)``; ``stats`` counts the operations of the kernel.
     """
-    dof = tree.dof
     title = f"robot {name!r}" + ("" if frame is None else f", frame {frame!r}"
                                   if type(frame) is str else f", links {', '.join(frame)}")
-    module = ModuleSource(module_name, title, kernel_key(tree, kernel, frame), dof)
+    module = ModuleSource(module_name, title, kernel_key(tree, kernel, frame), tree.dof)
+    emit_kernel(module, tree, kernel, frame, title)
+    return module.source(), module.stats[kernel]
+
+
+def emit_kernel(module, tree, kernel, frame=None, title="the robot"):
+    """Trace ``kernel`` (of ``frame``) and hand it to ``module``'s ``kernel`` and ``batch``
+    (:class:`.c_emission.ModuleSource`'s, or an exported library's)."""
+    dof = tree.dof
     if kernel in _INVERSE_DYNAMICS:
         with_qd, with_qdd, doc = _INVERSE_DYNAMICS[kernel]
         t, arrays, torque = trace_inverse_dynamics(tree, with_qd, with_qdd)
@@ -290,4 +297,3 @@ def generate_source(tree, kernel, module_name, name="robot", frame=None):
                       solve="soa_invert_spd_checked({c}, {out}, 6)")
     else:
         raise ValueError(f"no kernel {kernel!r} for {title}")
-    return module.source(), module.stats[kernel]

@@ -95,14 +95,23 @@ typedef struct {
 #include "generic/task_space.c"
 #include "generic/linear_algebra.c"
 #include "generic/hybrid.c"
+#include "generic/frame_motion.c"
+#include "generic/energy.c"
+#include "generic/regressor.c"
 #include "generic/arguments.c"
 #include "generic/bindings_dynamics.c"
 #include "generic/bindings_hybrid.c"
 #include "generic/bindings_queries.c"
+#include "generic/bindings_frame_motion.c"
+#include "generic/bindings_regressor.c"
 #include "generic/batches.c"
 #include "generic/model_object.c"
 
 #include "generic_derivatives.c"
+/* (after the derivatives: C is built from their root-axes vocabulary) */
+#include "generic/coriolis.c"
+#include "generic/bindings_energy.c"
+#include "generic/bindings_floating.c"
 
 #define METHOD(name, doc) {#name, (PyCFunction)(void (*)(void))name, METH_FASTCALL, doc}
 static PyMethodDef methods[] = {
@@ -132,6 +141,16 @@ static PyMethodDef methods[] = {
     METHOD(jacobian, "6 x dof Jacobian of a frame: f(model, frame, q, p)"),
     METHOD(frame_poses, "4x4 pose of a frame, or (frames, 4, 4) for frame -1: "
                         "f(model, frame, q, p)"),
+    METHOD(frame_twist, "[v; w] of a frame origin: f(model, frame, q, qd, p)"),
+    METHOD(frame_acceleration, "classical [dv/dt; dw/dt] of a frame origin: "
+                               "f(model, frame, q, qd, qdd, p)"),
+    METHOD(jacobian_time_derivative, "6 x dof dJ/dt of a frame: f(model, frame, q, qd, p)"),
+    METHOD(jacobian_derivative_product, "dJ/dt qd of a frame: f(model, frame, q, qd, p)"),
+    METHOD(coriolis_matrix, "C with C qd = h - g, dM/dt = C + C^T: f(model, q, qd, p)"),
+    METHOD(kinetic_energy, "1/2 qd^T M qd: f(model, q, qd, p)"),
+    METHOD(potential_energy, "-sum m g.c: f(model, q, p)"),
+    METHOD(inertial_regressor, "dof x 10 (nb - 1) Y with Y pi = inverse dynamics: "
+                               "f(model, q, qd, qdd, p)"),
     METHOD(gravity_torques_batch, "g over (N, dof) rows: f(model, Q, p)"),
     METHOD(inverse_dynamics_batch, "inverse dynamics over rows: f(model, Q, QD, QDD, p)"),
     METHOD(forward_dynamics_batch, "forward dynamics over rows: f(model, Q, QD, TAU, p)"),
@@ -146,6 +165,10 @@ static PyMethodDef methods[] = {
     METHOD(inverse_dynamics_derivatives_batch, "(N, 2, n, n): f(model, Q, QD, QDD, p)"),
     METHOD(forward_dynamics_derivatives_batch, "(N, 3, n, n): f(model, Q, QD, TAU, p)"),
     METHOD(gravity_derivatives_batch, "(N, n, n): f(model, Q, p)"),
+    METHOD(floating_inputs, "(chain q, a - shift) of a floating-base model: "
+                            "f(q, v or None, a or None, [gx, gy, gz, norm2 low, high])"),
+    METHOD(floating_centroidal_momentum_matrix, "Ag (6 x nv) of a floating-base model: "
+                                                "f(chain model, q, base, p)"),
     {NULL, NULL, 0, NULL}};
 
 #ifndef SOA_GENERIC_MODULE

@@ -17,10 +17,13 @@
  *
  * The parts, in runtime/ (each reads what the ones before it define):
  *   lanes.h           SOA_LANES consecutive samples per vector instruction (batch cores)
- *   arrays.h          which arrays a kernel reads (soa_array, soa_check); answers recycled
+ *   arrays.h          which arrays a kernel reads (soa_array); answers recycled
  *   calls.h           one sample: soa_call, soa_call_parts, soa_call_wrenched
  *   batches.h         N samples over the CPUs: soa_call_batch
- *   linear_algebra.h  Cholesky, the tree's LTL, row eliminations, a checked 6x6 inverse
+ *   linear_algebra.h  row eliminations over whole rows (soa_solve_parts)
+ * runtime_c.h (beside this file, Python-free: an exported library carries it) holds the
+ * status values, soa_check and the small solvers: Cholesky, the tree's LTL, a checked
+ * 6x6 inverse.
  * The generic module (generic.c) includes this file too, for the checks, answers,
  * threads and solvers.
  */
@@ -35,17 +38,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include "runtime_c.h"
 
 typedef int (*soa_core)(const double *const *inputs, const double *p, double *out);
 
 #define SOA_MAX_INPUTS 3
 /* generator.MAX_WRENCHED_LINKS */
 #define SOA_MAX_WRENCHED_LINKS 4
-/* Status values; see the comment at the top. */
-#define SOA_OK 0
-#define SOA_BAD_INPUT 1
-#define SOA_SINGULAR 2
-#define SOA_ILL_CONDITIONED 3
 
 #include "runtime/lanes.h"
 #include "runtime/arrays.h"

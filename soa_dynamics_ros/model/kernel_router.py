@@ -1,5 +1,27 @@
 """The kernel router: which compiled function answers each of a RobotModel's calls.
 
+Compiled kernels (:mod:`soa_dynamics_ros.kernels`) are two more implementations of
+the same recursions in C, built with the system C compiler: the *generic* module,
+compiled once per machine for every robot, answers gravity, bias, inverse, forward,
+mixed and hybrid dynamics (wrenches included), mass matrix, Jacobians, frame poses,
+frame twists and classical accelerations, Jacobian time derivatives, the inertial
+regressor, centre of mass, batches, the task-space compliance ``J M^-1 J^T`` of any
+frames and parts, and the same for subgraphs, and the Coriolis matrix and the energies,
+from a model's first call; *per-robot* straight-line kernels (gravity, bias, inverse and forward dynamics without wrenches,
+mass matrix, one frame's Jacobian and task-space inertia) replace it where they exist
+once compiled.  ``kernels=`` picks: ``"auto"`` (default) uses the generic module when
+a compiler is there and compiles a per-robot kernel in a background thread once it
+has been asked for :data:`AUTO_COMPILE_AFTER` times (``model.kernels.prepare()``
+compiles them at once); ``"c"`` compiles per-robot kernels at first use, in the
+caller; ``"generic"`` uses the generic module only; ``"off"`` keeps the numpy path
+only.  The environment variable ``SOA_DYNAMICS_KERNELS`` (one of those modes)
+replaces what ``"auto"`` means for a whole process.  Task-space inertia (one frame's
+full Lambda without options: the per-robot kernel when ready) and hybrid dynamics
+decide the rank of the compliance in the generic module by the numpy path's rule,
+dense where mimic joints couple hinges; the numpy path decides it where an eigenvalue
+lies within round-off of the threshold, and raises for a singular task-space inertia
+without damping.
+
 One :class:`KernelRouter` per model (``model.kernels``) holds the kernel mode, the
 generic module's functions bound to the model's compiled tree, the per-robot
 kernels as they become ready (compiled at once, in the caller, or in one background
@@ -30,9 +52,11 @@ FAST_KERNELS = ("gravity_torques", "bias_torques", "inverse_dynamics", "mass_mat
                 "forward_dynamics") + DERIVATIVE_KERNELS
 # Generic functions the single-call methods with wrenches reach through RobotModel._fast.
 FAST_WRENCHED = ("inverse_dynamics_wrenches", "forward_dynamics_wrenches")
-# ... and the other derivatives, where a helper's Python call is a sizeable share of the call.
+# ... and the other derivatives, where a helper's Python call is a sizeable share of the call,
+# and the quantities only the generic module computes, where it is a third of an energy's.
 FAST_GENERIC = FAST_WRENCHED + (
-    "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives_wrenches")
+    "inverse_dynamics_derivatives_wrenches", "forward_dynamics_derivatives_wrenches",
+    "coriolis_matrix", "kinetic_energy", "potential_energy")
 # What prepare_kernels(derivatives=False) (a node's start-up) leaves to the generic module
 # for good: the derivative kernels and their batch versions (in the same modules).
 _DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
@@ -41,9 +65,14 @@ _DERIVATIVES_AND_BATCHES = DERIVATIVE_KERNELS + tuple(name + "_batch"
 GENERIC_FUNCTIONS = tuple(dict.fromkeys(FAST_KERNELS + FAST_WRENCHED + (
     "mixed_dynamics", "torques_with_wrenches",
     "mixed_dynamics_wrenches", "gravity_torques_batch",
-    "inverse_dynamics_batch", "forward_dynamics_batch") + derivatives.COMPILED_FUNCTIONS))
+    "inverse_dynamics_batch", "forward_dynamics_batch", "inertial_regressor") + FAST_GENERIC
+    + derivatives.COMPILED_FUNCTIONS))
 # The generic module's function behind each per-frame kernel frame_pose and jacobian call.
 _GENERIC_FRAME_FUNCTIONS = {"frame_pose": "frame_poses", "jacobian": "jacobian"}
+# Per-frame calls only the generic module answers (no per-robot kernel), in the order
+# the model takes their dicts (RobotModel._use_router).
+FRAME_MOTION_FUNCTIONS = ("frame_twist", "frame_acceleration", "jacobian_time_derivative",
+                          "jacobian_derivative_product")
 # kernels="auto": a kernel is compiled (in the background) once this many
 # calls (or batch samples) asked for it: a model used a few times never pays
 # for tracing and compiling; a controller at 1 kHz gets its kernel after ~2 s.
@@ -95,11 +124,13 @@ def _no_kernel(*arguments):
 
 class KernelControls(tuple):
     """``model.kernels``: the kernel mode and backend in use, ``(mode, backend or None)``
-    as when it was read (a tuple, as it always was), and the model's kernel management."""
+    as when it was read (a tuple, as it always was), and the model's kernel management;
+    ``parameters``: the model's packed inertias and gravity (``p``) as when it was read."""
 
-    def __new__(cls, router):
+    def __new__(cls, router, parameters):
         controls = super().__new__(cls, router.state)
         controls.router = router
+        controls.parameters = parameters
         return controls
 
     @property
@@ -123,6 +154,11 @@ class KernelControls(tuple):
     def cached(self, frames=(), derivatives=True, wrenches=True):
         """See :meth:`KernelRouter.cached`."""
         return self.router.cached(frames, derivatives, wrenches)
+
+    @property
+    def routes(self):
+        """See :attr:`KernelRouter.routes`."""
+        return self.router.routes
 
 
 class KernelRouter:
@@ -171,7 +207,8 @@ class KernelRouter:
         # frame -> what frame_pose and jacobian call (_bind_frame): one dict per kernel,
         # looked up inline (a 1 kHz controller calls them every cycle)
         self._bound_poses, self._bound_jacobians = {}, {}
-        self._bound = {"frame_pose": self._bound_poses, "jacobian": self._bound_jacobians}
+        self._bound = {"frame_pose": self._bound_poses, "jacobian": self._bound_jacobians,
+                       **{name: {} for name in FRAME_MOTION_FUNCTIONS}}
         self._ready = {}           # kernel or (kernel, frame) -> callable once usable
         self._generic_only = ()    # kernels never compiled (prepare_kernels)
         self._requests = {}        # auto mode: how often each kernel was asked for
@@ -192,10 +229,30 @@ class KernelRouter:
             name: self._generic.get(name, _no_kernel) for name in FAST_GENERIC})
         self._on_change(types.SimpleNamespace(
             kernel_set=self._kernel_set, compiled=self._compiled, generic=self._generic,
-            fast=self._fast, wrenched=self._wrenched, last_wrenched=self._last_wrenched,
+            fast=self._fast, wrenched=self._wrenched,
             bound_poses=self._bound_poses, bound_jacobians=self._bound_jacobians,
-            ready=self._ready, requests=self._requests, kernel=self._kernel,
+            bound_frame_motion=tuple(self._bound[name] for name in FRAME_MOTION_FUNCTIONS),
+            kernel=self._kernel,
             bind_frame=self._bind_frame, wrenched_call=self._wrenched_call))
+
+    @property
+    def routes(self):
+        """For diagnostics and tests, read-only live views of what answers each call:
+        ``ready`` (kernel, or ``(kernel, frame or links)`` -> the robot's own function,
+        None where it has none for good), ``requests`` (auto mode: how often each was
+        asked for), ``generic`` (the generic module's functions), ``single`` (what each
+        single call tries first), ``wrenched`` (what answered the last wrenched call for
+        good) and ``last_wrenched`` (per wrenched kernel, first link -> the robot's
+        kernel last used), ``frame_pose`` and ``jacobian`` (frame -> what they call),
+        ``kernel_set`` (the :class:`~soa_dynamics_ros.kernels.Kernels`, or None)."""
+        view = types.MappingProxyType
+        return types.SimpleNamespace(
+            ready=view(self._ready), requests=view(self._requests), generic=view(self._generic),
+            single=view(vars(self._fast)), wrenched=view(vars(self._wrenched)),
+            last_wrenched=view({name: view(links) for name, links
+                                in self._last_wrenched.items()}),
+            frame_pose=view(self._bound_poses), jacobian=view(self._bound_jacobians),
+            kernel_set=self._kernel_set)
 
     @property
     def state(self):
@@ -236,6 +293,13 @@ class KernelRouter:
             return True
         return kernel_module.generic_cached() and self._kernel_set.cached(frames, derivatives,
                                                                           wrenches)
+
+    def batch_kernel(self, name, count):
+        """Batch kernel ``name`` for ``count`` samples: the robot's own once ready (each
+        sample counts as a call towards compiling it in auto mode), else the generic
+        module's, else None (the per-sample loop)."""
+        kernel = None if self._kernel_set is None else self._kernel(name, weight=max(count, 1))
+        return kernel or self._generic.get(name)
 
     def _set_ready(self, key, function):
         """Kernel ``key`` is built (``function``) or known not to exist (None)."""
@@ -328,17 +392,18 @@ class KernelRouter:
         return answer
 
     def _bind_frame(self, kernel, frame):
-        """What frame_pose or jacobian (``kernel``) calls for ``frame``, kept in its dict:
-        the robot's own kernel once ready, meanwhile the generic function bound to the
-        frame through a stand-in that asks for the kernel (_pending); None for
+        """What frame_pose, jacobian or a FRAME_MOTION_FUNCTIONS call (``kernel``) calls for
+        ``frame``, kept in its dict: the robot's own kernel once ready, meanwhile the
+        generic function bound to the frame through a stand-in that asks for the kernel
+        (_pending); the generic function alone where no robot kernel exists; None for
         what is not a known frame's name, or without compiled code."""
         compiled = self._compiled
         if type(frame) is not str or frame not in self._tree.frames:
             return None
         bound = self._bound[kernel]
         generic = None if compiled is None else compiled.function(
-            _GENERIC_FRAME_FUNCTIONS[kernel], compiled.frame_index[frame])
-        if self._kernel_set is None:
+            _GENERIC_FRAME_FUNCTIONS.get(kernel, kernel), compiled.frame_index[frame])
+        if self._kernel_set is None or kernel in FRAME_MOTION_FUNCTIONS:
             if generic is not None:
                 bound[frame] = generic
             return generic

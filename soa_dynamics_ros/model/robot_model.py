@@ -16,56 +16,30 @@ Conventions (stated once; README repeats them):
   origin, then angular velocity, both in root-link axes.
 * Inverse dynamics returns ``tau`` with ``M qdd + h = tau + sum J_i^T w_i``.
 
-Compiled kernels (:mod:`soa_dynamics_ros.kernels`) are two more
-implementations of the same recursions in C, built with the system C
-compiler: the *generic* module, compiled once per machine for every robot,
-answers gravity, bias, inverse, forward, mixed and hybrid dynamics
-(wrenches included), mass matrix, Jacobians, frame poses, centre of mass,
-batches, the task-space compliance ``J M^-1 J^T`` of any frames and parts,
-and the same for subgraphs, from a model's first call;
-*per-robot* straight-line
-kernels (gravity, bias, inverse and forward dynamics without wrenches, mass
-matrix, one frame's Jacobian and task-space inertia) replace it where they
-exist once compiled.  ``kernels=`` picks: ``"auto"`` (default) uses the
-generic module when a compiler is there and compiles a per-robot kernel in a
-background thread once it has been asked for :data:`AUTO_COMPILE_AFTER`
-times (``model.kernels.prepare()`` compiles them at once); ``"c"``
-compiles per-robot kernels at first use, in the caller; ``"generic"`` uses
-the generic module only; ``"off"`` keeps the numpy path only.
-Which of them answers is the kernel router's business
-(:mod:`.kernel_router`, one per model as ``model.kernels``).
-The environment variable ``SOA_DYNAMICS_KERNELS`` (one of those modes)
-replaces what ``"auto"`` means for a whole process.
-Arguments are validated the same way on every path (what compiled code
-declines, the numpy path answers or names the problem).  Task-space inertia
-(one frame's full Lambda without options: the per-robot kernel when ready)
-and hybrid dynamics decide the rank of the compliance in the generic module
-by the numpy path's rule, dense where mimic joints couple hinges; the numpy
-path decides it where an eigenvalue lies within round-off of the threshold,
-and raises for a singular task-space inertia without damping.
+Compiled kernels in C answer where they can (``kernels=``: ``"auto"``, ``"c"``,
+``"generic"``, ``"off"``; :mod:`.kernel_router` says which answers, and
+``model.kernels`` manages them); what they decline goes to the numpy path
+(:mod:`.reference`, through :mod:`.fallback`), which answers or names the problem.
+Arguments are validated the same way on every path.
 """
+import functools
 import os
 import threading
 
 import numpy as np
 
 from .. import algorithms
-from ..algorithms.external_forces import body_forces, gravity_root_acceleration
-from ..algorithms.inverse_dynamics import inverse_dynamics as _newton_euler
-from ..algorithms.kinematics import body_placements, frame_placement, hinge_jacobian
-from ..algorithms.mass_matrix import mass_matrix as _composite_body
-from ..algorithms.momentum import coriolis_transpose_product as _momentum_gather
 from ..description.urdf import parse_urdf
 from ..description.urdf_objects import description_from_robot
 from ..description.xacro import DEFAULT_TIMEOUT as DEFAULT_XACRO_TIMEOUT
-from ..errors import InvalidInputError, UnknownNameError
-from ..multibody.spatial import (homogeneous, inertia_parameters, inertia_to_parameters,
-                                 motion_transform, spatial_inertia, transformed_inertia)
+from ..errors import InvalidInputError, UnknownNameError, UnsupportedJointError
+from ..multibody.spatial import inertia_to_parameters
 from ..multibody.tree import BodyTree
-from ..validation import (MAX_PAYLOAD_COM, as_float_array, as_samples, as_vector,
-                          check_link_inertias, payload_problems, readable)
-from . import constrained, derivatives, identification
-from .evaluation import hinge_positions, select_joints
+from ..validation import as_float_array, as_samples, as_vector, check_link_inertias
+from . import constrained, derivatives, fallback, identification, payloads, reference
+from . import contacts as contacts_module
+from .configuration import ConfigurationSpace
+from .evaluation import select_joints
 from .kernel_router import (AUTO_COMPILE_AFTER, FAST_KERNELS, KERNEL_MODES, KERNELS_ENV,
                             KernelControls, KernelRouter)
 from .subgraph import Subgraph
@@ -78,8 +52,9 @@ __all__ = ["RobotModel", "algorithms", "AUTO_COMPILE_AFTER", "FAST_KERNELS", "KE
            "KERNELS_ENV"]
 
 
-class RobotModel:
-    """A fixed-base rigid multibody tree built from a URDF."""
+class RobotModel(ConfigurationSpace):
+    """A fixed-base rigid multibody tree built from a URDF (a floating-base one:
+    :class:`~soa_dynamics_ros.model.floating_base.FloatingBaseModel`)."""
 
     def __init__(self, description, strict_inertia=False, kernels="auto"):
         check_link_inertias(description, strict_inertia)
@@ -102,12 +77,13 @@ class RobotModel:
 
     @classmethod
     def from_urdf(cls, source, strict_inertia=False, kernels="auto", package_paths=None,
-                  xacro_timeout=DEFAULT_XACRO_TIMEOUT, allow_xacro=True, allow_path=True):
+                  xacro_timeout=DEFAULT_XACRO_TIMEOUT, allow_xacro=True, allow_path=True,
+                  floating_base=False):
         """Build from a URDF/xacro file path or XML string.
 
         ``strict_inertia=True`` turns inertia warnings (zero mass, not positive
         definite, triangle inequality) into :class:`~soa_dynamics_ros.errors.InertiaError`.
-        ``kernels``: ``"auto"``, ``"off"``, ``"c"`` or ``"generic"`` (module docstring).
+        ``kernels``: ``"auto"``, ``"off"``, ``"c"`` or ``"generic"`` (:mod:`.kernel_router`).
         ``package_paths``: directories searched for ROS packages named by
         ``$(find pkg)`` and ``package://pkg/`` when the ament index lacks them.
         ``xacro_timeout``: seconds a xacro expansion may take before it is
@@ -119,11 +95,25 @@ class RobotModel:
         docs/descriptions.md, "Untrusted descriptions".
         ``source`` may also be a ``urdf_parser_py.urdf.Robot`` (see
         :mod:`soa_dynamics_ros.description.urdf_objects`): the same model as from its XML.
+        ``floating_base=True`` puts a free joint between the world and the root link, as
+        a root link hanging from a massless world link by a ``floating`` joint does: a
+        :class:`~soa_dynamics_ros.model.floating_base.FloatingBaseModel`
+        (docs/floating_base.md).
         """
         if not isinstance(source, (str, os.PathLike)):
-            return cls(description_from_robot(source), strict_inertia, kernels)
-        return cls(parse_urdf(source, package_paths, xacro_timeout, allow_xacro, allow_path),
-                   strict_inertia, kernels)
+            description = description_from_robot(source)
+        else:
+            description = parse_urdf(source, package_paths, xacro_timeout, allow_xacro,
+                                     allow_path)
+        if floating_base and description.free_root_joint is not None:
+            raise UnsupportedJointError(
+                f"floating_base=True, but robot {description.name!r} already hangs from the "
+                f"world by its floating joint {description.free_root_joint!r}, which makes it "
+                "floating-base: load it without floating_base=True")
+        if floating_base or description.free_root_joint is not None:
+            from .floating_base import FloatingBaseModel
+            return FloatingBaseModel(description, strict_inertia, kernels)
+        return cls(description, strict_inertia, kernels)
 
     # ------------------------------------------------------------------ compiled kernels
     def _use_router(self, dispatch):
@@ -132,9 +122,9 @@ class RobotModel:
         self._kernel_set, self._compiled, self._generic = (dispatch.kernel_set,
                                                            dispatch.compiled, dispatch.generic)
         self._fast, self._wrenched = dispatch.fast, dispatch.wrenched
-        self._last_wrenched = dispatch.last_wrenched
         self._bound_poses, self._bound_jacobians = dispatch.bound_poses, dispatch.bound_jacobians
-        self._ready, self._requests = dispatch.ready, dispatch.requests
+        (self._bound_twists, self._bound_accelerations, self._bound_jacobian_derivatives,
+         self._bound_derivative_products) = dispatch.bound_frame_motion
         self._kernel, self._bind_frame = dispatch.kernel, dispatch.bind_frame
         self._wrenched_call = dispatch.wrenched_call
         self._pack_parameters()
@@ -142,8 +132,10 @@ class RobotModel:
     @property
     def kernels(self):
         """The kernel mode and backend in use, ``(mode, backend or None)``, and the kernel
-        management: ``.set_mode``, ``.prepare``, ``.cached`` (:class:`KernelControls`)."""
-        return KernelControls(self._router)
+        management: ``.set_mode``, ``.prepare``, ``.cached``; for diagnostics, ``.routes``
+        and ``.parameters`` (the packed inertias and gravity the kernels read now)
+        (:class:`KernelControls`)."""
+        return KernelControls(self._router, self._params)
 
     def set_kernels(self, mode):
         """Deprecated: ``model.kernels.set_mode(mode)``."""
@@ -168,30 +160,9 @@ class RobotModel:
         from ..kernels import pack_parameters
         self._params = pack_parameters(self.tree, self._gravity)
 
-    def _fallback(self, kernel, status, vectors, reference):
-        """The answer when ``kernel`` declined with ``status``.
-
-        Kernels take float64 C-contiguous, aligned, native-order arrays only and
-        check lengths and NaN themselves: status 1 for anything else (lists, other
-        dtypes, strided, unaligned or byte-swapped views) gets one retry with
-        arguments the validator converted.  No
-        kernel (None), NaN or a singular hinge (2): ``reference`` (the numpy
-        path) answers or raises the error that names the problem.
-        """
-        if status == 1:
-            try:
-                converted = [self._arg(value) for value in vectors]
-            except InvalidInputError:
-                converted = None
-            if converted is not None:
-                result = kernel(*converted, self._params)
-                if type(result) is _NDARRAY:
-                    return result
-        return reference(*vectors)
-
-    def _arg(self, value):
-        """A joint-space vector as the kernels take it."""
-        return readable(self._vector("q", value))
+    def _fallback(self, kernel, status, vectors, answer):
+        """The answer when ``kernel`` declined with ``status`` (:func:`.fallback.fallback`)."""
+        return fallback.fallback(self.tree.dof, self._params, kernel, status, vectors, answer)
 
     @staticmethod
     def _no_wrenches(wrenches):
@@ -244,18 +215,11 @@ class RobotModel:
         except KeyError:
             raise UnknownNameError("joint", name, self.tree.joint_names) from None
 
-    # ------------------------------------------------------------------ coordinates
-    def _vector(self, name, value):
-        return as_vector(name, value, self.tree.dof)
-
-    def _hinge_rates(self, name, rates):
-        return self.tree.coordinates.hinge_rates(self._vector(name, rates))
-
     # ------------------------------------------------------------------ dynamics
     # Each method asks its compiled kernel first, inline: this is the path a
     # 1 kHz controller takes, where a shared helper's extra Python call costs
     # as much as the gravity kernel's arithmetic.  Whatever the kernel
-    # declines goes through _fallback to the numpy recursions below.
+    # declines goes through _fallback to the numpy path (:mod:`.reference`).
     def inverse_dynamics(self, q, qd, qdd, wrenches=None):
         """Joint torques producing ``qdd``: ``M qdd + h = tau + sum J_i^T w_i``."""
         if wrenches is not None:
@@ -276,25 +240,24 @@ class RobotModel:
         tau = self._fast.gravity_torques(q, self._params)
         if type(tau) is _NDARRAY:
             return tau
-        zeros = np.zeros(self.tree.dof)
         return self._fallback(self._fast.gravity_torques, tau, (q,),
-                              lambda q: self._reference_inverse_dynamics(q, zeros, zeros))
+                              functools.partial(reference.gravity_torques, self))
 
     def bias_torques(self, q, qd):
         """Coriolis, centrifugal and gravity torques h(q, qd)."""
         tau = self._fast.bias_torques(q, qd, self._params)
         if type(tau) is _NDARRAY:
             return tau
-        zeros = np.zeros(self.tree.dof)
         return self._fallback(self._fast.bias_torques, tau, (q, qd),
-                              lambda q, qd: self._reference_inverse_dynamics(q, qd, zeros))
+                              functools.partial(reference.bias_torques, self))
 
     def mass_matrix(self, q):
         """Joint-space mass matrix M(q), dof x dof, symmetric."""
         mass = self._fast.mass_matrix(q, self._params)
         if type(mass) is _NDARRAY:
             return mass
-        return self._fallback(self._fast.mass_matrix, mass, (q,), self._reference_mass_matrix)
+        return self._fallback(self._fast.mass_matrix, mass, (q,),
+                              functools.partial(reference.mass_matrix, self))
 
     def coriolis_transpose_product(self, q, qd):
         """``C(q, qd)^T qd``, the gradient of the kinetic energy in q (a momentum gather).
@@ -311,15 +274,8 @@ class RobotModel:
             if type(product) is _NDARRAY:
                 return product
             return self._fallback(kernel, product, (q, qd),
-                                  self._reference_coriolis_transpose_product)
-        return self._reference_coriolis_transpose_product(q, qd)
-
-    def _reference_coriolis_transpose_product(self, q, qd):
-        with self.parameters_lock:
-            tree = self.tree
-            q_hinge = hinge_positions(tree, q)
-            return tree.coordinates.joint_forces(
-                _momentum_gather(tree, q_hinge, self._hinge_rates("qd", qd)))
+                                  functools.partial(reference.coriolis_transpose_product, self))
+        return reference.coriolis_transpose_product(self, q, qd)
 
     def forward_dynamics(self, q, qd, tau, wrenches=None):
         """Joint accelerations: solves ``M qdd + h = tau + sum J_i^T w_i``.
@@ -340,90 +296,47 @@ class RobotModel:
         return self._fallback(self._fast.forward_dynamics, qdd, (q, qd, tau),
                               self._reference_forward_dynamics)
 
-    def _wrenched_dynamics(self, name, vectors, wrenches, reference):
+    def _wrenched_dynamics(self, name, vectors, wrenches, answer):
         """Inverse or forward dynamics with wrenches that the function last used declined:
-        _wrenched_call's answer, or what _wrenched_fallback makes of its status."""
-        answer = self._wrenched_call(name, vectors, wrenches, self._params)
-        return self._wrenched_fallback(getattr(self._fast, name), answer, vectors, wrenches,
-                                       reference)
+        _wrenched_call's answer, or what :func:`.fallback.wrenched_fallback` makes of its
+        status (``answer``: the numpy path's)."""
+        result = self._wrenched_call(name, vectors, wrenches, self._params)
+        return fallback.wrenched_fallback(self.tree.dof, self._params, getattr(self._fast, name),
+                                          result, vectors, wrenches, answer)
 
-    def _wrenched_fallback(self, function, result, vectors, wrenches, reference):
-        """The answer when generic ``function`` (or _no_kernel) returned ``result`` for
-        ``vectors`` and ``wrenches``: itself, or what _fallback makes of its status."""
-        if type(result) is _NDARRAY:
-            return result
-        return self._fallback(lambda *arguments: function(*arguments[:-1], wrenches,
-                                                          arguments[-1]),
-                              result, vectors, lambda *vectors: reference(*vectors, wrenches))
-
-    # The numpy reference path.
+    # The numpy path (:mod:`.reference`) of the two dynamics that take wrenches.
     def _reference_inverse_dynamics(self, q, qd, qdd, wrenches=None):
-        with self.parameters_lock:
-            tree = self.tree
-            q_hinge = hinge_positions(tree, q)
-            qd_hinge, qdd_hinge = self._hinge_rates("qd", qd), self._hinge_rates("qdd", qdd)
-            hinge_torques = _newton_euler(tree, q_hinge, qd_hinge, qdd_hinge,
-                                          gravity_root_acceleration(self._gravity),
-                                          body_forces(tree, q_hinge, wrenches))
-        return tree.coordinates.joint_forces(hinge_torques)
-
-    def _reference_mass_matrix(self, q):
-        with self.parameters_lock:
-            tree = self.tree
-            return tree.coordinates.joint_mass_matrix(
-                _composite_body(tree, hinge_positions(tree, q)))
+        return reference.inverse_dynamics(self, q, qd, qdd, wrenches)
 
     def _reference_forward_dynamics(self, q, qd, tau, wrenches=None):
-        tau = self._vector("tau", tau)     # required here (a selection's query defaults it to 0)
-        with self.parameters_lock:
-            return constrained.selected_forward_dynamics(self, self._all_joints, q, qd, tau,
-                                                         wrenches)
+        return reference.forward_dynamics(self, self._all_joints, q, qd, tau, wrenches)
 
     # ------------------------------------------------------------------ batches (trajectories)
-    def _samples(self, name, value, count=None):
-        return as_samples(name, value, self.tree.dof, count)
-
-    def _batch_kernel(self, name, count):
-        """Batch kernel ``name`` for ``count`` samples: the robot's own once ready (each
-        sample counts as a call towards compiling it in auto mode), else the generic
-        module's, else None (the per-sample loop)."""
-        kernel = None if self._kernel_set is None else self._kernel(name, weight=max(count, 1))
-        return kernel or self._generic.get(name)
+    def _samples(self, *named):
+        """The validated (N, dof) arrays of ``(name, value)`` pairs, N from the first."""
+        first = as_samples(*named[0], self.tree.dof)
+        return (first,) + tuple(as_samples(name, value, self.tree.dof, len(first))
+                                for name, value in named[1:])
 
     def _run_batch(self, name, single, arrays):
-        """One kernel call over all samples; the per-sample loop when no kernel is ready.
-
-        A failing sample (only a singular hinge can fail after validation) is
-        re-run on the numpy path, which raises the error.
-        """
-        count = len(arrays[0])
-        kernel = self._batch_kernel(name, count)
-        if kernel is not None:
-            result = kernel(*arrays, self._params)
-            if type(result) is _NDARRAY:
-                return result
-            single(*(array[result // 4] for array in arrays))
-        # Every row from one payload and gravity state: changes wait for the batch.
-        with self.parameters_lock:
-            return np.array([single(*sample) for sample in zip(*arrays)]).reshape(
-                (count, self.tree.dof))
+        """One kernel call over all samples (:func:`.fallback.run_batch`)."""
+        return fallback.run_batch(self._router.batch_kernel(name, len(arrays[0])), self._params,
+                                  self.parameters_lock, single, arrays, self.tree.dof)
 
     def inverse_dynamics_batch(self, Q, QD, QDD):
         """Inverse dynamics of N samples: arrays of shape (N, dof) in, (N, dof) out."""
-        Q = self._samples("Q", Q)
-        QD, QDD = self._samples("QD", QD, len(Q)), self._samples("QDD", QDD, len(Q))
-        return self._run_batch("inverse_dynamics_batch", self.inverse_dynamics, (Q, QD, QDD))
+        return self._run_batch("inverse_dynamics_batch", self.inverse_dynamics,
+                               self._samples(("Q", Q), ("QD", QD), ("QDD", QDD)))
 
     def gravity_torques_batch(self, Q):
         """Gravity torques of N configurations: (N, dof) in, (N, dof) out."""
-        Q = self._samples("Q", Q)
-        return self._run_batch("gravity_torques_batch", self.gravity_torques, (Q,))
+        return self._run_batch("gravity_torques_batch", self.gravity_torques,
+                               self._samples(("Q", Q)))
 
     def forward_dynamics_batch(self, Q, QD, TAU):
         """Forward dynamics of N samples: (N, dof) arrays in, accelerations (N, dof) out."""
-        Q = self._samples("Q", Q)
-        QD, TAU = self._samples("QD", QD, len(Q)), self._samples("TAU", TAU, len(Q))
-        return self._run_batch("forward_dynamics_batch", self.forward_dynamics, (Q, QD, TAU))
+        return self._run_batch("forward_dynamics_batch", self.forward_dynamics,
+                               self._samples(("Q", Q), ("QD", QD), ("TAU", TAU)))
 
     # ------------------------------------------------------------------ derivatives (planners)
     # Compiled code answers, inline as the dynamics above: a robot's own kernel once ready
@@ -486,28 +399,26 @@ class RobotModel:
             return derivatives.gravity_derivatives(self, self._all_joints, q)
 
     def _derivatives_batch(self, name, single, arrays):
-        return derivatives.run_batch(self._batch_kernel(name + "_batch", len(arrays[0])),
+        return derivatives.run_batch(self._router.batch_kernel(name + "_batch", len(arrays[0])),
                                      self._params, self.parameters_lock, name, single, arrays,
                                      self.tree.dof)
 
     def inverse_dynamics_derivatives_batch(self, Q, QD, QDD):
         """:meth:`inverse_dynamics_derivatives` of N samples: two arrays (N, dof, dof)."""
-        Q = self._samples("Q", Q)
-        QD, QDD = self._samples("QD", QD, len(Q)), self._samples("QDD", QDD, len(Q))
         return self._derivatives_batch("inverse_dynamics_derivatives",
-                                       self.inverse_dynamics_derivatives, (Q, QD, QDD))
+                                       self.inverse_dynamics_derivatives,
+                                       self._samples(("Q", Q), ("QD", QD), ("QDD", QDD)))
 
     def forward_dynamics_derivatives_batch(self, Q, QD, TAU):
         """:meth:`forward_dynamics_derivatives` of N samples: three arrays (N, dof, dof)."""
-        Q = self._samples("Q", Q)
-        QD, TAU = self._samples("QD", QD, len(Q)), self._samples("TAU", TAU, len(Q))
         return self._derivatives_batch("forward_dynamics_derivatives",
-                                       self.forward_dynamics_derivatives, (Q, QD, TAU))
+                                       self.forward_dynamics_derivatives,
+                                       self._samples(("Q", Q), ("QD", QD), ("TAU", TAU)))
 
     def gravity_derivatives_batch(self, Q):
         """:meth:`gravity_derivatives` of N configurations: an array (N, dof, dof)."""
         return self._derivatives_batch("gravity_derivatives", self.gravity_derivatives,
-                                       (self._samples("Q", Q),))
+                                       self._samples(("Q", Q)))
 
     # ------------------------------------------------------------------ task space and constraints
     def task_space_inertia(self, q, frame, part="full", damping=None, return_info=False):
@@ -574,13 +485,56 @@ class RobotModel:
                 both = self._generic["mixed_dynamics"](q, qd, qdd, tau, mask, self._params)
             else:
                 function = self._generic["mixed_dynamics_wrenches"]
-                both = self._wrenched_fallback(
-                    function, function(q, qd, qdd, tau, mask, wrenches, self._params),
+                both = fallback.wrenched_fallback(
+                    self.tree.dof, self._params, function,
+                    function(q, qd, qdd, tau, mask, wrenches, self._params),
                     (q, qd, qdd, tau, mask), wrenches, lambda *_: None)
             if type(both) is _NDARRAY:
                 return _new_mixed_dynamics(constrained.MixedDynamics, (both[0], both[1]))
         with self.parameters_lock:
             return constrained.mixed_dynamics(self, q, qd, qdd, tau, prescribed, wrenches)
+
+    # ------------------------------------------------------------------ standing on contacts
+    def whole_body_gravity(self, q, contacts):
+        """The actuated joint torques and contact wrenches that hold the robot still at ``q``.
+
+        ``contacts``: a list of ``(frame, kind)`` pairs (or
+        :class:`~soa_dynamics_ros.model.contacts.Contact`), kind ``"point"`` (a force
+        holds the frame origin) or ``"flat"`` (a force and a moment hold the frame).
+        Returns a :class:`~soa_dynamics_ros.model.contacts.WholeBodyGravity`: ``tau``
+        (actuated joints, ``joint_names`` order) and ``contact_wrenches`` (frame -> 3 or
+        6 entries, world axes about the frame origin, on the robot) with
+        ``g(q) = S^T tau + sum_c J_c^T w_c``.  The contact wrenches are the minimum-norm
+        ones that balance the unactuated base rows; the joint rows then give ``tau``.
+        A set that cannot balance the base raises
+        :class:`~soa_dynamics_ros.errors.UnbalancedContactsError` with the
+        residual.  A fixed-base model has no unactuated rows: the wrenches are zero and
+        ``tau`` is :meth:`gravity_torques` (docs/floating_base.md).
+        """
+        return contacts_module.whole_body_gravity(self, q, contacts,
+                                                  self.nv - len(self.joint_names))
+
+    def contact_dynamics(self, q, v, tau, contacts):
+        """Accelerations and contact wrenches with the contact frames held still.
+
+        ``contacts`` as :meth:`whole_body_gravity`; each contact's rows of the frame's
+        classical acceleration (world axes) are zero: :meth:`hybrid_dynamics` with the
+        contacts as constraints.  ``tau``: ``nv`` generalized forces, or on a
+        floating-base model the actuated joints' only (the base unactuated), as
+        :meth:`whole_body_gravity` returns them.  Returns a
+        :class:`~soa_dynamics_ros.model.contacts.ContactDynamics` ``(a,
+        contact_wrenches, rank, hybrid)`` with ``M a + h = tau + sum_c J_c^T w_c``
+        (``hybrid``: the :class:`~soa_dynamics_ros.model.constrained.HybridDynamics`).
+        """
+        parsed = contacts_module.parse_contacts(self.frame_names, contacts)
+        forces = as_float_array("tau", tau, f"vector of length {self.nv}")
+        actuated = len(self.joint_names)
+        if forces.shape == (actuated,) and actuated != self.nv:
+            forces = np.concatenate((np.zeros(self.nv - actuated), forces))
+        forces = as_vector("tau", forces, self.nv)
+        result = self.hybrid_dynamics(q, v, contacts_module.contact_constraints(parsed), forces)
+        return contacts_module.ContactDynamics(
+            result.qdd, contacts_module.split_wrenches(parsed, result.nu), result.rank, result)
 
     def subgraph(self, joint_names):
         """A view that moves only ``joint_names``; the other joints are locked where ``q`` puts them."""
@@ -600,25 +554,9 @@ class RobotModel:
         (1e4 m), ``inertia`` the 3x3 inertia about the COM in link-frame axes
         (default: a point mass).  Every algorithm sees it at once.
         """
-        if not isinstance(name, str) or not name:
-            raise InvalidInputError("a payload needs a non-empty name")
-        frame = self.tree.frame(link)
-        mass = as_vector(f"payload {name!r} mass", [mass], 1)[0]
-        com = as_vector(f"payload {name!r} com", com, 3)
-        if not np.all(np.abs(com) <= MAX_PAYLOAD_COM):
-            raise InvalidInputError(f"payload {name!r} com must be within +-{MAX_PAYLOAD_COM:g} m "
-                                    f"of the link origin in each axis, not {com.tolist()}")
-        inertia = np.zeros((3, 3)) if inertia is None else as_float_array(
-            f"payload {name!r} inertia", inertia, "3x3 matrix")
-        if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
-            raise InvalidInputError(f"payload {name!r} inertia must be a finite 3x3 matrix")
-        problems = payload_problems(mass, inertia)
-        if problems:
-            raise InvalidInputError(f"payload {name!r}: " + "; ".join(problems))
-        contribution = transformed_inertia(motion_transform(frame.rotation, frame.translation),
-                                           spatial_inertia(mass, com, inertia))
+        attached = payloads.payload(self.tree, name, link, mass, com, inertia)
         with self.parameters_lock:
-            self._payloads[name] = (link, float(mass), com, inertia, frame.body, contribution)
+            self._payloads[name] = attached
             self._update_body_inertias()
 
     def detach_payload(self, name):
@@ -630,11 +568,7 @@ class RobotModel:
 
     def _update_body_inertias(self):
         """Called with the parameters lock held."""
-        # Rebuilt from the URDF values each time, so detaching restores them exactly.
-        inertia = self._parsed_tree.body_inertia.copy()
-        for *_, body, contribution in self._payloads.values():
-            inertia[body] += contribution
-        self.tree = self._parsed_tree.with_inertia(inertia)
+        self.tree = payloads.loaded_tree(self._parsed_tree, self._payloads)
         self._pack_parameters()
 
     def identify_payload(self, link, Q, QD, QDD, TAU):
@@ -656,29 +590,111 @@ class RobotModel:
         than 20 equations, or a motion that cannot tell the parameters apart.
         """
         frame = self.tree.frame(link)
-        Q = self._samples("Q", Q)
-        QD, QDD = self._samples("QD", QD, len(Q)), self._samples("QDD", QDD, len(Q))
-        TAU = self._samples("TAU", TAU, len(Q))
+        Q, QD, QDD, TAU = self._samples(("Q", Q), ("QD", QD), ("QDD", QDD), ("TAU", TAU))
         with self.parameters_lock:
-            tree = self.tree
             known = self.inverse_dynamics_batch(Q, QD, QDD)
-            columns = [self._inverse_dynamics_batch_of(tree.with_inertia(inertia), Q, QD, QDD)
-                       for inertia in identification.unit_payload_inertias(tree, frame)]
-        return identification.solve(link, np.stack(columns, axis=-1), TAU - known)
+            regressor = identification.regressor(self.tree, self._gravity,
+                                                 self._generic.get("inverse_dynamics_batch"),
+                                                 frame, Q, QD, QDD)
+        return identification.solve(link, regressor, TAU - known)
 
-    def _inverse_dynamics_batch_of(self, tree, Q, QD, QDD):
-        """Inverse dynamics of validated samples for a view of this tree with other inertias."""
-        from ..kernels import pack_parameters
-        kernel = self._generic.get("inverse_dynamics_batch")
-        if kernel is not None:
-            torques = kernel(Q, QD, QDD, pack_parameters(tree, self._gravity))
-            if type(torques) is _NDARRAY:
-                return torques
-        coordinates, root = tree.coordinates, gravity_root_acceleration(self._gravity)
-        return np.array([coordinates.joint_forces(_newton_euler(
-            tree, coordinates.hinge_positions(q), coordinates.hinge_rates(qd),
-            coordinates.hinge_rates(qdd), root)) for q, qd, qdd in zip(Q, QD, QDD)]).reshape(
-                Q.shape)
+    # ------------------------------------------------------------------ inertial parameters
+    # One body per moving joint: the links a fixed joint welds to it are part of it.
+    @property
+    def inertial_parameter_names(self):
+        """``"link.m"``, ``"link.m*cx"``, ... of :meth:`inertial_parameters`, ``link``
+        each body's (its moving joint's child link)."""
+        return tuple(f"{link}.{name}" for link in self.tree.body_link[1:]
+                     for name in identification.PARAMETER_NAMES)
+
+    def inertial_parameters(self):
+        """The ten inertial parameters of each body, body after body (model order: a
+        parent before its children), one vector of 10 x bodies.
+
+        A body is the child link of a moving joint with every link fixed joints weld to
+        it (their inertias merged in), and its attached payloads.  Per body, in its link
+        frame: ``[m, m cx, m cy, m cz, Ixx, Ixy, Ixz, Iyy, Iyz, Izz]``, the rotational
+        inertia about the **link origin** (:data:`identification.PARAMETER_NAMES`, as
+        :meth:`identify_payload`).  The root link's own inertia moves nothing and is
+        not among them.
+        """
+        with self.parameters_lock:
+            return inertia_to_parameters(self.tree.body_inertia[1:]).reshape(-1)
+
+    def inertial_regressor(self, q, qd, qdd):
+        """dof x (10 x bodies) ``Y`` with ``Y @ inertial_parameters() ==
+        inverse_dynamics(q, qd, qdd)`` (gravity included), columns as
+        :attr:`inertial_parameter_names`."""
+        kernel = self._generic.get("inertial_regressor")
+        if kernel is None:
+            return reference.inertial_regressor(self, q, qd, qdd)
+        regressor = kernel(q, qd, qdd, self._params)
+        if type(regressor) is _NDARRAY:
+            return regressor
+        return self._fallback(kernel, regressor, (q, qd, qdd),
+                              functools.partial(reference.inertial_regressor, self))
+
+    def _stacked_regressor(self, Q, QD, QDD, columns=None):
+        """(N, dof, len(columns)) regressors of validated samples, only ``columns`` (default
+        all) kept; refused beyond identification.MAX_REGRESSOR_VALUES before it is made."""
+        count = len(self.inertial_parameter_names) if columns is None else len(columns)
+        identification.check_regressor_size(len(Q), self.tree.dof, count)
+        stacked = np.empty((len(Q), self.tree.dof, count))
+        for row, (q, qd, qdd) in enumerate(zip(Q, QD, QDD)):
+            regressor = self.inertial_regressor(q, qd, qdd)
+            stacked[row] = regressor if columns is None else regressor[:, columns]
+        return stacked
+
+    def base_parameters(self, samples=identification.BASE_SAMPLES, seed=0):
+        """The identifiable combinations of :meth:`inertial_parameters`
+        (:class:`~soa_dynamics_ros.model.identification.BaseParameters`).
+
+        The full regressor is stacked over ``samples`` random states (seeded by
+        ``seed``: the same answer every call): ``q`` uniform in [-pi, pi], ``qd``
+        and ``qdd`` normal (deviations 2 and 3).  Its columns are taken in order
+        (body by body from the root, parameters in their order) and each is kept
+        when it is no combination of those kept before it; the others fold into
+        them: ``Y @ pi == Y[:, base.independent] @ (base.mapping @ pi)`` at every
+        state.  With the model's gravity: gravity excites some combinations.
+        """
+        if type(samples) is not int or not 1 <= samples <= identification.MAX_BASE_SAMPLES:
+            shown = samples if type(samples) is int else type(samples).__name__
+            raise InvalidInputError(f"samples must be an int from 1 to "
+                                    f"{identification.MAX_BASE_SAMPLES}, not {shown}")
+        if type(seed) is not int:
+            raise InvalidInputError(f"seed must be an int, not {type(seed).__name__}")
+        rng = np.random.default_rng(seed)
+        dof = self.tree.dof
+        Q = rng.uniform(-np.pi, np.pi, (samples, dof))
+        QD, QDD = rng.normal(size=(samples, dof)) * 2, rng.normal(size=(samples, dof)) * 3
+        names = self.inertial_parameter_names
+        stacked = self._stacked_regressor(Q, QD, QDD).reshape(samples * dof, len(names))
+        return identification.base_parameters(stacked, names,
+                                              self.inertial_parameters(), samples, seed)
+
+    def identify_inertial_parameters(self, Q, QD, QDD, TAU, base=None):
+        """Fit the robot's base parameters to N samples of a motion: least squares on
+        ``TAU = Y_base beta``, ``identify_payload`` for the whole robot.
+
+        ``Q``, ``QD``, ``QDD``, ``TAU``: (N, dof) arrays in model order, ``TAU`` the
+        measured joint torques.  ``base``: the combinations fitted (default
+        :meth:`base_parameters`).  Returns an
+        :class:`~soa_dynamics_ros.model.identification.InertialEstimate`: ``.values``
+        (``base.names``), ``.residual``, ``.standard_deviation``,
+        ``.singular_values`` and ``.condition``.  Raises :class:`InvalidInputError`
+        as :meth:`identify_payload` does: bad shapes, NaN, fewer equations than twice
+        the base parameters, or a motion that cannot tell them apart.
+        """
+        Q, QD, QDD, TAU = self._samples(("Q", Q), ("QD", QD), ("QDD", QDD), ("TAU", TAU))
+        if base is None:
+            base = self.base_parameters()
+        elif not identification.fits(base, len(self.inertial_parameter_names)):
+            raise InvalidInputError("base must be this model's base_parameters()")
+        if base.count == 0:
+            raise InvalidInputError("no joint torque of this robot depends on its inertial "
+                                    "parameters: there is nothing to identify")
+        return identification.solve_inertial(
+            base, self._stacked_regressor(Q, QD, QDD, base.independent), TAU)
 
     # ------------------------------------------------------------------ mass properties
     @property
@@ -691,24 +707,10 @@ class RobotModel:
         compiled = self._compiled
         if compiled is not None:
             poses = compiled.module.frame_poses(compiled.model, -1, q, self._params)
-            if type(poses) is _NDARRAY:
-                # Placements from the compiled scatter; sum of m p + R (m c) over bodies.
+            if type(poses) is _NDARRAY:     # (the placements of the compiled scatter)
                 bodies = poses[compiled.body_frames]
-                parameters = inertia_to_parameters(self.tree.body_inertia)
-                mass, first_moment = parameters[:, 0], parameters[:, 1:4]
-                weighted = (mass[:, None] * bodies[:, :3, 3]
-                            + np.einsum("kij,kj->ki", bodies[:, :3, :3], first_moment)).sum(axis=0)
-                total_mass = mass.sum()
-                return weighted / total_mass if total_mass > 0 else weighted
-        tree = self.tree
-        rotations, translations = body_placements(tree, hinge_positions(tree, q))
-        weighted = np.zeros(3)
-        body_inertia = tree.body_inertia
-        for body, inertia in enumerate(body_inertia):
-            mass, com, _ = inertia_parameters(inertia)
-            weighted += mass * (translations[body] + rotations[body] @ com)
-        total_mass = body_inertia[:, 0, 0].sum()
-        return weighted / total_mass if total_mass > 0 else weighted
+                return reference.center_of_bodies(self.tree, bodies[:, :3, :3], bodies[:, :3, 3])
+        return reference.center_of_mass(self, q)
 
     # ------------------------------------------------------------------ kinematics
     def frame_pose(self, q, frame):
@@ -720,16 +722,11 @@ class RobotModel:
         except KeyError:
             kernel = self._bind_frame("frame_pose", frame)
             if kernel is None:
-                return self._reference_frame_pose(q, frame)
+                return reference.frame_pose(self, q, frame)
         pose = kernel(q, self._params)
         if type(pose) is _NDARRAY:
             return pose
-        return self._fallback(kernel, pose, (q,), lambda q: self._reference_frame_pose(q, frame))
-
-    def _reference_frame_pose(self, q, frame):
-        target = self.tree.frame(frame)
-        placements = body_placements(self.tree, hinge_positions(self.tree, q))
-        return homogeneous(*frame_placement(self.tree, placements, target))
+        return self._fallback(kernel, pose, (q,), lambda q: reference.frame_pose(self, q, frame))
 
     def frame_poses(self, q):
         """Poses of every link frame, computed in one scatter: ``{name: 4x4}``."""
@@ -741,9 +738,7 @@ class RobotModel:
                 poses = self._fallback(kernel, poses, (q,), lambda q: None)
             if poses is not None:
                 return dict(zip(compiled.frame_names, poses))
-        placements = body_placements(self.tree, hinge_positions(self.tree, q))
-        return {name: homogeneous(*frame_placement(self.tree, placements, frame))
-                for name, frame in self.tree.frames.items()}
+        return reference.frame_poses(self, q)
 
     def jacobian(self, q, frame):
         """6 x dof Jacobian of the frame origin, rows ``[v; w]`` in root-link axes."""
@@ -752,13 +747,101 @@ class RobotModel:
         except KeyError:
             kernel = self._bind_frame("jacobian", frame)
             if kernel is None:
-                return self._reference_jacobian(q, frame)
+                return reference.jacobian(self, q, frame)
         jacobian = kernel(q, self._params)
         if type(jacobian) is _NDARRAY:
             return jacobian
-        return self._fallback(kernel, jacobian, (q,), lambda q: self._reference_jacobian(q, frame))
+        return self._fallback(kernel, jacobian, (q,), lambda q: reference.jacobian(self, q, frame))
 
-    def _reference_jacobian(self, q, frame):
-        target = self.tree.frame(frame)
-        placements = body_placements(self.tree, hinge_positions(self.tree, q))
-        return self.tree.coordinates.joint_columns(hinge_jacobian(self.tree, placements, target))
+    # ------------------------------------------------------------------ frame motion
+    # As jacobian: the compiled function bound to the frame first, inline.
+    def frame_twist(self, q, qd, frame):
+        """``[v; w]`` of the frame origin, root-link axes: ``jacobian(q, frame) @ qd``."""
+        try:
+            kernel = self._bound_twists[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("frame_twist", frame)
+            if kernel is None:
+                return reference.frame_twist(self, q, qd, frame)
+        twist = kernel(q, qd, self._params)
+        if type(twist) is _NDARRAY:
+            return twist
+        return self._fallback(kernel, twist, (q, qd), lambda q, qd: (
+            reference.frame_twist(self, q, qd, frame)))
+
+    def frame_acceleration(self, q, qd, qdd, frame):
+        """Classical acceleration ``[dv/dt; dw/dt]`` of the frame origin, root-link axes
+        (gravity not included): ``jacobian @ qdd + jacobian_derivative_product``."""
+        try:
+            kernel = self._bound_accelerations[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("frame_acceleration", frame)
+            if kernel is None:
+                return reference.frame_acceleration(self, q, qd, qdd, frame)
+        acceleration = kernel(q, qd, qdd, self._params)
+        if type(acceleration) is _NDARRAY:
+            return acceleration
+        return self._fallback(kernel, acceleration, (q, qd, qdd),
+                              lambda q, qd, qdd: (
+                                  reference.frame_acceleration(self, q, qd, qdd, frame)))
+
+    def jacobian_time_derivative(self, q, qd, frame):
+        """6 x dof time derivative of ``jacobian(q, frame)`` moving at ``qd``."""
+        try:
+            kernel = self._bound_jacobian_derivatives[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("jacobian_time_derivative", frame)
+            if kernel is None:
+                return reference.jacobian_time_derivative(self, q, qd, frame)
+        derivative = kernel(q, qd, self._params)
+        if type(derivative) is _NDARRAY:
+            return derivative
+        return self._fallback(kernel, derivative, (q, qd), lambda q, qd: (
+            reference.jacobian_time_derivative(self, q, qd, frame)))
+
+    def jacobian_derivative_product(self, q, qd, frame):
+        """``jacobian_time_derivative(q, qd, frame) @ qd``: the classical bias, so that
+        ``frame_acceleration(q, qd, qdd, frame) == jacobian(q, frame) @ qdd + this``."""
+        try:
+            kernel = self._bound_derivative_products[frame]
+        except (KeyError, TypeError):
+            kernel = self._bind_frame("jacobian_derivative_product", frame)
+            if kernel is None:
+                return reference.jacobian_derivative_product(self, q, qd, frame)
+        product = kernel(q, qd, self._params)
+        if type(product) is _NDARRAY:
+            return product
+        return self._fallback(kernel, product, (q, qd), lambda q, qd: (
+            reference.jacobian_derivative_product(self, q, qd, frame)))
+
+    # ------------------------------------------------------------------ Coriolis matrix, energy
+    # The generic module answers (no per-robot kernel); what it declines, or no generic
+    # module (_fast's stand-in answers None), goes to the numpy path, which answers or
+    # names the problem.  Mimic joints fold as the mass matrix does:
+    # C = G^T C_hinge G (G constant, so dM/dt = C + C^T still holds).
+    def coriolis_matrix(self, q, qd):
+        """C(q, qd), dof x dof, with ``C qd = h(q, qd) - g(q)`` and ``dM/dt = C + C^T``
+        (the Christoffel-symbol C, Pinocchio's ``computeCoriolisMatrix``)."""
+        matrix = self._fast.coriolis_matrix(q, qd, self._params)
+        if type(matrix) is _NDARRAY:
+            return matrix
+        return self._fallback(self._fast.coriolis_matrix, matrix, (q, qd),
+                              functools.partial(reference.coriolis_matrix, self))
+
+    def kinetic_energy(self, q, qd):
+        """``1/2 qd^T M(q) qd`` (J), a float."""
+        energy = self._fast.kinetic_energy(q, qd, self._params)
+        if type(energy) is float:
+            return energy
+        return self._fallback(self._fast.kinetic_energy, energy, (q, qd),
+                              functools.partial(reference.kinetic_energy, self))
+
+    def potential_energy(self, q):
+        """Gravitational potential energy (J), a float: ``-sum m g . c`` over the moving
+        bodies, with :attr:`gravity` and each centre of mass ``c`` in root-link axes; zero
+        at the root frame's origin, and its gradient in q is :meth:`gravity_torques`."""
+        energy = self._fast.potential_energy(q, self._params)
+        if type(energy) is float:
+            return energy
+        return self._fallback(self._fast.potential_energy, energy, (q,),
+                              functools.partial(reference.potential_energy, self))

@@ -1,6 +1,6 @@
 """``soa-dynamics``: plant description tools on the command line (no ROS needed).
 
-Subcommands: info, torques, efforts, payload, deflection, dh, criteria (``soa-dynamics
+Subcommands: info, torques, efforts, payload, deflection, dh, criteria, export-c (``soa-dynamics
 SUBCOMMAND --help``).  Every subcommand takes ``--json``; per-sample tables are
 lists of rows whose columns the output names (``columns``), joints in the
 ``joint_names`` order it states.  Bad input exits with status 2 and a one-line
@@ -445,6 +445,19 @@ def cmd_criteria(args):
             print(f"{what} written to {path}")
 
 
+def cmd_export_c(args):
+    from ..kernels.export import export_c
+    model = _load_model(args)
+    frames = None if args.frames is None else [
+        name.strip() for name in args.frames.split(",") if name.strip()]
+    paths = export_c(model, args.out_dir, args.prefix, frames)
+    if args.json:
+        return _print_json({"robot": model.name, "prefix": args.prefix, "dof": model.dof,
+                            "files": [str(path) for path in paths]})
+    print(f"robot {model.name}: {model.dof} joint(s), library {args.prefix!r} written to "
+          f"{args.out_dir}: {', '.join(path.name for path in paths)}")
+
+
 # ---------------------------------------------------------------------- parser
 def build_parser():
     parser = _Parser(prog=PROG, description="Plant description tools: torques, payload, deflection, "
@@ -535,6 +548,18 @@ def build_parser():
     wrench_option(sub, "; without LINK: on the end-effector")
     sub.add_argument("--plot", metavar="OUT.png", help="plot the criteria over time")
     sub.add_argument("--out", metavar="OUT.csv", help="write the criteria per sample")
+
+    sub = command("export-c", cmd_export_c, "a self-contained C99 library of the robot's dynamics "
+                  "(header, source, CMakeLists.txt, CMake package config) for a C/C++ "
+                  "controller: docs/export_c.md")
+    sub.add_argument("--out", dest="out_dir", required=True, metavar="DIR",
+                     help="directory to write the library into (created; its files replaced)")
+    sub.add_argument("--prefix", default="soa", metavar="P",
+                     help="names the header, the functions (P_gravity_torques, ...) and the "
+                          "CMake package (default: soa)")
+    sub.add_argument("--frames", metavar="LINK,LINK,...",
+                     help="the frames the frame functions take, in index order (default: every "
+                          "link)")
     return parser
 
 

@@ -119,9 +119,9 @@ class JointStateReader:
             raise _refused_unread(_too_long("frame_id", frame_length))
         names, names_key, offset = self._read_names(
             data, _cdr_aligned(16 + frame_length, 4), max_names)
-        positions, offset = _read_doubles(data, offset, max_names)
-        velocities, offset = _read_doubles(data, offset, max_names)
-        efforts, _ = _read_doubles(data, offset, max_names)
+        positions, offset = read_doubles(data, offset, max_names)
+        velocities, offset = read_doubles(data, offset, max_names)
+        efforts, _ = read_doubles(data, offset, max_names)
         return JointStateArrays(names, positions, velocities, efforts,
                                 Time(sec=sec, nanosec=nanosec)), names_key
 
@@ -183,7 +183,7 @@ def _cdr_aligned(offset, size):
     return offset + (4 - offset) % size
 
 
-def _read_doubles(data, offset, max_count):
+def read_doubles(data, offset, max_count):
     """(float64 array view, the offset after it) of the double sequence at ``offset``."""
     offset = _cdr_aligned(offset, 4)
     count, = _CDR_COUNT.unpack_from(data, offset)

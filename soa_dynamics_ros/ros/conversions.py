@@ -66,6 +66,24 @@ def publication_times(info):
     return (bytes(gid["data"]) if gid else None), info["source_timestamp"], info["received_timestamp"]
 
 
+def odometry_frame_error(message, world_frame, base_link):
+    """Why a nav_msgs/Odometry cannot be the base state ("" when it can): its pose must be
+    of ``base_link`` (child_frame_id) in ``world_frame`` (header.frame_id)."""
+    frame, child = message.header.frame_id, message.child_frame_id
+    if frame == world_frame and child == base_link:
+        return ""
+    return (f"base odometry in frame {clipped(frame, 100)!r} of child {clipped(child, 100)!r} "
+            f"refused: it must be the pose of {base_link!r} (child_frame_id) in "
+            f"{clipped(world_frame, 100)!r} (header.frame_id, parameter world_frame)")
+
+
+def base_state(message):
+    """(position, orientation x y z w, linear, angular velocity) of a nav_msgs/Odometry."""
+    pose, twist = message.pose.pose, message.twist.twist
+    p, o, v, w = pose.position, pose.orientation, twist.linear, twist.angular
+    return (p.x, p.y, p.z), (o.x, o.y, o.z, o.w), (v.x, v.y, v.z), (w.x, w.y, w.z)
+
+
 def wrenches_from_messages(link_wrenches):
     """LinkWrench[] -> {link: [f; t]} (summing repeated links)."""
     wrenches = {}

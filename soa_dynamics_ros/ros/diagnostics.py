@@ -18,6 +18,8 @@ class Statistics:
         self.last_trajectory_rejection = ""
         self.estimates = self.rejected_efforts = 0
         self.last_effort_rejection = ""
+        self.base_odometry = self.rejected_odometry = 0
+        self.last_odometry_rejection = ""
         self.gc_pause_max, self.gc_pause_generation = 0.0, -1    # the serving thread's longest
 
     def record_compute(self, seconds):
@@ -63,7 +65,7 @@ def model_status(name, host, stats, period, stamp):
     now = time.monotonic()
     age = live.state_age(now)
     values.update({
-        "model": live.model.name, "joints": str(live.model.dof),
+        "model": live.model.name, "joints": str(len(live.model.joint_names)),
         "joint_state_rate_hz": f"{stats.joint_states / period:.1f}",
         "joint_state_age_s": "never received" if age == float("inf") else f"{age:.4f}",
         "feedforward_published": str(stats.published),
@@ -89,6 +91,10 @@ def model_status(name, host, stats, period, stamp):
         "rejected_efforts": str(stats.rejected_efforts),
         "last_effort_rejection": stats.last_effort_rejection,
     })
+    if live.floating_base:
+        values.update({"base_odometry_rate_hz": f"{stats.base_odometry / period:.1f}",
+                       "rejected_base_odometry": str(stats.rejected_odometry),
+                       "last_base_odometry_rejection": stats.last_odometry_rejection})
     stale = live.stale_joints(now)
     problems = []
     if mode != "off" and stale:
@@ -107,6 +113,8 @@ def model_status(name, host, stats, period, stamp):
         problems.append(stats.last_command_rejection)
     if stats.rejected_trajectories:
         problems.append(stats.last_trajectory_rejection)
+    if stats.rejected_odometry:
+        problems.append(stats.last_odometry_rejection)
     if host.description_error:
         problems.append(host.description_error)
     return conversions.diagnostics(name, live.model.name, "warn" if problems else "ok",

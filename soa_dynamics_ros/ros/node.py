@@ -27,19 +27,36 @@ from . import cdr, conversions, diagnostics
 from .command_line import help_text, unknown_parameter_warning, unknown_parameters
 from .parameters import PARAMETERS, PAYLOAD_FIELDS, startup_payload, validate_all
 from .pauses import PauseMeter
-from .process import make_executor, run_node, spin_until_stopped, subscribe_with_info
+from .process import make_executor, run_node, subscribe_with_info
+from .request_gate import RequestGate
 from .services import ModelNotReady, ModelServices
 from .stamps import stamp_seconds
 from .throttled_log import MAX_LOG_TEXT, ThrottledLog
 from ..embedded.live_model import TransportAge
 from ..embedded.model_host import TOPIC, ModelHost, description_from
-from ..errors import SoaDynamicsError, StaleStateError, clipped, shown_names
+from ..errors import InvalidInputError, SoaDynamicsError, StaleStateError, clipped, shown_names
 
 NODE_NAME = "soa_dynamics"
 # How often finished background work (a description load, a kernel warm-up)
 # is looked for: the delay before a loaded model serves.
 BACKGROUND_POLL_PERIOD = 0.05
+# [s] The longest one wait for callbacks lasts: how soon the loop sees a stop request
+# (a waiting request wakes it at once: ros/request_gate.py).
+IDLE_WAIT = 0.1
 CONTACT_PERIOD = 0.1     # [s] ~/contact is republished this often with the estimates (and on a change)
+
+
+def odometry_type():
+    """nav_msgs/Odometry, imported only for floating-base robots: InvalidInputError
+    saying how to install it when it is missing."""
+    try:
+        from nav_msgs.msg import Odometry
+    except ImportError:
+        raise InvalidInputError(
+            "floating_base needs nav_msgs for the base odometry: install it (pip install "
+            "ros-kilted-nav-msgs, as scripts/setup.sh does, or your distribution's "
+            "ros-<distro>-nav-msgs)") from None
+    return Odometry
 
 
 class EmbeddedModelNode(Node):
@@ -53,6 +70,10 @@ class EmbeddedModelNode(Node):
         self._transport_age = TransportAge()
         self._joint_states = cdr.JointStateReader()
         self._log = ThrottledLog(self.get_logger())     # for what can repeat every message
+        # Taken by the node's loop within a share of its time, so that no flood of requests
+        # holds the joint states for long (ros/request_gate.py; spin_serving_requests).
+        self.requests = RequestGate(self, ModelServices(self.host, self.stats,
+                                                        self.get_logger()).callbacks())
         self.feedforward_publisher = self.create_publisher(Float64MultiArray, "~/feedforward", 1)
         self.feedforward_state_publisher = self.create_publisher(JointState, "~/feedforward_state", 1)
         self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -86,6 +107,9 @@ class EmbeddedModelNode(Node):
             QoSProfile(depth=config["joint_states_depth"], history=HistoryPolicy.KEEP_LAST,
                        reliability=(ReliabilityPolicy.BEST_EFFORT if best_effort
                                     else ReliabilityPolicy.RELIABLE)), raw=True)
+        if config["floating_base"]:
+            subscribe_with_info(self, odometry_type(), config["base_odometry_topic"],
+                                self._on_base_odometry, 10)
         # Serialized, so that their sizes are checked before rclpy builds a message of them.
         self.create_subscription(Float64MultiArray, "~/desired_acceleration",
                                  self._on_desired_acceleration, 10, raw=True)
@@ -93,7 +117,6 @@ class EmbeddedModelNode(Node):
                                  10, raw=True)
         self.create_subscription(JointTrajectory, "~/trajectory_in", self._on_trajectory, 10,
                                  raw=True)
-        ModelServices(self.host, self.stats, self.get_logger()).create(self)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(config["diagnostics_period"],
                           self._never_raises("diagnostics", self._publish_diagnostics))
@@ -140,6 +163,11 @@ class EmbeddedModelNode(Node):
             self._background_timer.reset()
         elif not busy and not self._background_timer.is_canceled():
             self._background_timer.cancel()
+
+    @property
+    def polling_background_work(self):
+        """Whether the background poll runs (only while a load or warm-up is under way)."""
+        return not self._background_timer.is_canceled()
 
     def _poll_background(self):
         self.host.poll()
@@ -247,6 +275,36 @@ class EmbeddedModelNode(Node):
             # After the feedforward, which the arm waits for; never from a state whose
             # efforts were refused (its positions with older efforts would mislead).
             self._publish_estimate(state.stamp, arrival, taken)
+
+    def _on_base_odometry(self, message, info):
+        taken = time.monotonic()
+        try:
+            self._handle_base_odometry(message, info, taken)
+        except SoaDynamicsError as error:
+            self._refuse_odometry(f"base odometry refused: {error}")
+        except Exception as error:  # noqa: BLE001 - the control loop's callback must never die
+            self._refuse_odometry(f"base odometry handling failed: {error}")
+            self._log.error("base odometry failed", 5.0, traceback.format_exc())
+
+    def _handle_base_odometry(self, message, info, taken):
+        """The base state of a floating-base robot; its age counts as a joint state's does."""
+        live = self.host.live
+        if live is None:
+            return
+        reason = conversions.odometry_frame_error(message, self.host.config["world_frame"],
+                                                  live.model.base_link)
+        if reason:
+            self._refuse_odometry(reason)
+            return
+        publisher, source_ns, received_ns = conversions.publication_times(info)
+        waited = self._transport_age.age(publisher, source_ns, received_ns, time.time_ns(), taken)
+        live.update_base(*conversions.base_state(message), taken - max(waited, 0.0))
+        self.stats.base_odometry += 1
+
+    def _refuse_odometry(self, reason):
+        self.stats.rejected_odometry += 1
+        self.stats.last_odometry_rejection = reason
+        self._log.warning("base odometry refused", 2.0, reason)
 
     def _reject(self, reason):
         self.stats.rejected += 1
@@ -393,6 +451,7 @@ class EmbeddedModelNode(Node):
             ellipsoid, live.model.tree.root_link, self.get_clock().now().to_msg()))
 
     def destroy_node(self):
+        self.requests.destroy()
         self.host.close()
         self.pauses.close()
         return super().destroy_node()
@@ -415,9 +474,16 @@ def parameters_help(program):
                      "<name>: each name the payloads parameter lists.")
 
 
+def spin_serving_requests(node, executor, running):
+    """The node's loop: its executor's callbacks, and between them its requests, within their share."""
+    while running():
+        executor.spin_once(timeout_sec=node.requests.wait_time(IDLE_WAIT))
+        node.requests.serve()
+
+
 def main(args=None):
     return run_node(NODE_NAME, EmbeddedModelNode,
-                    lambda node: make_executor(node.host.config["executor"]), spin_until_stopped,
+                    lambda node: make_executor(node.host.config["executor"]), spin_serving_requests,
                     args, parameters_help)
 
 

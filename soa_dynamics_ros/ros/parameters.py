@@ -192,6 +192,17 @@ PARAMETERS = {
                                        "~/identify_payload; 0.5 to 60, and at most "
                                        f"{MAX_BUFFER_SAMPLES} states",
                                        _number(0.5, 60.0, " s")),
+    "floating_base": Spec(False, "the robot stands or flies on a free base: a 6-DOF joint above "
+                                 "the URDF's root link, its state from base_odometry_topic "
+                                 "(docs/floating_base.md, 'In the node')", _flag, read_only=True),
+    "base_odometry_topic": Spec("odom", "nav_msgs/Odometry of the floating base: pose of "
+                                "child_frame_id (the root link) in header.frame_id (world_frame), "
+                                "twist in child_frame_id; older than state_timeout withholds "
+                                "feedforward", _text, read_only=True),
+    "world_frame": Spec("odom", "the only header.frame_id base odometry is accepted in", _text,
+                        read_only=True),
+    "contact_frames": Spec([""], "frames a floating-base robot stands on (point contacts) for "
+                                 "feedforward_mode whole_body_gravity", _names),
     "executor": Spec(DEFAULT_EXECUTOR, " | ".join(EXECUTORS), _choice(EXECUTORS), read_only=True),
     "kernels": Spec("auto", "auto (the generic compiled module at once; this robot's kernels "
                             "compiled in a child process, then loaded) | off",

@@ -14,6 +14,7 @@ from . import conversions
 from .throttled_log import MAX_LOG_TEXT
 from .. import plant
 from ..errors import InvalidInputError, JointLimitWarning, SoaDynamicsError, clipped, shown
+from ..model.floating_base import BASE_VELOCITY_NAMES
 from ..srv import (DynamicsDerivatives, EvaluateTrajectory, ForwardDynamics, GravityTorques,
                    HybridDynamics, IdentifyPayload, InverseDynamics, MassMatrix, MixedDynamics,
                    SetPayload, TaskSpaceInertia)
@@ -57,9 +58,10 @@ class ModelServices:
         self.statistics = statistics        # diagnostics.Statistics: services answered
         self.logger = logger
 
-    def create(self, node):
-        for name, service_type in SERVICES.items():
-            node.create_service(service_type, f"~/{name}", self._guarded(name, getattr(self, name)))
+    def callbacks(self):
+        """{service name: (type, callback)} for every service (served by ros.request_gate)."""
+        return {name: (service_type, self._guarded(name, getattr(self, name)))
+                for name, service_type in SERVICES.items()}
 
     def _guarded(self, name, handler):
         def callback(request, response):
@@ -94,10 +96,23 @@ class ModelServices:
         return list(conversions.bounded(what, names, self.live.model.dof))
 
     def _request_state(self, state):
+        """(q, v, where state.name's entries go in v) of a request: the joints it names over
+        the measured ones, after a floating base's measured pose and twist."""
         self._joint_names("state.name", state.name)
         names, positions, velocities = conversions.joint_state_arrays(state)
-        q, qd = self.live.merged_state(names, positions, velocities)
-        return q, qd, self.live.order_of(names)
+        q, qd = self.live.model_state(*self.live.merged_state(names, positions, velocities))
+        return q, qd, self.live.order_of(names) + self._base_entries
+
+    @property
+    def _base_entries(self):
+        """How many entries a floating base puts before the joints' in v and the answers."""
+        return len(BASE_VELOCITY_NAMES) if self.live.floating_base else 0
+
+    @property
+    def _answer_names(self):
+        """The names of an answer's entries: a floating base's six (zero in the requests'
+        accelerations and efforts), then the joints."""
+        return list(BASE_VELOCITY_NAMES[:self._base_entries]) + self.live.model.joint_names
 
     def _in_model_order(self, values, order, what):
         """A request vector given in state.name order, as a full model-order vector."""
@@ -108,26 +123,26 @@ class ModelServices:
     # ------------------------------------------------------------------ handlers
     def gravity_torques(self, request, response):
         q, _, _ = self._request_state(request.state)
-        response.name = self.live.model.joint_names
+        response.name = self._answer_names
         response.effort = self.live.model.gravity_torques(q).tolist()
 
     def inverse_dynamics(self, request, response):
         q, qd, order = self._request_state(request.state)
         qdd = self._in_model_order(request.acceleration, order, "acceleration")
         wrenches = conversions.wrenches_from_messages(request.wrenches)
-        response.name = self.live.model.joint_names
+        response.name = self._answer_names
         response.effort = self.live.model.inverse_dynamics(q, qd, qdd, wrenches).tolist()
 
     def forward_dynamics(self, request, response):
         q, qd, order = self._request_state(request.state)
         tau = self._in_model_order(request.effort, order, "effort")
         wrenches = conversions.wrenches_from_messages(request.wrenches)
-        response.name = self.live.model.joint_names
+        response.name = self._answer_names
         response.acceleration = self.live.model.forward_dynamics(q, qd, tau, wrenches).tolist()
 
     def mass_matrix(self, request, response):
         q, _, _ = self._request_state(request.state)
-        response.name = self.live.model.joint_names
+        response.name = self._answer_names
         response.mass_matrix = self.live.model.mass_matrix(q).ravel().tolist()
 
     def task_space_inertia(self, request, response):
@@ -163,7 +178,7 @@ class ModelServices:
         tau = self._in_model_order(request.effort, order, "effort")
         prescribed = self._joint_names("prescribed", request.prescribed)
         qdd_all, tau_all = self.live.model.mixed_dynamics(q, qd, qdd, tau, prescribed)
-        response.name = self.live.model.joint_names
+        response.name = self._answer_names
         response.acceleration = qdd_all.tolist()
         response.effort = tau_all.tolist()
 
@@ -192,7 +207,7 @@ class ModelServices:
                 tau = self._in_model_order(request.effort, order, "effort")
                 matrices = dict(zip(("dqdd_dq", "dqdd_dqd", "dqdd_dtau"),
                                     model.forward_dynamics_derivatives(q, qd, tau, wrenches)))
-        response.name = model.joint_names
+        response.name = self._answer_names
         response.size = model.dof
         for field, matrix in matrices.items():
             setattr(response, field, conversions.row_major(matrix))

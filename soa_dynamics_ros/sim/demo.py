@@ -23,6 +23,10 @@ external torques, the wrench at the hand and contact during a wrench window,
 with the exact model and with joint friction only the sim has, and a payload
 the node is never told of, identified (:mod:`.estimation_demo`); writes
 ``estimation.png`` beside the first PNG.
+
+Then (``--part standing`` alone) Solo-12 standing in MuJoCo on whole-body gravity
+feedforward plus joint PD, and on PD alone (:mod:`.standing_demo`); prints the base
+height drift of both and writes ``standing.png`` beside the first PNG.
 """
 import argparse
 import os
@@ -34,9 +38,9 @@ import time
 
 import numpy as np
 
-from soa_dynamics_ros.sim.clients import (  # noqa: F401 - REPO and the helpers' old path
-    REPO, call_service, config_dir, parameter_value, set_parameter, set_parameters, spinning_node,
-    start_process, wait_for_compiled_kernels)
+from soa_dynamics_ros.sim.clients import (
+    call_service, config_dir, set_parameter, spinning_node, start_process,
+    wait_for_compiled_kernels)
 from soa_dynamics_ros.ros.stamps import duration_from_seconds, stamp_seconds
 
 COMMAND_HOLD = 0.5      # [s] the sim's command_timeout in the gravity demo
@@ -181,12 +185,14 @@ def main(argv=None):
     parser.add_argument("--phase", type=float, default=5.0, help="seconds per phase (two phases)")
     parser.add_argument("--warm-up", type=float, default=120.0,
                         help="longest wait [s] for the node's compiled kernels before measuring")
-    parser.add_argument("--part", choices=("all", "gravity", "trajectory", "estimation"),
+    parser.add_argument("--part", choices=("all", "gravity", "trajectory", "estimation",
+                                           "standing"),
                         default="all",
                         help="gravity: hold and fall; trajectory: pick-and-place through the "
                         "joint_trajectory_controller stand-in without and with trajectory "
                         "feedforward; estimation: external torques, wrench, contact and payload "
-                        "identification against the sim's truth")
+                        "identification against the sim's truth; standing: a quadruped "
+                        "on whole-body gravity feedforward + PD vs PD alone")
     args = parser.parse_args(argv)
 
     env = os.environ.copy()
@@ -202,6 +208,9 @@ def main(argv=None):
     if args.part in ("all", "estimation"):
         from .estimation_demo import estimation_demo
         status = estimation_demo(output.parent, env, args.warm_up) or status
+    if args.part in ("all", "standing"):
+        from .standing_demo import standing_demo
+        status = standing_demo(output.parent) or status
     return status
 
 

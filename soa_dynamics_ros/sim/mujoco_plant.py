@@ -51,6 +51,12 @@ def _log_warning(text):
     _logger.warning("MuJoCo: %s", text.strip())
 
 
+def log_warnings_unless_routed():
+    """MuJoCo's warnings to the ``soa_dynamics_ros.mujoco`` logger, unless a handler is set."""
+    if mujoco.get_mju_user_warning() is None:
+        route_warnings(_log_warning)
+
+
 def strip_urdf(text, keep_dynamics=False):
     """URDF text without visual/collision geometry (and without <dynamics> unless kept)."""
     root = ET.fromstring(text)
@@ -78,8 +84,7 @@ class MujocoPlant:
 
     def __init__(self, description, joints=None, timestep=DEFAULT_TIMESTEP,
                  urdf_dynamics=False, joint_limits=True, payload=None):
-        if mujoco.get_mju_user_warning() is None:
-            route_warnings(_log_warning)
+        log_warnings_unless_routed()
         self.text = read_description_text(description)
         self.reference = RobotModel.from_urdf(self.text, kernels="off")
         self.joint_names = list(joints) if joints else self.reference.joint_names

@@ -1,8 +1,10 @@
 """Articulated-body forward dynamics (algorithms/forward_dynamics.py) against Pinocchio's aba,
 and as the inverse of inverse dynamics."""
-import pinocchio as pin
 
 from support.numerics import assert_close, random_states
+from support.optional import require
+
+pin = require("pinocchio")
 
 STATES = 10
 

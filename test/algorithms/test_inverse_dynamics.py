@@ -1,10 +1,12 @@
 """Newton-Euler inverse dynamics (algorithms/inverse_dynamics.py, aligned_frames.py) against
 Pinocchio's rnea."""
 import numpy as np
-import pinocchio as pin
 import pytest
 
 from support.numerics import assert_close, random_states, random_wrenches
+from support.optional import require
+
+pin = require("pinocchio")
 
 STATES = 10
 

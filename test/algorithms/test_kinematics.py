@@ -1,8 +1,10 @@
 """Kinematics (algorithms/kinematics.py): frame placements and Jacobians against Pinocchio,
 body velocities through the kinetic energy Pinocchio computes."""
-import pinocchio as pin
 
 from support.numerics import assert_close, random_states
+from support.optional import require
+
+pin = require("pinocchio")
 
 STATES = 10
 

@@ -11,13 +11,14 @@ import pytest
 
 from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close
+from support.optional import require
 from support.robots import REPO, shipped_urdf
 from support.waiting import wait_for
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.errors import URDFError
 from soa_dynamics_ros.description.urdf import read_description_text, uses_xacro
 
-rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
+rtbdata = require("rtbdata")
 ZOO = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
 XACRO_NS = 'xmlns:xacro="http://www.ros.org/wiki/xacro"'
 

@@ -4,12 +4,15 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
 
+from support.optional import require
 from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf
 from soa_dynamics_ros import RobotModel, SoaDynamicsError, URDFError
 from soa_dynamics_ros.description.urdf import MAX_DESCRIPTION_BYTES
+
+require("hypothesis")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 SOURCES = [open(shipped_urdf(name)).read() for name in SHIPPED_ROBOTS] + [
     random_tree_urdf(seed, moving_joints=6) for seed in range(3)]

@@ -1,5 +1,6 @@
 """Descriptions as data (issue 43): xacro and file paths only where allowed, errors that never
 show a file's contents, Drake's undeclared ``drake:`` prefix, package_paths that cannot be read."""
+import importlib.util
 import os
 import pathlib
 import re
@@ -13,9 +14,9 @@ import warnings
 import numpy as np
 import pytest
 
-from oracles.pinocchio_reference import PinocchioReference
 from support.hostile_descriptions import SECRET, XACRO_NS, sandbox_escape, secret_in_an_error
 from support.numerics import assert_close
+from support.optional import require
 from support.robots import shipped_urdf
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.description import xacro as xacro_module
@@ -141,7 +142,8 @@ def _loaded_with_one_warning(source):
 
 @pytest.mark.parametrize("through_xacro", [False, True])
 def test_drake_flavoured_urdf_loads_as_pinocchio_reads_it(through_xacro, rng):
-    import pinocchio as pin
+    pin = require("pinocchio")
+    from oracles.pinocchio_reference import PinocchioReference
     text = DRAKE_ARM.replace('effort="176"', 'effort="${88 * 2}"') if through_xacro else DRAKE_ARM
     model = _loaded_with_one_warning(text)
     assert model.joint_names == ["joint1", "joint2", "joint3"]
@@ -167,6 +169,20 @@ def test_a_loop_in_package_paths_is_named_not_an_internal_error(tmp_path):
     (packages / "robot_description").mkdir()
     assert resolve_package_uri("package://robot_description/robot.urdf", [str(packages)]) == \
         str(packages / "robot_description" / "robot.urdf")
+
+
+def test_xacro_expands_where_its_child_script_is_a_symlink(tmp_path):
+    """`colcon build --symlink-install` installs the library as symlinks into the source
+    tree; the child then found this package's own xacro.py for `import xacro` and every
+    xacro description failed ("install the 'xacro' package")."""
+    linked = tmp_path / "xacro.py"
+    linked.symlink_to(xacro_module.__file__)
+    spec = importlib.util.spec_from_file_location("xacro_through_a_symlink", linked)
+    through_symlink = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(through_symlink)
+    text = ('<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">'
+            '<xacro:property name="side" value="0.5"/><link name="base_${side * 2}"/></robot>')
+    assert '<link name="base_1.0"/>' in through_symlink.expand([], text=text)
 
 
 def test_a_folder_of_package_paths_that_cannot_be_read_is_named():

@@ -14,16 +14,18 @@ import warnings
 
 import numpy as np
 import pytest
-import rtbdata
 import urdf_parser_py.urdf as urdf_parser
 import urdf_parser_py.xml_reflection.core as urdf_parser_core
 
+from support.optional import require
 from support.robot_generator import random_tree_urdf
 from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
 from soa_dynamics_ros import RobotModel, URDFError
 from soa_dynamics_ros.description.urdf import parse_urdf
 from soa_dynamics_ros.description.urdf_objects import description_from_robot
 from test_urdf_loading import BROKEN, joint, robot
+
+rtbdata = require("rtbdata")
 
 # Plain .urdf files of the rtb-data zoo (read where pip installed them).
 ZOO_DIR = pathlib.Path(rtbdata.__file__).parent / "xacro"

@@ -2,11 +2,14 @@
 import math
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
 
+from support.optional import require
 from support.robots import shipped_urdf
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.embedded.live_model import LiveModel
+
+require("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 MODEL = RobotModel.from_urdf(shipped_urdf("dual_arm_torso.urdf"))
 NAMES = MODEL.joint_names + [j.name for j in MODEL.joints if j.mimic_of] + ["stranger", ""]

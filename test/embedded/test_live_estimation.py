@@ -7,13 +7,16 @@ follow the effort convention of the simulated arm (MuJoCo is the plant).
 import numpy as np
 import pytest
 
+from support.optional import require
 from support.robots import shipped_urdf
 from support.sim_harness import POSES
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.embedded import estimation as estimation_module
 from soa_dynamics_ros.embedded.estimation import LiveEstimation, identification_samples
 from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError
-from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant
+
+require("mujoco")   # the plant these estimates are checked on
+from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant  # noqa: E402
 
 PAYLOAD = dict(link="panda_hand", mass=1.2, com=[0.03, 0.01, 0.05],
                inertia=[0.003, 0.0, 0.0, 0.0, 0.004, 0.0, 0.0, 0.0, 0.002])

@@ -7,14 +7,16 @@ joint torques are the applied wrench through MuJoCo's own body Jacobian.
 The model is exact (the same URDF).  Targets are issue 16's.
 """
 import numpy as np
-import pinocchio as pin
 import pytest
 
 from oracles.pinocchio_reference import PinocchioReference
 from support.estimation_runs import (ARM_JOINTS, DT, TOOL, arm_description, simulate,
                                      sinusoid)
+from support.optional import require
 from soa_dynamics_ros import ContactDetector, ExternalTorqueObserver, RobotModel
 from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError
+
+pin = require("pinocchio")
 
 WRENCH = np.array([3.0, -2.0, 4.0, 0.2, -0.1, 0.15])   # N, N m: on the tool, root axes
 WRENCH_START, WRENCH_END = 0.8, 1.6

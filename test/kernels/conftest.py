@@ -125,7 +125,7 @@ def address_sanitized_generic_module():
     source.write_text(generic.module_source(name))
     command = [build.compiler(), "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer",
                "-march=native", "-fno-math-errno", "-std=gnu11", "-fPIC", "-shared", *defines,
-               f"-I{build.RUNTIME_DIR}", f"-I{build._python_include()}",
+               f"-I{build.RUNTIME_DIR}", f"-I{build.python_include()}",
                f"-I{np.get_include()}", str(source), "-o", str(partial), *libraries]
     try:
         compiled = subprocess.run(command, capture_output=True, text=True, timeout=900)

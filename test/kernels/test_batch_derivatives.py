@@ -124,11 +124,11 @@ def _singular_robot():
 def test_a_singular_sample_is_named_and_raised(count, singular, rng):
     model = _singular_robot()
     model.prepare_kernels()
-    kernel = model._ready["forward_dynamics_derivatives_batch"]
+    kernel = model.kernels.routes.ready["forward_dynamics_derivatives_batch"]
     q, qd, tau = _inputs(model.dof, rng, count)
     q[:, 1] = np.clip(q[:, 1], -1.0, 1.0)        # well away from pi/2 ...
     q[list(singular), 1] = np.pi / 2             # ... but in these samples
-    assert kernel(q, qd, tau, model._params) == 4 * singular[0] + 2
+    assert kernel(q, qd, tau, model.kernels.parameters) == 4 * singular[0] + 2
     with pytest.raises(SingularDynamicsError, match="l1"):
         model.forward_dynamics_derivatives_batch(q, qd, tau)
     dtau = model.inverse_dynamics_derivatives_batch(q, qd, tau)      # needs no inverse
@@ -150,7 +150,7 @@ def test_the_api_answers_with_the_robot_batches_after_prepare(mode, rng, monkeyp
     Q, QD, TAU = _inputs(fast.dof, rng, COUNTS[1])
     monkeypatch.setattr(derivatives_module, "batch", _refuse)
     for batch, (_, inputs, parts) in DERIVATIVES.items():
-        assert fast._ready.get(batch) is not None, batch
+        assert fast.kernels.routes.ready.get(batch) is not None, batch
         for count in (len(Q), 0):
             arrays = tuple(a[:count] for a in (Q, QD, TAU)[:inputs])
             answers, expected = _tuple(getattr(fast, batch)(*arrays)), _tuple(
@@ -168,9 +168,9 @@ def test_auto_mode_compiles_a_derivative_batch_after_enough_samples(rng):
     fast = RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="auto")
     Q = rng.uniform(-2, 2, (robot_model_module.AUTO_COMPILE_AFTER, fast.dof))
     first = fast.gravity_derivatives_batch(Q)
-    kernel = wait_for(lambda: fast._ready.get("gravity_derivatives_batch"), timeout=120,
+    kernel = wait_for(lambda: fast.kernels.routes.ready.get("gravity_derivatives_batch"), timeout=120,
                       what="the background compile of gravity_derivatives_batch")
-    rows = kernel(Q, fast._params).reshape(first.shape)
+    rows = kernel(Q, fast.kernels.parameters).reshape(first.shape)
     np.testing.assert_array_equal(fast.gravity_derivatives_batch(Q), rows)
     assert_close(rows, first, "robot's batch against the generic module's", TOL)
 
@@ -192,8 +192,9 @@ def test_a_node_start_up_never_compiles_a_derivative_batch(mode, rng):
         for answer, expected in zip(_tuple(getattr(fast, batch)(*arrays)),
                                     _tuple(getattr(generic, batch)(*arrays))):
             np.testing.assert_array_equal(answer, expected)
-    assert not [name for name in DERIVATIVES if name in fast._ready or name in fast._requests]
+    routes = fast.kernels.routes
+    assert not [name for name in DERIVATIVES if name in routes.ready or name in routes.requests]
     # every module the model's kernel set was asked for, built or loaded
-    asked = {kernel for kernel, _ in fast._kernel_set._modules}
+    asked = {kernel for kernel, _ in fast.kernels.routes.kernel_set.modules}
     assert "inverse_dynamics" in asked, asked
     assert not asked & set(generator.DERIVATIVE_KERNELS), asked

@@ -170,7 +170,7 @@ def test_lanes_take_vector_sine_and_cosine_where_the_toolchain_has_them(traced_r
     imported = subprocess.run(["nm", "-D", "--undefined-only", library], capture_output=True,
                               text=True, check=True).stdout
     defines, _ = build.vector_math()
-    flags = f" {build._cpu()} "
+    flags = f" {build.host_cpu()} "
     avx512, avx2 = " avx512f " in flags, " avx2 " in flags
     expected = ("_ZGVeN8v_sin" if avx512 else "_ZGVdN4v_sin") if defines and (avx512 or avx2) \
         else None

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 from support.numerics import assert_close, random_wrenches
+from support.numpy_path import disable_numpy_path
+from support.optional import require
 from support.robot_generator import random_tree_urdf
 from support.robots import REPO, SHIPPED_ROBOTS, shipped_urdf
 from soa_dynamics_ros.algorithms.task_space import DEFAULT_RCOND
@@ -38,7 +40,7 @@ ZOO_ROBOTS = ["trossen_descriptions/urdf/vx300s.urdf.xacro",
 
 
 def _zoo_source(relative):
-    rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
+    rtbdata = require("rtbdata")
     root = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
     return RobotModel.from_urdf, str(root / relative), {"package_paths": [str(root)]}
 
@@ -61,16 +63,10 @@ def _refuse(*_, **__):
     raise AssertionError("the numpy path answered")
 
 
-def _numpy_path_disabled(model):
-    """Make ``model``'s numpy path raise: its answers must then come from compiled code."""
-    for name in ("_reference_inverse_dynamics", "_reference_mass_matrix",
-                 "_reference_forward_dynamics", "_reference_jacobian", "_reference_frame_pose"):
-        setattr(model, name, _refuse)
-    return model
-
-
 def _pair(source, zoo):
-    return _numpy_path_disabled(_load(source, zoo, "generic")), _load(source, zoo, "off")
+    """A generic model whose numpy path raises (its answers must come from compiled code)
+    and a numpy-only one."""
+    return disable_numpy_path(_load(source, zoo, "generic")), _load(source, zoo, "off")
 
 
 def _frames(model, rng, count=3):
@@ -386,7 +382,7 @@ def test_inputs_the_compiled_code_declines_get_the_numpy_answer_or_error(rng):
                  slow.forward_dynamics(list(q), qd, qdd, wrenches), "list + wrench list", TOL)
     # The wrench forms the compiled code reads itself (the dict goes to C as it is); with
     # the numpy path off, an answer that came from numpy fails.
-    compiled_only = _numpy_path_disabled(
+    compiled_only = disable_numpy_path(
         RobotModel.from_urdf(shipped_urdf("panda.urdf"), kernels="generic"))
     columns = rng.normal(size=(6, 2))
     for wrench in (tuple(int(value) for value in rng.integers(-5, 5, 6)),
@@ -465,13 +461,13 @@ def _run(script, cache, prebuilt):
 FIRST_CALLS = (
         "import logging, sys\n"
         "logging.basicConfig(level=logging.INFO, stream=sys.stdout, format='%(message)s')\n"
-        "from soa_dynamics_ros.model import RobotModel\n"
+        "from soa_dynamics_ros.model import RobotModel, reference\n"
         "answers = []\n"
         f"for path in ({shipped_urdf('panda.urdf')!r}, {shipped_urdf('ur5.urdf')!r}):\n"
         "    m = RobotModel.from_urdf(path)\n"
         "    def refuse(*_):\n"
         "        raise AssertionError('numpy path')\n"
-        "    m._reference_inverse_dynamics = refuse\n"
+        "    reference.inverse_dynamics = refuse\n"
         "    answers.append(m.gravity_torques([0.1] * m.dof).tolist())\n"
         "print('answers', answers)\n")
 

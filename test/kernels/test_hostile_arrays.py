@@ -154,6 +154,23 @@ def _quantities(model, numpy_path, reference):
                         lambda a: reference.frame_pose(a["q"], LINK), ("q",)),
         "jacobian": (lambda a: model.jacobian(a["q"], LINK),
                      lambda a: reference.jacobian(a["q"], LINK), ("q",)),
+        "frame_twist": (lambda a: model.frame_twist(a["q"], a["qd"], LINK),
+                        lambda a: reference.frame_twist(a["q"], a["qd"], LINK), ("q", "qd")),
+        "frame_acceleration": (
+            lambda a: model.frame_acceleration(a["q"], a["qd"], a["qdd"], LINK),
+            lambda a: reference.frame_acceleration(a["q"], a["qd"], a["qdd"], LINK),
+            ("q", "qd", "qdd")),
+        "jacobian_time_derivative": (
+            lambda a: model.jacobian_time_derivative(a["q"], a["qd"], LINK),
+            lambda a: reference.jacobian_time_derivative(a["q"], a["qd"], LINK), ("q", "qd")),
+        "jacobian_derivative_product": (
+            lambda a: model.jacobian_derivative_product(a["q"], a["qd"], LINK),
+            lambda a: reference.jacobian_time_derivative(a["q"], a["qd"], LINK) @ a["qd"],
+            ("q", "qd")),
+        "inertial_regressor": (
+            lambda a: model.inertial_regressor(a["q"], a["qd"], a["qdd"])
+            @ model.inertial_parameters(),
+            lambda a: reference.inverse_dynamics(a["q"], a["qd"], a["qdd"]), ("q", "qd", "qdd")),
         "task_space_inertia": (
             lambda a: model.task_space_inertia(a["q"], LINK),
             lambda a: np.linalg.inv(reference.task_space_compliance(a["q"], [LINK])), ("q",)),
@@ -163,6 +180,13 @@ def _quantities(model, numpy_path, reference):
         **derivatives("forward", "tau"),
         "gravity_derivatives": (lambda a: model.gravity_derivatives(a["q"]),
                                 lambda a: reference.gravity_derivatives(a["q"]), ("q",)),
+        # Pinocchio's energies and C (the same calls as test_coriolis_energy.py's)
+        "coriolis_matrix": (lambda a: model.coriolis_matrix(a["q"], a["qd"]),
+                            lambda a: reference.coriolis_matrix(a["q"], a["qd"]), ("q", "qd")),
+        "kinetic_energy": (lambda a: model.kinetic_energy(a["q"], a["qd"]),
+                           lambda a: reference.kinetic_energy(a["q"], a["qd"]), ("q", "qd")),
+        "potential_energy": (lambda a: model.potential_energy(a["q"]),
+                             lambda a: reference.potential_energy(a["q"]), ("q",)),
         **with_and_without_wrench(
             "mixed_dynamics",
             lambda a, *w: flat(model.mixed_dynamics(a["q"], a["qd"], a["qdd"], a["tau"], names,

@@ -128,7 +128,7 @@ def test_a_large_tree_takes_the_generic_derivatives(rng, monkeypatch):
     for answer, expected in zip(fast.inverse_dynamics_derivatives(q, qd, qdd),
                                 slow.inverse_dynamics_derivatives(q, qd, qdd)):
         assert_close(answer, expected, "inverse dynamics derivatives", TOL)
-    assert fast._kernel_set.get("inverse_dynamics_derivatives") is None
+    assert fast.kernels.routes.kernel_set.get("inverse_dynamics_derivatives") is None
     # a forward dynamics kernel per set of wrenched links fits its own cap, and above
     # it (lowered here rather than compile this tree's for a minute) none is generated
     link = _leaf_frames(fast, 1)[0]
@@ -138,7 +138,7 @@ def test_a_large_tree_takes_the_generic_derivatives(rng, monkeypatch):
     assert not generator.exists(fast.tree, "forward_dynamics_wrenches")
     assert_close(fast.forward_dynamics(q, qd, qdd, wrenches),
                  slow.forward_dynamics(q, qd, qdd, wrenches), "FD with a wrench", 1e-10)
-    assert fast._kernel_set.get("forward_dynamics_wrenches", (link,)) is None
+    assert fast.kernels.routes.kernel_set.get("forward_dynamics_wrenches", (link,)) is None
 
 
 def test_a_kernel_whose_batch_runs_lanes_takes_the_larger_cap(monkeypatch):
@@ -178,10 +178,10 @@ def test_a_batch_only_module_answers_batches_and_leaves_single_calls_generic(rng
     name = "inverse_dynamics_derivatives"
     assert generator.batch_only(fast.tree, name), "the robot no longer falls between the caps"
     fast.prepare_kernels(wrenches=False)
-    assert fast._ready[name] is None
-    assert fast._fast.inverse_dynamics_derivatives is fast._generic[name]
-    batch = fast._ready[name + "_batch"]
-    assert batch is not None and batch is not fast._generic.get(name + "_batch")
+    assert fast.kernels.routes.ready[name] is None
+    assert fast.kernels.routes.single["inverse_dynamics_derivatives"] is fast.kernels.routes.generic[name]
+    batch = fast.kernels.routes.ready[name + "_batch"]
+    assert batch is not None and batch is not fast.kernels.routes.generic.get(name + "_batch")
     Q, QD, QDD = rng.uniform(-2, 2, (3, 9, fast.dof))
     rows = fast.inverse_dynamics_derivatives_batch(Q, QD, QDD)
     for s in range(len(Q)):
@@ -207,18 +207,18 @@ def test_prepared_kernels_that_are_not_generated_go_to_the_generic_module_at_onc
     name = "forward_dynamics_derivatives"
     assert generator.exists(fast.tree, name)
     monkeypatch.setattr(generator, "MAX_TRACED_OPERATIONS",
-                        generator._traced_size(fast.tree, name) - 1)
+                        generator.traced_size(fast.tree, name) - 1)
     assert not generator.exists(fast.tree, name)
     link = _leaf_frames(fast, 1)[0]
     fast.prepare_kernels(frames=[link])
-    assert fast._ready[name] is None and fast._ready[name + "_batch"] is None
-    assert fast._fast.forward_dynamics_derivatives is fast._generic[name]
+    assert fast.kernels.routes.ready[name] is None and fast.kernels.routes.ready[name + "_batch"] is None
+    assert fast.kernels.routes.single["forward_dynamics_derivatives"] is fast.kernels.routes.generic[name]
     q, qd, tau = rng.uniform(-1, 1, (3, fast.dof))
     for answer, expected in zip(fast.forward_dynamics_derivatives(q, qd, tau),
                                 slow.forward_dynamics_derivatives(q, qd, tau)):
         assert_close(answer, expected, "forward dynamics derivatives",
                      TOL * np.linalg.cond(slow.mass_matrix(q)))
-    assert not fast._requests, fast._requests
+    assert not fast.kernels.routes.requests, fast.kernels.routes.requests
 
 
 @pytest.mark.parametrize("kind,source", SOURCES, ids=IDS)
@@ -226,19 +226,19 @@ def test_generated_code_matches_reference(kind, source, rng):
     fast, slow = _pair(source)
     _check_against_reference(fast, slow, rng, frames=_leaf_frames(fast))
     # The generated code was used, not the numpy fallback.
-    assert fast._ready.get("inverse_dynamics") is not None
+    assert fast.kernels.routes.ready.get("inverse_dynamics") is not None
     for frame in _leaf_frames(fast):    # what frame_pose and jacobian call: their kernels
-        assert fast._bound_poses[frame] is fast._ready[("frame_pose", frame)]
-        assert fast._bound_jacobians[frame] is fast._ready[("jacobian", frame)]
+        assert fast.kernels.routes.frame_pose[frame] is fast.kernels.routes.ready[("frame_pose", frame)]
+        assert fast.kernels.routes.jacobian[frame] is fast.kernels.routes.ready[("jacobian", frame)]
     # Derivative kernels where generated (not too large).
     for kernel in ("inverse_dynamics_derivatives", "forward_dynamics_derivatives",
                    "gravity_derivatives"):
-        assert (fast._ready.get(kernel) is not None) == (
+        assert (fast.kernels.routes.ready.get(kernel) is not None) == (
             generator.exists(fast.tree, kernel) and not generator.batch_only(fast.tree, kernel))
     # Up to 10 hinges (the arms, the mimic trees here) the forward derivatives' trace is
     # under the cap: mimic joints too, by M and h and a traced solve for qdd.
     if fast.tree.nb <= 11:
-        assert fast._ready.get("forward_dynamics_derivatives") is not None
+        assert fast.kernels.routes.ready.get("forward_dynamics_derivatives") is not None
 
 
 @pytest.mark.parametrize("kind,source", SOURCES, ids=IDS)
@@ -259,7 +259,7 @@ def test_payload_and_gravity_are_inputs_not_constants(rng):
     fast, slow = _pair(shipped_urdf("panda.urdf"))
     q, qd, qdd = rng.uniform(-2, 2, (3, fast.dof))
     fast.inverse_dynamics(q, qd, qdd), fast.forward_dynamics(q, qd, qdd), fast.gravity_torques(q)
-    modules = dict(fast._kernel_set._modules)
+    modules = dict(fast.kernels.routes.kernel_set.modules)
     for model in (fast, slow):
         model.attach_payload("box", "panda_hand", 2.5, (0.0, 0.01, 0.1), np.diag([0.01, 0.02, 0.03]))
         model.gravity = [0.5, -1.0, -9.7]
@@ -268,7 +268,7 @@ def test_payload_and_gravity_are_inputs_not_constants(rng):
     for model in (fast, slow):
         model.detach_payload("box")
     assert_close(fast.gravity_torques(q), slow.gravity_torques(q), "detached", TOL)
-    assert fast._kernel_set._modules == modules   # no new code
+    assert fast.kernels.routes.kernel_set.modules == modules   # no new code
 
 
 def test_validation_and_errors_in_front_of_kernels():
@@ -335,14 +335,14 @@ def test_arrays_the_kernels_decline_still_get_the_reference_answer(rng):
     for variant in (list(q), q.astype(np.float32), strided[::2], q.astype(">f8")):
         assert_close(fast.inverse_dynamics(variant, qd, qdd),
                      slow.inverse_dynamics(variant, qd, qdd), "declined input", TOL)
-    assert fast._ready.get("inverse_dynamics") is not None
+    assert fast.kernels.routes.ready.get("inverse_dynamics") is not None
     integers = np.arange(n)
     assert_close(fast.gravity_torques(integers), slow.gravity_torques(integers), "ints", TOL)
     frame = "panda_hand_tcp"
     assert_close(fast.jacobian(list(q), frame), slow.jacobian(q, frame), "J list", TOL)
     assert_close(fast.task_space_inertia(strided[::2], frame), slow.task_space_inertia(q, frame),
                  "Lambda strided", 1e-9)
-    assert fast._ready.get(("jacobian", frame)) is not None
+    assert fast.kernels.routes.ready.get(("jacobian", frame)) is not None
     with pytest.raises(InvalidInputError):
         fast.jacobian(np.full(n, np.nan), frame)
     Q = np.asfortranarray(rng.uniform(-2, 2, (4, n)))
@@ -375,7 +375,7 @@ def test_a_node_start_up_never_compiles_the_derivative_or_wrenched_kernels(rng):
         for k, (answer, reference) in enumerate(zip(answers, expected)):
             assert_close(answer, reference, f"{name} [{k}]", TOL)
     # every module the model's kernel set was asked for, built or loaded
-    asked = {kernel for kernel, _ in fast._kernel_set._modules}
+    asked = {kernel for kernel, _ in fast.kernels.routes.kernel_set.modules}
     assert "inverse_dynamics" in asked and "jacobian" in asked, asked
     assert not asked & set(Kernels.DERIVATIVE_KERNELS + Kernels.WRENCHED_KERNELS), asked
 
@@ -401,12 +401,12 @@ def test_the_derivative_kernels_leave_bad_input_to_the_numpy_path_to_name():
                              (np.r_[z[:-1], 1e200], "beyond 1e\\+50"), (["a"] * n, "numeric")):
             with pytest.raises(InvalidInputError, match=message):
                 call(bad)
-    p = fast._params
+    p = fast.kernels.parameters
     for kernel in Kernels.DERIVATIVE_KERNELS:       # the kernels, not the generic module
-        assert fast._ready.get(kernel) is not None, kernel
+        assert fast.kernels.routes.ready.get(kernel) is not None, kernel
         # The batch kernels refuse what the validation above never lets through: sample 1
         # (4 * 1 + status 1), or status 1 for arrays of another shape or type.
-        batch = fast._ready.get(kernel + "_batch")
+        batch = fast.kernels.routes.ready.get(kernel + "_batch")
         inputs = 1 if kernel == "gravity_derivatives" else 3
         assert batch is not None, kernel
         for bad in (np.nan, np.inf, 1e200):
@@ -421,10 +421,10 @@ def test_the_derivative_kernels_leave_bad_input_to_the_numpy_path_to_name():
 def test_kernel_called_wrongly_is_a_type_error_not_a_crash():
     fast = RobotModel.from_urdf(shipped_urdf("double_pendulum.urdf"), kernels="c")
     fast.prepare_kernels()
-    kernel = fast._ready["gravity_torques"]
+    kernel = fast.kernels.routes.ready["gravity_torques"]
     with pytest.raises(TypeError, match="2 arguments"):
         kernel(np.zeros(2))
-    assert kernel(np.zeros(3), fast._params) == 1          # wrong length: status, no answer
+    assert kernel(np.zeros(3), fast.kernels.parameters) == 1          # wrong length: status, no answer
     assert kernel(np.zeros(2), np.zeros(3)) == 1           # wrong parameter vector
 
 
@@ -472,7 +472,7 @@ def test_a_failing_compiler_is_reported_and_auto_keeps_answering(tmp_path):
         "for _ in range(3000):\n"
         "    tau = m.gravity_torques([0.1, 0.2])\n"
         "import time; time.sleep(2)\n"
-        "print('answer', m.gravity_torques([0.1, 0.2]), m._ready.get('gravity_torques'))\n")
+        "print('answer', m.gravity_torques([0.1, 0.2]), m.kernels.routes.ready.get('gravity_torques'))\n")
     stdout, stderr = _run_with_cache(script, tmp_path, CC="false").communicate(timeout=600)
     assert "build error: compiling" in stdout, stdout + stderr
     assert "failed to build; using numpy" in stdout + stderr
@@ -546,8 +546,8 @@ def test_auto_mode_moves_frame_pose_and_jacobian_to_their_kernels(rng, monkeypat
     for _ in range(6):
         assert_close(fast.frame_pose(q, frame), slow.frame_pose(q, frame), "pose", TOL)
         assert_close(fast.jacobian(q, frame), slow.jacobian(q, frame), "J", TOL)
-    for kernel, bound in (("frame_pose", fast._bound_poses), ("jacobian", fast._bound_jacobians)):
-        wait_for(lambda: (kernel, frame) in fast._ready, timeout=120.0, what=f"{kernel} compiled")
-        assert bound[frame] is fast._ready[(kernel, frame)]
+    for kernel, bound in (("frame_pose", fast.kernels.routes.frame_pose), ("jacobian", fast.kernels.routes.jacobian)):
+        wait_for(lambda: (kernel, frame) in fast.kernels.routes.ready, timeout=120.0, what=f"{kernel} compiled")
+        assert bound[frame] is fast.kernels.routes.ready[(kernel, frame)]
     assert_close(fast.frame_pose(q, frame), slow.frame_pose(q, frame), "pose", TOL)
     assert_close(fast.jacobian(q, frame), slow.jacobian(q, frame), "J", TOL)

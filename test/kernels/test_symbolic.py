@@ -2,17 +2,19 @@
 from the same functions, exact zeros and ones fold away, equal operations are recorded once,
 and the traced and compiled recursions agree with Pinocchio."""
 import numpy as np
-import pinocchio as pin
 import pytest
 
 from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close, random_states
+from support.optional import require
 from support.robot_generator import random_tree_urdf
 from support.robots import example_robot_text, shipped_urdf
 from support.small_robots import FIXED_ONLY
 from soa_dynamics_ros.kernels.symbolic import ADD, MUL, SUB, Sym, Trace
 from soa_dynamics_ros.multibody.spatial import (force_cross, motion_cross, motion_transform,
                                                 rotation_about_axis)
+
+pin = require("pinocchio")
 
 ROBOTS = [pytest.param(open(shipped_urdf("panda.urdf")).read(), id="panda.urdf"),
           pytest.param(random_tree_urdf(500, moving_joints=5, mimic_fraction=0.4), id="random500")]

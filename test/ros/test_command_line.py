@@ -9,6 +9,7 @@ import subprocess
 import pytest
 import yaml
 
+from support.optional import needs, require
 from support.robots import REPO
 from support.installation import EXECUTABLES as INSTALLED_EXECUTABLES
 from support.ros_harness import RosProcess
@@ -16,16 +17,27 @@ from support.waiting import wait_for
 from soa_dynamics_ros.ros.command_line import USAGE_ERROR, type_name, unknown_parameters
 from soa_dynamics_ros.ros.node import NODE_NAME
 from soa_dynamics_ros.ros.parameters import PARAMETERS, PAYLOAD_FIELDS
-from soa_dynamics_ros.sim.arm import NODE_NAME as SIM_NODE_NAME, SIM_PARAMETERS
 
-NODE_TABLE = [(name, spec.default, spec.read_only) for name, spec in PARAMETERS.items()] + \
-    [(f"payload.<name>.{field}", spec.default, spec.read_only)
-     for field, spec in PAYLOAD_FIELDS.items()]
-SIM_TABLE = [(p.name, p.default, p.read_only) for p in SIM_PARAMETERS]
-EXECUTABLES = {"soa_dynamics_node": NODE_TABLE, "soa_dynamics_sim": SIM_TABLE}
+# The simulated arm needs MuJoCo (requirements-dev.txt): without it its cases skip.
+NEEDS_SIM = needs("mujoco")
+EXECUTABLES = ["soa_dynamics_node", pytest.param("soa_dynamics_sim", marks=NEEDS_SIM)]
 # A process that got as far as starting ROS runs until it is signalled: one that
 # is still there after this long has started.
 EXIT_TIMEOUT = 60.0
+
+
+def _sim_arm():
+    require("mujoco")
+    from soa_dynamics_ros.sim import arm
+    return arm
+
+
+def _parameter_table(executable):
+    if executable == "soa_dynamics_sim":
+        return [(p.name, p.default, p.read_only) for p in _sim_arm().SIM_PARAMETERS]
+    return [(name, spec.default, spec.read_only) for name, spec in PARAMETERS.items()] + \
+        [(f"payload.<name>.{field}", spec.default, spec.read_only)
+         for field, spec in PAYLOAD_FIELDS.items()]
 
 
 def _run(executable, *arguments):
@@ -36,7 +48,7 @@ def _run(executable, *arguments):
 @pytest.mark.parametrize("arguments", [["--help"], ["-h"], ["--ros-args", "--help"],
                                        ["--ros-args", "-p", "urdf_file:=x", "--help"]],
                          ids=["--help", "-h", "ros-args --help", "after a parameter"])
-@pytest.mark.parametrize("executable", sorted(EXECUTABLES))
+@pytest.mark.parametrize("executable", EXECUTABLES)
 def test_help_prints_every_parameter_and_starts_nothing(executable, arguments):
     result = _run(executable, *arguments)
     assert result.returncode == 0, result.stderr
@@ -44,13 +56,13 @@ def test_help_prints_every_parameter_and_starts_nothing(executable, arguments):
     assert "[INFO]" not in result.stdout + result.stderr, "ROS was started"
     entries = {line.split(" (", 1)[0].strip(): line for line in result.stdout.splitlines()
                if line.startswith("  ") and not line.startswith("   ") and " (" in line}
-    for name, default, read_only in EXECUTABLES[executable]:
+    for name, default, read_only in _parameter_table(executable):
         assert name in entries, f"{name} is not in the help:\n{result.stdout}"
         assert f"({type_name(default)}, default " in entries[name], entries[name]
         assert entries[name].endswith(", read-only)") == read_only, entries[name]
 
 
-@pytest.mark.parametrize("executable", sorted(EXECUTABLES))
+@pytest.mark.parametrize("executable", EXECUTABLES)
 @pytest.mark.parametrize("arguments, expected", [
     (["--ros-args", "--params-file", "config/no_such_file.yaml"], "cannot read params file"),
     (["--ros-args", "--params-file", "config"], "is a directory"),
@@ -86,26 +98,33 @@ def _flattened(parameters, prefix=""):
 def test_the_shipped_params_files_name_only_known_parameters(config):
     """No warning at start-up from the package's own files (a warning cried wolf)."""
     sections = yaml.safe_load((REPO / "config" / config).read_text())
-    known = {NODE_NAME: set(PARAMETERS), SIM_NODE_NAME: {p.name for p in SIM_PARAMETERS}}
     for node, section in sections.items():
         given = set(_flattened(section["ros__parameters"]))
         payloads = section["ros__parameters"].get("payloads", [])
-        declared = known[node.lstrip("/")] | {f"payload.{name}.{field}" for name in payloads
+        if node.lstrip("/") == NODE_NAME:
+            known = set(PARAMETERS)
+        else:
+            sim = _sim_arm()
+            assert node.lstrip("/") == sim.NODE_NAME, (config, node)
+            known = {p.name for p in sim.SIM_PARAMETERS}
+        declared = known | {f"payload.{name}.{field}" for name in payloads
                                               for field in PAYLOAD_FIELDS}
         assert not unknown_parameters(given, declared), (config, node)
 
 
-@pytest.mark.parametrize("executable, node, arguments, in_file, warned", [
-    ("soa_dynamics_node", NODE_NAME, ["--params-file", "config/panda.yaml",
-                                      "-p", "urdf_fil:=urdf/ur5.urdf"], "obsrever_gain: 50.0",
-     ["'urdf_fil' (did you mean 'urdf_file'?)", "'obsrever_gain' (did you mean 'observer_gain'?)"]),
-    ("soa_dynamics_sim", SIM_NODE_NAME, ["-p", "urdf_file:=urdf/panda.urdf",
-                                         "-p", "lockstep_timout:=1.0"], "payload_mas: 1.0",
-     ["'lockstep_timout' (did you mean 'lockstep_timeout'?)",
-      "'payload_mas' (did you mean 'payload_mass'?)"]),
-], ids=["node", "sim"])
-def test_unknown_parameters_are_warned_with_the_closest_known_name(executable, node, arguments,
-                                                                   in_file, warned, tmp_path):
+@pytest.mark.parametrize("executable, arguments, in_file, warned", [
+    pytest.param("soa_dynamics_node", ["--params-file", "config/panda.yaml",
+                                       "-p", "urdf_fil:=urdf/ur5.urdf"], "obsrever_gain: 50.0",
+                 ["'urdf_fil' (did you mean 'urdf_file'?)",
+                  "'obsrever_gain' (did you mean 'observer_gain'?)"], id="node"),
+    pytest.param("soa_dynamics_sim", ["-p", "urdf_file:=urdf/panda.urdf",
+                                      "-p", "lockstep_timout:=1.0"], "payload_mas: 1.0",
+                 ["'lockstep_timout' (did you mean 'lockstep_timeout'?)",
+                  "'payload_mas' (did you mean 'payload_mass'?)"], id="sim", marks=NEEDS_SIM),
+])
+def test_unknown_parameters_are_warned_with_the_closest_known_name(executable, arguments, in_file,
+                                                                   warned, tmp_path):
+    node = _sim_arm().NODE_NAME if executable == "soa_dynamics_sim" else NODE_NAME
     params_file = tmp_path / "extra.yaml"
     params_file.write_text(f"{node}:\n  ros__parameters:\n    {in_file}\n")
     process = RosProcess(executable, *arguments, "--params-file", str(params_file),

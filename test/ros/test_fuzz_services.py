@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
 from sensor_msgs.msg import JointState
 
+from support.optional import require
 from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
 from soa_dynamics_ros import RobotModel
@@ -17,6 +17,9 @@ from soa_dynamics_ros.msg import Constraint, LinkWrench, Payload
 from soa_dynamics_ros.srv import (DynamicsDerivatives, ForwardDynamics, GravityTorques,
                                   HybridDynamics, InverseDynamics, MassMatrix, MixedDynamics,
                                   SetPayload, TaskSpaceInertia)
+
+require("hypothesis")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 MODEL = RobotModel.from_urdf(shipped_urdf("dual_arm_torso.urdf"))
 JOINTS = MODEL.joint_names

@@ -80,8 +80,8 @@ def test_names_are_read_when_the_padding_after_them_differs():
 def test_a_shape_read_otherwise_than_rclpy_deserializes_it_is_deserialized(monkeypatch):
     """The guard for a middleware that pads otherwise: a reading that disagrees once is
     never used for that shape."""
-    read_doubles = cdr._read_doubles
-    monkeypatch.setattr(cdr, "_read_doubles",
+    read_doubles = cdr.read_doubles
+    monkeypatch.setattr(cdr, "read_doubles",
                         lambda *arguments: (lambda values, end: (values + 1.0, end))(
                             *read_doubles(*arguments)))
     message = joint_state(["a", "b"], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])

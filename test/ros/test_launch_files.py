@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from support.installation import CONSOLE_SCRIPTS, EXECUTABLES as LIB, SHARE
+from support.optional import needs, require
 from support.robots import REPO
 from support.ros_harness import RosClient
 from support.waiting import wait_for
@@ -334,6 +335,7 @@ def running_nodes(client):
 SIM_CASES = [(robot, launch_file("sim.launch.py")) for robot in robots(parse(launch_file("sim.launch.py")))]
 
 
+@needs("mujoco")   # the simulated arm's plant
 @pytest.mark.parametrize("robot, path", SIM_CASES, ids=[c[0] for c in SIM_CASES])
 def test_sim_comes_up_with_each_config_the_launch_file_passes(robot, path, client, tmp_path):
     from sensor_msgs.msg import JointState
@@ -357,7 +359,7 @@ def test_sim_comes_up_with_each_config_the_launch_file_passes(robot, path, clien
 @pytest.mark.parametrize("robot", [c[0] for c in SIM_CASES])
 def test_sim_configs_start_inside_the_limits_where_gravity_feedforward_can_hold_the_arm(robot):
     """Pinocchio's gravity torques at each initial pose are within the URDF effort limits."""
-    import pinocchio as pin
+    pin = require("pinocchio")
     from soa_dynamics_ros import RobotModel
     urdf = str(REPO / "urdf" / f"{robot}.urdf")
     model = RobotModel.from_urdf(urdf)

@@ -3,7 +3,6 @@ import math
 import time
 
 import numpy as np
-import pinocchio as pin
 import pytest
 from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
@@ -14,6 +13,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from visualization_msgs.msg import Marker
 
 from support.numerics import assert_close
+from support.optional import require
 from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess, joint_state as state, publish_and_wait
 from support.waiting import wait_for
@@ -372,6 +372,7 @@ def test_inertia_marker_is_published(client, joint_states, feedforward, panda):
     # Orientation and radii together: the marker's quaternion, read by Pinocchio, turns
     # diag(1 / radius^2) back into the (damped, as the node computes it) inertia.
     orientation = marker.pose.orientation
+    pin = require("pinocchio")
     axes = pin.Quaternion(orientation.w, orientation.x, orientation.y, orientation.z).toRotationMatrix()
     ellipsoid = axes @ np.diag(4.0 / np.array([marker.scale.x, marker.scale.y, marker.scale.z]) ** 2) @ axes.T
     assert_close(ellipsoid, panda.task_space_inertia(POSE, "panda_hand_tcp", part="translational",

@@ -10,7 +10,6 @@ from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close
 from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
@@ -49,6 +48,7 @@ def gravity_request():
 
 
 def test_package_paths_resolve_find_for_the_node(tmp_path):
+    from oracles.pinocchio_reference import PinocchioReference   # skips without Pinocchio (support.optional)
     # A package only package_paths knows, holding the robot body; the top file includes it.
     package = tmp_path / "packages" / "nested" / "tool_robot_description"
     (package / "urdf").mkdir(parents=True)

@@ -18,7 +18,6 @@ from rcl_interfaces.srv import GetParameters
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
-from oracles.pinocchio_reference import PinocchioReference
 from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
 from support.sim_harness import set_parameters as set_accepted
@@ -70,6 +69,7 @@ def topics(client):
 @pytest.fixture(scope="module")
 def reference():
     urdf = open(shipped_urdf("panda.urdf")).read()
+    from oracles.pinocchio_reference import PinocchioReference   # skips without Pinocchio (support.optional)
     return PinocchioReference(urdf, RobotModel.from_urdf(urdf, kernels="off").joint_names)
 
 

@@ -122,7 +122,9 @@ def test_simulated_arm_killed_and_restarted(client, tmp_path):
     """The arm's driver dies: the feedforward stops, diagnostics say why; it comes back: resumes."""
     import signal
     from diagnostic_msgs.msg import DiagnosticArray
+    from support.optional import require
     from support.sim_harness import POSES, StateRecorder, run_for, start_node, start_sim
+    require("mujoco")   # the simulated arm (checked before the node starts: no process left behind)
     names = list(POSES["panda"])
     q0 = np.array(list(POSES["panda"].values()))
     # Subscribed before the processes start, and a first message of each awaited:

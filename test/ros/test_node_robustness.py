@@ -1,5 +1,4 @@
 """The node's refusals and explanations, over real Fast DDS (issue 12, part 4)."""
-import threading
 import time
 
 import numpy as np
@@ -8,12 +7,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from support.request_bounds import longest_gap, maximal_requests, over_bound_requests
+from support.request_bounds import JointStateStream, longest_gap, maximal_requests, over_bound_requests
 from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
 from support.small_robots import FIXED_ONLY
-from soa_dynamics_ros.sim.clients import wait_for_compiled_kernels
 from soa_dynamics_ros.msg import Constraint
 from soa_dynamics_ros.ros import conversions
 from soa_dynamics_ros.srv import EvaluateTrajectory, GravityTorques, HybridDynamics, SetPayload
@@ -153,23 +151,9 @@ def test_maximal_requests_never_hold_the_feedforward_and_one_more_is_refused(tmp
     node = RosProcess("soa_dynamics_node", "--params-file", "config/panda.yaml",
                       "-p", "marker_rate:=0.0", log_dir=tmp_path, name="gaps")
     client = RosClient("gaps_test")
-    stop = threading.Event()
+    stream = JointStateStream(client, NAMES, POSE, period=0.001)
     try:
-        feedforward = client.collect(JointState, "/soa_dynamics/feedforward_state")
-        states = client.node.create_publisher(JointState, "/joint_states", 10)
-        # Stamped at publication (the node judges freshness from it).
-        clock = client.node.get_clock()
-
-        def stream():
-            message = JointState(name=NAMES, position=POSE, velocity=[0.0] * 7)
-            while not stop.is_set():
-                message.header.stamp = clock.now().to_msg()
-                states.publish(message)
-                time.sleep(0.001)
-        streamer = threading.Thread(target=stream, daemon=True)
-        streamer.start()
-        wait_for(lambda: feedforward, timeout=60, what="a first feedforward")
-        wait_for_compiled_kernels(client.node, 180.0)
+        feedforward = stream.start_until_answered(client)
         frame, links = "panda_hand_tcp", [f"panda_link{i}" for i in range(1, 8)]
 
         def arrivals():
@@ -192,6 +176,6 @@ def test_maximal_requests_never_hold_the_feedforward_and_one_more_is_refused(tmp
                      what=f"feedforward after the refused {service}")
         assert node.alive(), node.log()
     finally:
-        stop.set()
+        stream.stop()
         client.close()
         assert node.stop() == 0, node.log()

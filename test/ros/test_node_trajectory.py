@@ -11,7 +11,6 @@ from rcl_interfaces.srv import SetParameters
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close
 from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
@@ -145,6 +144,7 @@ def attach_tool(client):
 
 
 def test_efforts_are_inverse_dynamics_with_payload_and_gravity(client, topics, xml):
+    from oracles.pinocchio_reference import PinocchioReference   # skips without Pinocchio (support.optional)
     publisher, outputs, _ = topics
     attach_tool(client)
     reference = PinocchioReference(xml, JOINTS, gravity=GRAVITY)
@@ -224,6 +224,7 @@ def test_malformed_trajectories_are_refused_counted_and_not_published(client, to
 
 
 def test_positions_only_are_differentiated(client, topics, xml):
+    from oracles.pinocchio_reference import PinocchioReference   # skips without Pinocchio (support.optional)
     publisher, outputs, _ = topics
     reference = PinocchioReference(xml, JOINTS, gravity=GRAVITY)
     reference.attach(TOOL["link"], TOOL["mass"], np.array(TOOL["com"]), np.array(TOOL["inertia"]))

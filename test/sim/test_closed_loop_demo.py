@@ -3,9 +3,11 @@ gravity hold and fall; the pick-and-place without and with trajectory feedforwar
 import subprocess
 import sys
 
+from support.optional import needs
 from support.robots import REPO
 
 
+@needs("mujoco", "rtbdata", "matplotlib")   # the plant, the vx300s arm, the plots
 def test_demo_reports_and_plots(tmp_path):
     # On its compiled kernels, as `make demo` runs (the numpy path takes ~1 ms per state
     # on this machine: too slow for 1 kHz in real time); compiled once per machine.
@@ -34,5 +36,5 @@ def test_the_demo_finds_the_repository_without_a_ros_environment():
     """`make demo` runs the venv's Python with no AMENT_PREFIX_PATH: the demo must find
     config/ in the repository itself (it looked in soa_dynamics_ros/ after the layers moved
     into folders, and then failed asking for AMENT_PREFIX_PATH)."""
-    from soa_dynamics_ros.sim.demo import REPO as demo_repository
+    from soa_dynamics_ros.sim.clients import REPO as demo_repository
     assert (demo_repository / "config" / "panda_sim.yaml").is_file(), demo_repository

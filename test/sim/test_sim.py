@@ -11,6 +11,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
+from support.optional import require
 from support.robots import shipped_urdf
 from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
@@ -18,7 +19,9 @@ from support.sim_harness import POSES, StateRecorder, reset_client, start_sim, s
 from oracles.pinocchio_reference import PinocchioReference
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.errors import InvalidInputError
-from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant, strip_urdf
+
+require("mujoco")   # the simulated arm's plant
+from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant, strip_urdf  # noqa: E402
 
 
 def plant_and_model(robot):

@@ -12,13 +12,16 @@ import numpy as np
 import pytest
 from numpy.polynomial import Polynomial
 
+from support.optional import require
 from support.robots import shipped_urdf
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.errors import InvalidInputError
 from soa_dynamics_ros.sim import pick_and_place as pnp
-from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant
 from soa_dynamics_ros.sim.trajectory_controller import (MAX_POINTS, JointTrajectoryControllerEmulation,
                                                         trajectory_points)
+
+require("mujoco")   # the plant of every test here
+from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant  # noqa: E402
 
 JOINTS = ["a", "b"]
 DT = 1e-3
@@ -148,7 +151,7 @@ def _model(robot):
 @pytest.fixture(scope="module", params=["panda", "vx300s"])
 def task(request):
     if request.param == "vx300s":
-        pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
+        require("rtbdata")
     model = _model(request.param)
     return model, pnp.pick_and_place(request.param, model)
 

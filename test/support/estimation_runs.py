@@ -3,13 +3,16 @@ motion under computed-torque control by the exact model, while a known wrench or
 an unknown payload acts.  Everything the tests compare against comes from MuJoCo."""
 import pathlib
 
-import mujoco
 import numpy as np
-import rtbdata
 
-from soa_dynamics_ros import RobotModel
-from soa_dynamics_ros.description.urdf import read_description_text
-from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant
+from support.optional import require
+
+mujoco = require("mujoco")
+rtbdata = require("rtbdata")
+
+from soa_dynamics_ros import RobotModel  # noqa: E402 (the sim's plant needs mujoco)
+from soa_dynamics_ros.description.urdf import read_description_text  # noqa: E402
+from soa_dynamics_ros.sim.mujoco_plant import MujocoPlant  # noqa: E402
 
 ZOO = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
 # Interbotix ViperX 300 s: 6 arm joints, the gripper's revolute prop and two

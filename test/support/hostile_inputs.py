@@ -212,6 +212,11 @@ def _replaced(arguments, position, value):
     return arguments[:position] + (value,) + arguments[position + 1:]
 
 
+# The public calls that take (joint vectors..., frame).
+FRAME_MOTION_CALLS = ("frame_twist", "frame_acceleration", "jacobian_time_derivative",
+                      "jacobian_derivative_product")
+
+
 def public_calls(model):
     """(label, function, valid arguments, positions of joint vectors) of every public
     quantity that reaches compiled code."""
@@ -236,7 +241,13 @@ def public_calls(model):
         ("frame_poses", model.frame_poses, (q,), (0,)),
         ("jacobian", model.jacobian, (q, link), (0,)),
         ("center_of_mass", model.center_of_mass, (q,), (0,)),
+        ("frame_twist", model.frame_twist, (q, z, link), (0, 1)),
+        ("frame_acceleration", model.frame_acceleration, (q, z, z, link), (0, 1, 2)),
+        ("jacobian_time_derivative", model.jacobian_time_derivative, (q, z, link), (0, 1)),
+        ("jacobian_derivative_product", model.jacobian_derivative_product, (q, z, link),
+         (0, 1)),
         ("task_space_inertia", model.task_space_inertia, (q, link), (0,)),
+        ("inertial_regressor", model.inertial_regressor, (q, z, z), (0, 1, 2)),
         ("inverse_dynamics_derivatives", model.inverse_dynamics_derivatives, (q, z, z),
          (0, 1, 2)),
         ("inverse_dynamics_derivatives+w", model.inverse_dynamics_derivatives,
@@ -246,6 +257,9 @@ def public_calls(model):
         ("forward_dynamics_derivatives+w", model.forward_dynamics_derivatives,
          (q, z, z, wrench), (0, 1, 2)),
         ("gravity_derivatives", model.gravity_derivatives, (q,), (0,)),
+        ("coriolis_matrix", model.coriolis_matrix, (q, z), (0, 1)),
+        ("kinetic_energy", model.kinetic_energy, (q, z), (0, 1)),
+        ("potential_energy", model.potential_energy, (q,), (0,)),
         ("mixed_dynamics", model.mixed_dynamics, (q, z, z, z, [first]), (0, 1, 2, 3)),
         ("mixed_dynamics+w", model.mixed_dynamics, (q, z, z, z, [first], wrench),
          (0, 1, 2, 3)),
@@ -284,6 +298,9 @@ def hostile_public_calls(model, run):
         if label in ("frame_pose", "jacobian", "task_space_inertia"):
             for frame in _frames(link):
                 run.call((label, frame), function, arguments[0], frame)
+        if label in FRAME_MOTION_CALLS:
+            for frame in _frames(link):
+                run.call((label, frame), function, *arguments[:-1], frame)
     q = np.linspace(0.1, 0.7, n)
     batches = [("gravity_torques_batch", 1), ("inverse_dynamics_batch", 3),
                ("forward_dynamics_batch", 3), ("inverse_dynamics_derivatives_batch", 3),
@@ -316,6 +333,9 @@ def hostile_module_calls(model, run):
     constraint = [(link, np.eye(6)[:, :2].copy(), np.zeros(2))]
     frame = compiled.frame_index[link]
     Q = np.tile(q, (40, 1))
+    # [position, unit quaternion, joints] of at least the free joint's 7
+    floating_q, floating_base = np.zeros(max(n, 6) + 1), np.array([0.0, 0.0, -9.81, 0.99, 1.01])
+    floating_q[6], floating_v = 1.0, np.zeros(max(n, 6))
     signatures = {
         "gravity_torques": (q,), "bias_torques": (q, z), "inverse_dynamics": (q, z, z),
         "inverse_dynamics_wrenches": (q, z, z, wrench), "forward_dynamics": (q, z, z),
@@ -323,6 +343,9 @@ def hostile_module_calls(model, run):
         "mixed_dynamics": (q, z, z, z, np.ones(n)),
         "mixed_dynamics_wrenches": (q, z, z, z, np.ones(n), wrench),
         "mass_matrix": (q,), "jacobian": (frame, q), "frame_poses": (-1, q),
+        "frame_twist": (frame, q, z), "frame_acceleration": (frame, q, z, z),
+        "jacobian_time_derivative": (frame, q, z), "jacobian_derivative_product": (frame, q, z),
+        "inertial_regressor": (q, z, z),
         "task_space_inertia": (np.array([float(frame)]), 0, 6, q, 0.0, True),
         "hybrid_dynamics": (q, z, z, constraint),
         "hybrid_dynamics_wrenches": (q, z, z, constraint, wrench),
@@ -333,14 +356,19 @@ def hostile_module_calls(model, run):
         "gravity_derivatives": (q,), "gravity_torques_batch": (Q,),
         "inverse_dynamics_batch": (Q, Q, Q), "forward_dynamics_batch": (Q, Q, Q),
         "inverse_dynamics_derivatives_batch": (Q, Q, Q),
-        "forward_dynamics_derivatives_batch": (Q, Q, Q), "gravity_derivatives_batch": (Q,)}
+        "forward_dynamics_derivatives_batch": (Q, Q, Q), "gravity_derivatives_batch": (Q,),
+        "coriolis_matrix": (q, z), "kinetic_energy": (q, z), "potential_energy": (q,),
+        # a floating-base model's (these models are fixed-base: wrong numbers, same reads)
+        "floating_centroidal_momentum_matrix": (floating_q, floating_base)}
     others = ([capsule, params, frame, -1, 2 ** 40, 10 ** 30, -10 ** 30, True, 0.5,
                np.array([1e300]), np.array([-1.0]), np.array([np.nan]), np.zeros((2, 2)),
                np.zeros(0), RaisingNumber()]
               + _vectors(n) + _wrenches(link) + _constraints(link))
-    for name, arguments in signatures.items():
+    calls = {name: (capsule, *arguments, params) for name, arguments in signatures.items()}
+    # (no model: the lengths are q's)
+    calls["floating_inputs"] = (floating_q, floating_v, floating_v, floating_base)
+    for name, full in calls.items():
         function = getattr(module, name)
-        full = (capsule, *arguments, params)
         run.call((name,), function, *full)
         run.call((name, "too few"), function, *full[:-1])
         run.call((name, "too many"), function, *full, params)

@@ -4,12 +4,18 @@ Shared by test/test_node_robustness.py and bench/bench_request_gaps.py, so
 that the test and the benchmark send the same requests.  The sizes come from
 soa_dynamics_ros/ros/conversions.py (compiled kernels assumed for trajectories).
 """
+import threading
+import time
+
 import numpy as np
 from geometry_msgs.msg import Vector3, Wrench
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from soa_dynamics_ros.ros import conversions
+from soa_dynamics_ros.ros.stamps import stamp_nanoseconds
+from soa_dynamics_ros.sim.clients import wait_for_compiled_kernels
+from .waiting import wait_for
 from soa_dynamics_ros.msg import Constraint, LinkWrench
 from soa_dynamics_ros.srv import (DynamicsDerivatives, EvaluateTrajectory, ForwardDynamics,
                                   HybridDynamics, InverseDynamics, MixedDynamics, SetPayload,
@@ -139,3 +145,41 @@ def longest_gap(arrivals, start, end):
     if len(window) < 2:
         return float("inf")
     return float(np.diff(window).max())
+
+
+class JointStateStream:
+    """Joint states published on /joint_states every ``period`` s from a thread, until :meth:`stop`.
+
+    Each is stamped at publication (the node judges freshness from the stamp) and
+    recorded in ``sent`` as (monotonic time, stamp in ns).
+    """
+
+    def __init__(self, client, names, pose, period):
+        self._publisher = client.node.create_publisher(JointState, "/joint_states", 10)
+        self._clock = client.node.get_clock()
+        self._message = JointState(name=list(names), position=list(pose), velocity=[0.0] * len(names))
+        self._period = period
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.sent = []
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._message.header.stamp = self._clock.now().to_msg()
+            self._publisher.publish(self._message)
+            self.sent.append((time.monotonic(), stamp_nanoseconds(self._message.header.stamp)))
+            time.sleep(self._period)
+
+    def start_until_answered(self, client, node="/soa_dynamics"):
+        """Start; once ``node`` answers with its compiled kernels (as in production), the
+        list its ``~/feedforward_state`` messages are collected into, as (arrival, message)."""
+        feedforward = client.collect(JointState, f"{node}/feedforward_state")
+        self._thread.start()
+        wait_for(lambda: feedforward, timeout=60, what="a first feedforward")
+        wait_for_compiled_kernels(client.node, 180.0)
+        return feedforward
+
+    def stop(self):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5.0)

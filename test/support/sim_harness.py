@@ -8,10 +8,10 @@ from rcl_interfaces.srv import SetParameters
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
+from support.optional import require
 from support.ros_harness import RosProcess
 from support.waiting import wait_for
 from soa_dynamics_ros.ros.stamps import stamp_seconds
-from soa_dynamics_ros.sim.arm import reset_time
 from soa_dynamics_ros.sim.clients import parameter_value
 
 # Non-trivial poses, inside the joint limits, with gravity torques inside the
@@ -42,6 +42,7 @@ def set_parameters(client, node, **values):
 
 
 def start_sim(robot, log_dir, *extra, name=None, realtime=False):
+    require("mujoco")       # the simulated arm's plant (requirements-dev.txt, not package.xml)
     positions = list(POSES[robot].values())
     return RosProcess("soa_dynamics_sim", "-p", f"urdf_file:=urdf/{robot}.urdf",
                       "-p", f"initial_positions:={positions}", *extra,
@@ -131,6 +132,7 @@ def reset_sim(client, sim="/soa_dynamics_sim"):
     """~/reset: back to the initial pose (time continues); returns the sim time of the reset."""
     answer = client.call(reset_client(client, sim), Trigger.Request())
     assert answer.success, answer.message
+    from soa_dynamics_ros.sim.arm import reset_time   # a module that needs mujoco, as the sim does
     return reset_time(answer.message)
 
 

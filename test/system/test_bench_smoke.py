@@ -11,7 +11,10 @@ from support.robots import REPO
 
 # The dynamics benchmarks have a test of their own below, which checks their rows too.
 DYNAMICS = ("bench_dynamics.py", "bench_cold.py")
-SCRIPTS = sorted(path for path in (REPO / "bench").glob("bench_*.py") if path.name not in DYNAMICS)
+# Compiles Pinocchio's C++ for minutes: its smoke below exports and builds nothing.
+EXPORT_C = "bench_export_c.py"
+SCRIPTS = sorted(path for path in (REPO / "bench").glob("bench_*.py")
+                 if path.name not in DYNAMICS + (EXPORT_C,))
 
 
 def _run_quick(script, output):
@@ -65,3 +68,21 @@ def test_run_all_runs_scripts_that_exist():
     assert {"bench_dynamics.py", "bench_cold.py"} <= set(names)
     for name in names:
         assert (REPO / "bench" / name).exists(), name
+
+
+def test_export_c_benchmark_exports_and_writes_its_inputs_without_compiling(tmp_path):
+    """bench_export_c.py --export-only: the export, Pinocchio's model and the states that the
+    C++ program reads, for the quick robot; a robot it does not know is refused."""
+    run = subprocess.run([sys.executable, str(REPO / "bench" / EXPORT_C), "--quick", "--export-only",
+                          "--work", str(tmp_path), "--cache", str(tmp_path / "cache")],
+                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    work = tmp_path / "ur5"
+    assert {"bench.h", "bench.c", "CMakeLists.txt"} <= {p.name for p in (work / "export").iterdir()}
+    assert (work / "description.txt").read_text().split()[0] == "6"
+    assert (work / "states.txt").read_text().split()[:4] == ["6", "6", "6", "100"]
+    assert not list((tmp_path / "cache").iterdir())
+    refused = subprocess.run([sys.executable, str(REPO / "bench" / EXPORT_C), "--robots", "atlas",
+                              "--export-only"], capture_output=True, text=True, cwd=REPO,
+                             timeout=300)
+    assert refused.returncode == 2 and "unknown robot 'atlas'" in refused.stderr

@@ -37,11 +37,11 @@ import sys
 
 import numpy as np
 import pytest
-import rtbdata
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
+from support.optional import require
 from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
 from support.sim_harness import stamp_seconds
@@ -49,7 +49,10 @@ from soa_dynamics_ros import kernels
 from soa_dynamics_ros.kernels import build
 from soa_dynamics_ros.description.urdf import read_description_text
 from soa_dynamics_ros.ros.parameters import PARAMETERS
-from soa_dynamics_ros.sim.arm import LOCKSTEP_TIMEOUT
+
+rtbdata = require("rtbdata")
+require("mujoco")   # the simulated arm's plant
+from soa_dynamics_ros.sim.arm import LOCKSTEP_TIMEOUT  # noqa: E402
 
 URDF = pathlib.Path(rtbdata.__file__).parent / "xacro" / "trossen_descriptions" / "urdf" / "vx300s.urdf.xacro"
 POSE = dict(waist=0.3, shoulder=-0.4, elbow=0.5, forearm_roll=0.2, wrist_angle=0.6,

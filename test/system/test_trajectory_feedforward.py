@@ -17,12 +17,15 @@ import numpy as np
 import pytest
 
 from oracles.pinocchio_reference import PinocchioReference
+from support.optional import require
 from support.ros_harness import RosClient, RosProcess
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.description.urdf import read_description_text
 from soa_dynamics_ros.sim import pick_and_place as pnp
-from soa_dynamics_ros.sim.arm import TRAJECTORY_TOPIC
-from soa_dynamics_ros.sim.tracking import compare, sim_gain_arguments
+
+require("mujoco")   # the simulated arm's plant
+from soa_dynamics_ros.sim.arm import TRAJECTORY_TOPIC  # noqa: E402
+from soa_dynamics_ros.sim.tracking import compare, sim_gain_arguments  # noqa: E402
 
 TARGET_RATIO = 5.0          # issue 15: RMS error at least 5x smaller with feedforward
 READY_TIMEOUT = 300.0       # [s] a first run compiles the robot's kernels (tens of s when loaded)

@@ -21,13 +21,14 @@ import pytest
 
 from oracles.pinocchio_reference import PinocchioReference
 from support.numerics import assert_close, random_states
+from support.optional import require
 from support.robots import example_robots_folder, with_inertias
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.errors import (DescriptionWarning, InertiaWarning,
                                      SingularDynamicsError, URDFError)
 from soa_dynamics_ros.description.urdf import read_description_text
 
-rtbdata = pytest.importorskip("rtbdata", reason="rtb-data is in requirements-dev.txt")
+rtbdata = require("rtbdata")
 ZOO = pathlib.Path(rtbdata.__file__).resolve().parent / "xacro"
 EXAMPLE_ROBOTS = example_robots_folder()
 # The robots' ids name their package: "rtbdata/<path>" or "example-robot-data/<path>".

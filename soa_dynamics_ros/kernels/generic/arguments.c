@@ -16,12 +16,15 @@
 /* A binding's layout: one letter per argument between the model and p.
  *   'd'  a vector of the model's dof (q, or the full map's rates: inverse dynamics)
  *   'r'  a vector of its rate_dof (rates, accelerations, torques of the selected joints)
+ *   'f'  a vector of dof + 1: a floating-base q (position, quaternion, joints) of the
+ *        model of its chain (bindings_floating.c), whose dof counts the base's 6 rates
  *   'w'  a {frame name: wrench} dict (parse_wrenches: into the model's wrench_frames and
  *        wrench_values)
  *   '.'  an argument the binding reads itself (a frame, constraints, an option)
  * Batches (BATCH_BINDING) take 'd' and 'r' as (N, length) arrays of one N. */
 #define LAYOUT_DOF 'd'
 #define LAYOUT_RATES 'r'
+#define LAYOUT_FLOATING 'f'
 #define LAYOUT_WRENCHES 'w'
 #define LAYOUT_OWN '.'
 /* The most vectors a layout may hold (mixed dynamics' q, qd, qdd, tau, prescribed) */
@@ -76,8 +79,9 @@ static inline int read_arguments(PyObject *const *args, Py_ssize_t nargs, const 
             a->wrenched = 1;
             if (parse_wrenches(m, argument, &a->wrench_count) != SOA_OK)
                 return SOA_BAD_INPUT;
-        } else if (layout[k] == LAYOUT_DOF || layout[k] == LAYOUT_RATES) {
-            npy_intp size = layout[k] == LAYOUT_DOF ? m->dof : m->rate_dof;
+        } else if (layout[k] != LAYOUT_OWN) {
+            npy_intp size = layout[k] == LAYOUT_DOF ? m->dof
+                : layout[k] == LAYOUT_RATES ? m->rate_dof : (npy_intp)m->dof + 1;
             const double *data = batch ? soa_array(argument, 2, a->samples, size)
                                        : soa_array(argument, 1, size, 0);
             if (!data || (!batch && soa_check(data, (int)size, SOA_MAX_MAGNITUDE)))

@@ -26,12 +26,13 @@ static inline void force_gather(const Model *m, double *f, double *torque)
     torque[0] = 0.0;
 }
 
-/* inverse_dynamics.inverse_dynamics on hinge arrays (local_placements() current). */
-static void newton_euler(Model *m, const double *p, const double *qd, const double *qdd,
-                         int with_forces)
+/* kinematics.body_motion: each body's velocity and acceleration (gravity as the root's
+ * acceleration -g) into m->velocity, m->acceleration (local_placements() current). */
+__attribute__((always_inline))
+static inline void body_motion(Model *m, const double *p, const double *qd, const double *qdd)
 {
     const double *h = m->hinge_map;
-    double *v = m->velocity, *a = m->acceleration, *f = m->force;
+    double *v = m->velocity, *a = m->acceleration;
     memset(v, 0, 6 * sizeof(double));
     a[0] = -p[0]; a[1] = -p[1]; a[2] = -p[2]; a[3] = a[4] = a[5] = 0.0;
     for (int body = 1; body < m->nb; ++body) {
@@ -52,6 +53,14 @@ static void newton_euler(Model *m, const double *p, const double *qd, const doub
         for (int k = 0; k < 6; ++k)
             a[6 * body + k] = carried[k] + hb[k] * qdd[body] + product[k];
     }
+}
+
+/* inverse_dynamics.inverse_dynamics on hinge arrays (local_placements() current). */
+static void newton_euler(Model *m, const double *p, const double *qd, const double *qdd,
+                         int with_forces)
+{
+    double *v = m->velocity, *a = m->acceleration, *f = m->force;
+    body_motion(m, p, qd, qdd);
     for (int body = 1; body < m->nb; ++body) {
         const double *own = p + HEADER + PARAMS_PER_BODY * (body - 1);
         double momentum[6], accelerating[6], gyroscopic[6] = {0.0};

@@ -1,15 +1,9 @@
 /* The mass matrix: composite bodies and hinge folding (algorithms/mass_matrix.py).
  * Part of generic.c (included there, one translation unit). */
-/* mass_matrix.mass_matrix into hinge_mass, by the composite-body algorithm in root axes:
- * M_ij = S_j . Ic_i S_i for j an ancestor of i (or i), with the hinge axes S and the
- * composite inertias Ic in root axes, each about its body's origin.  The inertias add up
- * along the tree by a shift only, and Ic_i S_i reaches each ancestor by one cross
- * product; carrying both joint by joint (a rotation and a translation each) took twice
- * as long on a 32-joint humanoid.  (About the root origin even the shift goes, but the
- * rotational inertias of small bodies far from it lose digits to m |p|^2.)  Only hinge
- * pairs on one path are written: all fold_hinges reads.  Composes the world placements
- * if they are not current. */
-static void composite_body(Model *m, const double *p)
+/* composite_body's first passes: each body's hinge axis S (6) and composite inertia Ic
+ * (INERTIA_DOUBLES) in root axes, Ic about the body's origin, COMPOSITE_DOUBLES per body
+ * in `articulated`.  Composes the world placements if they are not current. */
+static void composite_inertias(Model *m, const double *p)
 {
     int nb = m->nb;
     double *terms = m->articulated;
@@ -34,6 +28,22 @@ static void composite_body(Model *m, const double *p)
                 to[k] += shifted[k];
         }
     }
+}
+
+/* mass_matrix.mass_matrix into hinge_mass, by the composite-body algorithm in root axes:
+ * M_ij = S_j . Ic_i S_i for j an ancestor of i (or i), with the hinge axes S and the
+ * composite inertias Ic in root axes, each about its body's origin.  The inertias add up
+ * along the tree by a shift only, and Ic_i S_i reaches each ancestor by one cross
+ * product; carrying both joint by joint (a rotation and a translation each) took twice
+ * as long on a 32-joint humanoid.  (About the root origin even the shift goes, but the
+ * rotational inertias of small bodies far from it lose digits to m |p|^2.)  Only hinge
+ * pairs on one path are written: all fold_hinges reads.  Composes the world placements
+ * if they are not current. */
+static void composite_body(Model *m, const double *p)
+{
+    int nb = m->nb;
+    const double *terms = m->articulated, *origin = m->translations;
+    composite_inertias(m, p);
     for (int body = 1; body < nb; ++body) {
         const double *t = terms + COMPOSITE_DOUBLES * body, *at = origin + 3 * body;
         double force[6];

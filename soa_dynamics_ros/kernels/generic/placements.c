@@ -44,26 +44,26 @@ static void joint_forces(const Model *m, const double *hinge, double *out)
             out[m->rate_master[i]] += hinge[i] * m->rate_multiplier[i];
 }
 
-/* joints.placement: the body's placement in its parent at the hinge coordinate.  Inlined
- * in the loops over bodies (local_placements, chain_placements): a call per body costs
- * a measurable share of a frame pose (docs/performance.md, "Design measurements"). */
-__attribute__((always_inline)) static inline void hinge_placement(const Model *m, int body,
-                                                                  double *rotation,
-                                                                  double *translation)
+/* joints.placement at a rotation joint's sin(q) and 1 - cos(q) (`sine`, `versine`; not
+ * read for other joints), made by the caller: hinge_placement one angle at a time,
+ * hinge_sines all of them at once. */
+__attribute__((always_inline)) static inline void placement_at(const Model *m, int body,
+                                                               double sine, double versine,
+                                                               double *rotation,
+                                                               double *translation)
 {
     const double *e = m->joint_rotation + 9 * body, *r = m->joint_translation + 3 * body;
-    double q = m->q_hinge[body];
     if (m->type[body] == JOINT_ROTATION) {
         /* E rotation_about_axis(q) = E + sin(q) E K + (1 - cos(q)) E K K, the products
          * with E made once (make_model): 9 multiply-adds per entry pair instead of the
          * turn and a 3x3 product per body and call */
-        const double *sine = m->turn_sine + 9 * body, *cosine = m->turn_cosine + 9 * body;
-        double s = sin(q), c = 1.0 - cos(q);
+        const double *turn_sine = m->turn_sine + 9 * body, *cosine = m->turn_cosine + 9 * body;
         for (int k = 0; k < 9; ++k)
-            rotation[k] = e[k] + s * sine[k] + c * cosine[k];
+            rotation[k] = e[k] + sine * turn_sine[k] + versine * cosine[k];
         memcpy(translation, r, 3 * sizeof(double));
     } else {
         const double *axis = m->axis + 3 * body;
+        double q = m->q_hinge[body];
         memcpy(rotation, e, 9 * sizeof(double));
         memcpy(translation, r, 3 * sizeof(double));
         if (m->type[body] == JOINT_TRANSLATION) {
@@ -71,6 +71,40 @@ __attribute__((always_inline)) static inline void hinge_placement(const Model *m
             mat3_vec(e, moved, step);
             for (int k = 0; k < 3; ++k)
                 translation[k] += step[k];
+        }
+    }
+}
+
+/* joints.placement: the body's placement in its parent at the hinge coordinate.  Inlined
+ * in the loops over bodies (local_placements, chain_placements): a call per body costs
+ * a measurable share of a frame pose (docs/performance.md, "Design measurements"). */
+__attribute__((always_inline)) static inline void hinge_placement(const Model *m, int body,
+                                                                  double *rotation,
+                                                                  double *translation)
+{
+    double q = m->q_hinge[body], sine = 0.0, versine = 0.0;
+    if (m->type[body] == JOINT_ROTATION) {
+        sine = sin(q);
+        versine = 1.0 - cos(q);
+    }
+    placement_at(m, body, sine, versine, rotation, translation);
+}
+
+/* sin(q) and 1 - cos(q) of every hinge for placement_at, SOA_LANES angles per call of
+ * runtime.h's soa_vsincos (glibc's vector math library where the build links it: within
+ * a few ulp of libm's sincos, at a fraction of its time per angle).  For the calls that
+ * place every body with little else to do (the energies, the Coriolis matrix), where
+ * one sincos per body was most of the time. */
+static void hinge_sines(const Model *m, double *sine, double *versine)
+{
+    for (int first = 0; first < m->nb; first += SOA_LANES) {
+        soa_vd angle = soa_broadcast(0.0), s, c;
+        for (int l = 0; l < SOA_LANES && first + l < m->nb; ++l)
+            angle[l] = m->q_hinge[first + l];
+        soa_vsincos(angle, &s, &c);
+        for (int l = 0; l < SOA_LANES && first + l < m->nb; ++l) {
+            sine[first + l] = s[l];
+            versine[first + l] = 1.0 - c[l];
         }
     }
 }

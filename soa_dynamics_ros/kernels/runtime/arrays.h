@@ -1,5 +1,6 @@
 /* Arrays in and out: argument checks, and answers recycled.
- * Part of runtime.h (included there in order, after the status values). */
+ * Part of runtime.h (included there in order, after runtime_c.h: the status values and
+ * soa_check). */
 /* Flags an array's memory needs for its data to be read as a C array of doubles:
  * unaligned data (a view at an odd byte offset) may meet an aligned vector load. */
 #define SOA_READABLE (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED)
@@ -20,15 +21,6 @@ static const double *soa_array(PyObject *object, int ndim, npy_intp rows, npy_in
     if (ndim == 2 && PyArray_DIM(array, 1) != cols)
         return NULL;
     return (const double *)PyArray_DATA(array);
-}
-
-/* Status 1 unless every entry is finite and within `limit` (NaN fails "<="). */
-static int soa_check(const double *values, int count, double limit)
-{
-    for (int k = 0; k < count; ++k)
-        if (!(fabs(values[k]) <= limit))
-            return SOA_BAD_INPUT;
-    return SOA_OK;
 }
 
 static int soa_wrong_count(Py_ssize_t given, int expected)
