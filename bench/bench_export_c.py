@@ -240,7 +240,8 @@ def benchmark_program(export_dir, cache):
     lib = PINOCCHIO_PREFIX / "lib"
     flags = [*CXX_FLAGS, f"-I{export_dir}", f"-I{CPP}"]
     link = [f"-L{lib}", f"-Wl,-rpath,{lib}", "-lpinocchio_default", "-lpinocchio_parsers", "-lm"]
-    target = cache / f"export_vs_pinocchio-{_digest(main.read_bytes(), header, pin_object.name, library.name, *flags, *link)}"
+    digest = _digest(main.read_bytes(), header, pin_object.name, library.name, *flags, *link)
+    target = cache / f"export_vs_pinocchio-{digest}"
     if not target.exists():
         partial = target.with_name(target.name + ".partial")
         _run(["c++", *flags, str(main), str(pin_object), str(library), "-o", str(partial), *link],
@@ -293,7 +294,7 @@ def _total(counts):
 
 
 def report(results, states, rounds, load_before, load_after):
-    lines = [f"# Exported C library against Pinocchio's C++ API, per call", "",
+    lines = ["# Exported C library against Pinocchio's C++ API, per call", "",
              run_header("bench/bench_export_c.py"), "",
              f"Load average (1, 5, 15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, "
              f"after: {' '.join(f'{x:.2f}' for x in load_after)}. One process, the same "

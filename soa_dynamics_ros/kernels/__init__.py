@@ -59,10 +59,11 @@ logger = logging.getLogger("soa_dynamics_ros.kernels")
 
 BACKENDS = ("c",)
 # What the kernels are derived from: this folder's tracer, generator and
-# builder, and every module of the layers they trace (the joint model, the
-# tree and the recursions).  A change to any of them gives new module names.
+# builder, the C runtime they include (build.RUNTIME_HEADERS), and every module
+# of the layers they trace (the joint model, the tree and the recursions).  A
+# change to any of them gives new module names.
 _SOURCES = ("symbolic.py", "tracing.py", "c_emission.py", "generator.py", "build.py",
-            "compile_guard.py", "runtime.h", "runtime_c.h")
+            "compile_guard.py")
 _TRACED_LAYERS = ("multibody", "algorithms")
 _lock = threading.Lock()
 _locks = {}                 # module name -> lock held while it is built or imported
@@ -136,7 +137,7 @@ def code_version():
     if _CODE_VERSION is None:
         digest = hashlib.sha256(build.toolchain_id().encode())
         here = pathlib.Path(__file__).resolve().parent
-        sources = [here / name for name in _SOURCES]
+        sources = [here / name for name in _SOURCES] + list(build.RUNTIME_HEADERS)
         for layer in _TRACED_LAYERS:
             sources += sorted((here.parent / layer).glob("*.py"))
         for path in sources:

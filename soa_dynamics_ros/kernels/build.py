@@ -22,6 +22,11 @@ import sysconfig
 import numpy as np
 
 RUNTIME_DIR = pathlib.Path(__file__).resolve().parent          # runtime.h
+# runtime.h and what it includes (runtime_c.h, the Python-free part an exported library
+# carries, and runtime/*.h): what every compiled module includes, so their bytes go into
+# every module's name.
+RUNTIME_HEADERS = (RUNTIME_DIR / "runtime.h", RUNTIME_DIR / "runtime_c.h",
+                   *sorted((RUNTIME_DIR / "runtime").glob("*.h")))
 # -march=native: the generated arithmetic is measurably faster with FMA and the
 # host's vector registers (docs/performance.md, "Design measurements").
 # -fno-math-errno lets sin and cos of one angle become one sincos call.  No

@@ -98,6 +98,7 @@ typedef struct {
 #include "generic/frame_motion.c"
 #include "generic/energy.c"
 #include "generic/regressor.c"
+#include "generic/arguments.c"
 #include "generic/bindings_dynamics.c"
 #include "generic/bindings_hybrid.c"
 #include "generic/bindings_queries.c"

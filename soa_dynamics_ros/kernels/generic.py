@@ -37,8 +37,7 @@ def module_name():
     Once per process (as ``kernels.code_version``): every model's generic module
     lookup asks for it, and the sources do not change under a running process."""
     digest = hashlib.sha256(build.toolchain_id().encode())
-    for path in (SOURCE, *INCLUDED, build.RUNTIME_DIR / "runtime.h",
-                 build.RUNTIME_DIR / "runtime_c.h"):
+    for path in (SOURCE, *INCLUDED, *build.RUNTIME_HEADERS):
         digest.update(path.read_bytes())
     digest.update(_defines().encode())
     return f"soa_generic_{digest.hexdigest()[:16]}"
@@ -110,8 +109,10 @@ class CompiledTree:
         needs no rank decision."""
         frames = np.array([self.frame_index[name] for name in frame_names], dtype=float)
         width = rows.stop - rows.start
+        # info as an exact bool: the module runs no Python code (a __bool__) once it holds
+        # the arrays (a conditional, not a call of bool(), which costs more per call)
         packed = self.module.task_space_inertia(self.model, frames, rows.start, width, q,
-                                                damping, info, params)
+                                                damping, True if info else False, params)
         if type(packed) is not np.ndarray:
             return None
         n = len(frames) * width

@@ -7,8 +7,9 @@ mixed and hybrid dynamics (wrenches included), mass matrix, Jacobians, frame pos
 frame twists and classical accelerations, Jacobian time derivatives, the inertial
 regressor, centre of mass, batches, the task-space compliance ``J M^-1 J^T`` of any
 frames and parts, and the same for subgraphs, and the Coriolis matrix and the energies,
-from a model's first call; *per-robot* straight-line kernels (gravity, bias, inverse and forward dynamics without wrenches,
-mass matrix, one frame's Jacobian and task-space inertia) replace it where they exist
+from a model's first call; *per-robot* straight-line kernels (gravity, bias, inverse and
+forward dynamics without wrenches, mass matrix, one frame's Jacobian and task-space
+inertia) replace it where they exist
 once compiled.  ``kernels=`` picks: ``"auto"`` (default) uses the generic module when
 a compiler is there and compiles a per-robot kernel in a background thread once it
 has been asked for :data:`AUTO_COMPILE_AFTER` times (``model.kernels.prepare()``

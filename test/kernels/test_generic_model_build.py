@@ -14,7 +14,7 @@ import pytest
 
 from support.numpy_path import disable_numpy_path
 from support.robot_generator import random_tree_urdf
-from soa_dynamics_ros.kernels import generic, generic_module
+from soa_dynamics_ros.kernels import build, generic, generic_module
 from soa_dynamics_ros.model import RobotModel
 
 CHAIN_JOINTS = 3000
@@ -73,16 +73,33 @@ def test_make_model_lets_another_thread_run_while_it_builds(chain_urdf, monkeypa
         "chain: the build held the GIL")
 
 
-def test_every_source_generic_c_includes_renames_the_module():
-    """The module's name hashes its sources: a changed include must not load a stale build."""
-    hashed = {generic.SOURCE, *generic.INCLUDED}
-    pending, included = [generic.SOURCE], set()
+def _included(source):
+    """Every project file ``source`` includes, directly or not (quoted includes, found
+    beside the including file first, then in the kernels folder: the build's -I)."""
+    pending, included = [source], set()
     while pending:
-        source = pending.pop()
-        for name in re.findall(r'^#include "([^"]+)"', source.read_text(), re.MULTILINE):
-            path = (generic.SOURCE.parent / name).resolve()
-            if path.name != "runtime.h" and path not in included:
+        including = pending.pop()
+        for name in re.findall(r'^#include "([^"]+)"', including.read_text(), re.MULTILINE):
+            beside = including.parent / name
+            path = (beside if beside.exists() else build.RUNTIME_DIR / name).resolve()
+            if path not in included:
                 included.add(path)
                 pending.append(path)
+    return included
+
+
+def test_every_source_generic_c_includes_renames_the_module():
+    """The module's name hashes its sources: a changed include must not load a stale build."""
+    hashed = {generic.SOURCE, *generic.INCLUDED, *build.RUNTIME_HEADERS}
+    included = _included(generic.SOURCE)
     assert included, "generic.c includes its parts"
-    assert not included - hashed, f"not in generic.INCLUDED: {sorted(included - hashed)}"
+    assert not included - hashed, f"not hashed into its name: {sorted(included - hashed)}"
+
+
+def test_every_part_of_the_runtime_renames_the_per_robot_kernels():
+    """Every generated kernel includes runtime.h, whose parts are hashed into the kernels'
+    code version (as into the generic module's name)."""
+    runtime = build.RUNTIME_DIR / "runtime.h"
+    included = _included(runtime)
+    assert included, "runtime.h includes its parts"
+    assert {runtime, *included} <= set(build.RUNTIME_HEADERS)

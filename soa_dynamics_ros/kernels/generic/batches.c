@@ -141,45 +141,21 @@ static int dynamics_sample(Model *m, const void *batch, double *space, npy_intp 
 }
 
 /* Batches: f(model, Q, [QD, QDD | QD, TAU], p) over the rows of (N, dof) arrays */
-static PyObject *batch_call(PyObject *const *args, Py_ssize_t nargs, int inputs, int forward)
+static PyObject *batch_call(const Arguments *a, PyObject *const *args,
+                            int forward)
 {
-    if (soa_wrong_count(nargs, 2 + inputs))
-        return NULL;
-    Model *m = model_of(args[0]);
-    if (!m)
-        return NULL;
-    DynamicsBatch batch = {.p = soa_array(args[1 + inputs], 1, m->params, 0),
-                           .inputs = inputs, .forward = forward};
-    npy_intp count = -1, failed = 0;
-    if (!batch.p)
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    for (int k = 0; k < inputs; ++k) {
-        if (!(batch.data[k] = soa_array(args[1 + k], 2, count, m->dof)))
-            return PyLong_FromLong(SOA_BAD_INPUT);
-        count = PyArray_DIM((PyArrayObject *)args[1 + k], 0);
-    }
-    PyObject *result = new_array(2, count, m->dof, &batch.out);
+    Model *m = a->m;
+    DynamicsBatch batch = {.data = {a->vector[0], a->vector[1], a->vector[2]}, .p = a->p,
+                           .inputs = a->vectors, .forward = forward};
+    npy_intp failed = 0;
+    PyObject *result = new_array(2, a->samples, m->dof, &batch.out);
     if (!result)
         return NULL;
     unpack_inertias(m, batch.p);
-    int status = run_samples(m, dynamics_sample, &batch, NULL, 0, count, &failed);
+    int status = run_samples(m, dynamics_sample, &batch, NULL, 0, a->samples, &failed);
     return answer(result, status == SOA_OK ? SOA_OK : (int)(4 * failed + status));
 }
 
-static PyObject *gravity_torques_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return batch_call(args, nargs, 1, 0);
-}
-
-static PyObject *inverse_dynamics_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return batch_call(args, nargs, 3, 0);
-}
-
-static PyObject *forward_dynamics_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return batch_call(args, nargs, 3, 1);
-}
+BATCH_BINDING(gravity_torques_batch, batch_call, "d", 0)
+BATCH_BINDING(inverse_dynamics_batch, batch_call, "ddd", 0)
+BATCH_BINDING(forward_dynamics_batch, batch_call, "ddd", 1)

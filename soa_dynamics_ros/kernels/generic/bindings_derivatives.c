@@ -3,32 +3,14 @@
 /* Matrices per answer: 2 (inverse), 3 (forward), 1 (gravity). */
 static const int derivative_outputs[3] = {2, 3, 1};
 
-/* f(model, q, [qd, qdd | tau,] [{link: wrench},] p) -> a tuple of 2 (inverse) or 3
- * (forward) n x n arrays, or one (gravity): separate arrays, as the user gets them, cost
+/* f(model, q, [qd, qdd | tau,] [{link: wrench},] p) (layout "d", "drr[w]") -> a tuple of
+ * 2 (inverse) or 3 (forward) n x n arrays, or one (gravity): separate arrays, as the user gets them, cost
  * less than views of one stacked array made in Python; made first, they are computed in
  * place rather than copied from the workspace. */
-static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, int kind,
-                                  int wrenched)
+static PyObject *derivatives_call(const Arguments *a, PyObject *const *args,
+                                  int kind)
 {
-    int inputs = kind == 2 ? 1 : 3;
-    if (soa_wrong_count(nargs, 2 + inputs + wrenched))
-        return NULL;
-    Model *m = model_of(args[0]);
-    if (!m)
-        return NULL;
-    const double *data[3] = {NULL, NULL, NULL};
-    const double *p = soa_array(args[1 + inputs + wrenched], 1, m->params, 0);
-    npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
-    if (!p || vectors(args + 1, inputs, lengths, data) != SOA_OK)
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    const double *frames = NULL, *wrenches = NULL;
-    int count = 0;
-    if (wrenched) {
-        if (parse_wrenches(m, args[1 + inputs], &count) != SOA_OK)
-            return PyLong_FromLong(SOA_BAD_INPUT);
-        frames = m->wrench_frames;
-        wrenches = m->wrench_values;
-    }
+    Model *m = a->m;
     double *space = derivative_workspace(derivative_doubles(m));
     if (!space)
         return PyErr_NoMemory();
@@ -42,8 +24,10 @@ static PyObject *derivatives_call(PyObject *const *args, Py_ssize_t nargs, int k
                 Py_DECREF(arrays[j]);
             return NULL;
         }
-    Wrenches w = {frames, wrenches, count};
-    int status = derivatives_sample(m, kind, data[0], data[1], data[2], p, &w, space, out);
+    Wrenches w = {a->wrenched ? m->wrench_frames : NULL, a->wrenched ? m->wrench_values : NULL,
+                  a->wrench_count};
+    int status = derivatives_sample(m, kind, a->vector[0], a->vector[1], a->vector[2], a->p, &w,
+                                    space, out);
     if (status != SOA_OK) {
         for (int k = 0; k < outputs; ++k)
             Py_DECREF(arrays[k]);
@@ -109,27 +93,16 @@ static int derivative_batch_sample(Model *m, const void *batch, double *space, n
     return status;
 }
 
-/* f(model, Q, [QD, QDD | TAU,] p) -> (N, outputs, n, n); a failing sample s answers
- * 4 s + status. */
-static PyObject *derivatives_batch(PyObject *const *args, Py_ssize_t nargs, int kind)
+/* f(model, Q, [QD, QDD | TAU,] p) (layout "d", "drr") -> (N, outputs, n, n); a failing
+ * sample s answers 4 s + status. */
+static PyObject *derivatives_batch(const Arguments *a, PyObject *const *args,
+                                   int kind)
 {
-    int inputs = kind == 2 ? 1 : 3;
-    if (soa_wrong_count(nargs, 2 + inputs))
-        return NULL;
-    Model *m = model_of(args[0]);
-    if (!m)
-        return NULL;
-    DerivativeBatch batch = {.p = soa_array(args[1 + inputs], 1, m->params, 0),
+    Model *m = a->m;
+    npy_intp count = a->samples, failed = 0;
+    DerivativeBatch batch = {.data = {a->vector[0], a->vector[1], a->vector[2]}, .p = a->p,
                              .widths = {m->dof, m->rate_dof, m->rate_dof}, .kind = kind,
-                             .inputs = inputs};
-    npy_intp count = -1, failed = 0;
-    if (!batch.p)
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    for (int k = 0; k < inputs; ++k) {
-        if (!(batch.data[k] = soa_array(args[1 + k], 2, count, batch.widths[k])))
-            return PyLong_FromLong(SOA_BAD_INPUT);
-        count = PyArray_DIM((PyArrayObject *)args[1 + k], 0);
-    }
+                             .inputs = a->vectors};
     npy_intp n = m->rate_dof, shape[4] = {count, derivative_outputs[kind], n, n};
     size_t size = batch.answer_size = (size_t)derivative_outputs[kind] * n * n;
     /* answers that outgrow the caches are streamed out (stream_copy) */
@@ -147,57 +120,11 @@ static PyObject *derivatives_batch(PyObject *const *args, Py_ssize_t nargs, int 
     return answer(result, status == SOA_OK ? SOA_OK : (int)(4 * failed + status));
 }
 
-static PyObject *inverse_dynamics_derivatives(PyObject *self, PyObject *const *args,
-                                              Py_ssize_t nargs)
-{
-    (void)self;
-    return derivatives_call(args, nargs, 0, 0);
-}
-
-static PyObject *inverse_dynamics_derivatives_wrenches(PyObject *self, PyObject *const *args,
-                                                       Py_ssize_t nargs)
-{
-    (void)self;
-    return derivatives_call(args, nargs, 0, 1);
-}
-
-static PyObject *forward_dynamics_derivatives(PyObject *self, PyObject *const *args,
-                                              Py_ssize_t nargs)
-{
-    (void)self;
-    return derivatives_call(args, nargs, 1, 0);
-}
-
-static PyObject *forward_dynamics_derivatives_wrenches(PyObject *self, PyObject *const *args,
-                                                       Py_ssize_t nargs)
-{
-    (void)self;
-    return derivatives_call(args, nargs, 1, 1);
-}
-
-static PyObject *gravity_derivatives(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return derivatives_call(args, nargs, 2, 0);
-}
-
-static PyObject *inverse_dynamics_derivatives_batch(PyObject *self, PyObject *const *args,
-                                                    Py_ssize_t nargs)
-{
-    (void)self;
-    return derivatives_batch(args, nargs, 0);
-}
-
-static PyObject *forward_dynamics_derivatives_batch(PyObject *self, PyObject *const *args,
-                                                    Py_ssize_t nargs)
-{
-    (void)self;
-    return derivatives_batch(args, nargs, 1);
-}
-
-static PyObject *gravity_derivatives_batch(PyObject *self, PyObject *const *args,
-                                           Py_ssize_t nargs)
-{
-    (void)self;
-    return derivatives_batch(args, nargs, 2);
-}
+BINDING(inverse_dynamics_derivatives, derivatives_call, "drr", 0)
+BINDING(inverse_dynamics_derivatives_wrenches, derivatives_call, "drrw", 0)
+BINDING(forward_dynamics_derivatives, derivatives_call, "drr", 1)
+BINDING(forward_dynamics_derivatives_wrenches, derivatives_call, "drrw", 1)
+BINDING(gravity_derivatives, derivatives_call, "d", 2)
+BATCH_BINDING(inverse_dynamics_derivatives_batch, derivatives_batch, "drr", 0)
+BATCH_BINDING(forward_dynamics_derivatives_batch, derivatives_batch, "drr", 1)
+BATCH_BINDING(gravity_derivatives_batch, derivatives_batch, "d", 2)

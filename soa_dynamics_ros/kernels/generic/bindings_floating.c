@@ -93,20 +93,12 @@ static PyObject *floating_inputs(PyObject *self, PyObject *const *args, Py_ssize
  * a walk to each ancestor.  Then Ag = [[R, 0], [-R [c]x, R]] M[:6] with c the centre of
  * mass in base axes (floating_base.py's _to_center_of_mass).  Status 1 as
  * floating_inputs', and for a robot without mass (the Python path names it). */
-static PyObject *floating_centroidal_momentum_matrix(PyObject *self, PyObject *const *args,
-                                                     Py_ssize_t nargs)
+static PyObject *centroidal_call(const Arguments *a, PyObject *const *args)
 {
-    (void)self;
-    if (soa_wrong_count(nargs, 4))
-        return NULL;
-    Model *m = model_of(args[0]);
-    if (!m)
-        return NULL;
+    Model *m = a->m;
     int nv = m->rate_dof;
-    const double *q = soa_array(args[1], 1, (npy_intp)m->dof + 1, 0);
-    const double *base = soa_array(args[2], 1, 5, 0), *p = soa_array(args[3], 1, m->params, 0);
-    if (!q || !base || !p || m->dof < 6 || m->dof != nv
-        || soa_check(q, m->dof + 1, SOA_MAX_MAGNITUDE))
+    const double *q = a->vector[0], *base = soa_array(args[2], 1, 5, 0), *p = a->p;
+    if (!base || m->dof < 6 || m->dof != nv)
         return PyLong_FromLong(SOA_BAD_INPUT);
     double norm2 = quaternion_norm2(q, base);
     double *coordinates = scratch(m, (size_t)m->dof + 2 * (size_t)m->nb);
@@ -177,3 +169,5 @@ static PyObject *floating_centroidal_momentum_matrix(PyObject *self, PyObject *c
     }
     return result;
 }
+
+BINDING(floating_centroidal_momentum_matrix, centroidal_call, "f.")

@@ -165,22 +165,12 @@ failed:
 }
 
 /* f(model, q, qd, tau, constraints, [wrenches,] p) -> hybrid_answer() (hybrid_core);
- * constraints as constraint_shape() reads them. */
-static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrenched)
+ * constraints as constraint_shape() reads them.  Layout "drr.[w]". */
+static PyObject *hybrid_call(const Arguments *a, PyObject *const *args)
 {
-    if (soa_wrong_count(nargs, 6 + wrenched))
-        return NULL;
-    Model *m = model_of(args[0]);
-    if (!m)
-        return NULL;
-    const double *data[3], *p = soa_array(args[5 + wrenched], 1, m->params, 0);
-    npy_intp lengths[3] = {m->dof, m->rate_dof, m->rate_dof};
+    Model *m = a->m;
     int count, columns;
-    if (!p || vectors(args + 1, 3, lengths, data) != SOA_OK
-        || constraint_shape(m, args[4], &count, &columns) != SOA_OK)
-        return PyLong_FromLong(SOA_BAD_INPUT);
-    int wrench_count = 0;
-    if (wrenched && parse_wrenches(m, args[5], &wrench_count) != SOA_OK)
+    if (constraint_shape(m, args[4], &count, &columns) != SOA_OK)
         return PyLong_FromLong(SOA_BAD_INPUT);
     size_t tree_size = 2 * (size_t)m->nb * 6 * columns;
     size_t dense_size = ((size_t)6 * count + 2 * columns) * m->rate_dof;
@@ -203,16 +193,13 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
         Py_DECREF(names);
         return PyLong_FromLong(SOA_BAD_INPUT);
     }
-    unpack_inertias(m, p);
-    hinge_positions(m, data[0]);
-    body_placements(m);
-    if (wrenched)
-        body_forces(m, m->wrench_frames, m->wrench_values, wrench_count);
+    unpack_inertias(m, a->p);
+    place_call(a, 1);
     int (*core)(Model *, const double *, const double *, const double *, const double *, int,
                 const double *, const double *, int, const double *, int, double *, double *)
         = m->couples ? dense_hybrid_core : hybrid_core;
-    int status = core(m, data[1], data[2], frames, widths, count, alpha, beta, columns, p,
-                      wrenched, work, out);
+    int status = core(m, a->vector[1], a->vector[2], frames, widths, count, alpha, beta, columns,
+                      a->p, a->wrenched, work, out);
     size_t out_size = 2 * (size_t)n + columns + 6 * (size_t)count + 1
                       + (size_t)columns * columns;
     double *owned = status == SOA_OK ? PyMem_Malloc((out_size + count) * sizeof(double)) : NULL;
@@ -231,15 +218,5 @@ static PyObject *hybrid_call(PyObject *const *args, Py_ssize_t nargs, int wrench
     return result;
 }
 
-static PyObject *hybrid_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return hybrid_call(args, nargs, 0);
-}
-
-static PyObject *hybrid_dynamics_wrenches(PyObject *self, PyObject *const *args,
-                                          Py_ssize_t nargs)
-{
-    (void)self;
-    return hybrid_call(args, nargs, 1);
-}
+BINDING(hybrid_dynamics, hybrid_call, "drr.")
+BINDING(hybrid_dynamics_wrenches, hybrid_call, "drr.w")

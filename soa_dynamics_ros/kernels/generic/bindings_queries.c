@@ -1,46 +1,21 @@
-/* Python glue of forward dynamics, torques with wrenches, mass matrix, Jacobian, poses.
+/* Python glue of torques with wrenches, mass matrix, Jacobian, poses.
  * Part of generic.c (included there, one translation unit). */
-static PyObject *forward_dynamics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return forward_call(args, nargs, 0);
-}
-
-static PyObject *forward_dynamics_wrenches(PyObject *self, PyObject *const *args,
-                                           Py_ssize_t nargs)
-{
-    (void)self;
-    return forward_call(args, nargs, 1);
-}
-
 /* f(model, q, tau, {frame: wrench}, p) -> tau + G^T sum J^T w, tau plus the joint
  * torques of the wrenches: forward dynamics with wrenches is forward dynamics at these
  * (qdd is linear in tau), which lets a robot's own forward dynamics kernel answer them. */
-static PyObject *torques_with_wrenches(PyObject *self, PyObject *const *args,
-                                       Py_ssize_t nargs)
+static PyObject *torques_with_wrenches_call(const Arguments *a, PyObject *const *args)
 {
-    (void)self;
-    if (soa_wrong_count(nargs, 5))
-        return NULL;
-    Model *m = model_of(args[0]);
-    if (!m)
-        return NULL;
-    const double *data[2], *p = soa_array(args[4], 1, m->params, 0);
-    npy_intp lengths[2] = {m->dof, m->rate_dof};
-    int count = 0;
-    if (!p || vectors(args + 1, 2, lengths, data) != SOA_OK
-        || parse_wrenches(m, args[3], &count) != SOA_OK)
-        return PyLong_FromLong(SOA_BAD_INPUT);
+    Model *m = a->m;
     double *out;
     PyObject *result = new_array(1, m->rate_dof, 0, &out);
     if (!result)
         return NULL;
-    hinge_positions(m, data[0]);
+    hinge_positions(m, a->vector[0]);
     /* only each wrenched body's path to the root: a fingertip of a 45-body humanoid
      * places and gathers along 12 bodies, where the whole tree's passes took several
      * times longer (docs/performance.md, "Design measurements") */
     memset(m->torque, 0, m->nb * sizeof(double));
-    for (int k = 0; k < count; ++k) {
+    for (int k = 0; k < a->wrench_count; ++k) {
         int body = m->frame_body[(int)m->wrench_frames[k]];
         chain_placements(m, body);
         body_forces(m, m->wrench_frames + k, m->wrench_values + 6 * k, 1);
@@ -54,62 +29,48 @@ static PyObject *torques_with_wrenches(PyObject *self, PyObject *const *args,
     }
     joint_forces(m, m->torque, out);
     for (int k = 0; k < m->rate_dof; ++k)
-        out[k] += data[1][k];
+        out[k] += a->vector[1][k];
     return result;
 }
 
+BINDING(torques_with_wrenches, torques_with_wrenches_call, "drw")
+
 /* f(model, q, p) -> G^T M G of the selected joints */
-static PyObject *mass_matrix(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *mass_matrix_call(const Arguments *a, PyObject *const *args)
 {
-    (void)self;
-    const double *q, *p;
-    PyObject *refusal;
-    Model *m = joint_vectors_call(args, nargs, 1, &q, &p, &refusal);
-    if (!m)
-        return refusal;
+    Model *m = a->m;
     double *out;
     PyObject *result = new_array(2, m->rate_dof, m->rate_dof, &out);
     if (!result)
         return NULL;
-    hinge_positions(m, q);      /* (composite_body reads the inertias from p) */
+    hinge_positions(m, a->vector[0]);    /* (composite_body reads the inertias from p) */
     local_placements(m);
-    composite_body(m, p);
+    composite_body(m, a->p);
     joint_mass_matrix(m);
     memcpy(out, m->joint_mass, m->rate_dof * m->rate_dof * sizeof(double));
     return result;
 }
 
-static int frame_index(Model *m, PyObject *object)
-{
-    long frame = PyLong_Check(object) ? PyLong_AsLong(object) : -1;
-    if (frame == -1 && PyErr_Occurred())
-        PyErr_Clear();
-    return frame >= 0 && frame < m->nf ? (int)frame : -1;
-}
+BINDING(mass_matrix, mass_matrix_call, "d")
 
 /* f(model, frame, q, p) -> 6 x (selected joints) Jacobian (kinematics.hinge_jacobian, J G) */
-static PyObject *jacobian(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *jacobian_call(const Arguments *a, PyObject *const *args)
 {
-    (void)self;
-    if (soa_wrong_count(nargs, 4))
-        return NULL;
-    Model *m = model_of(args[0]);
-    if (!m)
-        return NULL;
+    Model *m = a->m;
     int frame = frame_index(m, args[1]);
-    const double *q, *p = soa_array(args[3], 1, m->params, 0);
-    npy_intp length = m->dof;
-    if (frame < 0 || !p || vectors(args + 2, 1, &length, &q) != SOA_OK)
+    if (frame < 0)
         return PyLong_FromLong(SOA_BAD_INPUT);
     double *out;
     PyObject *result = new_array(2, 6, m->rate_dof, &out);
     if (!result)
         return NULL;
-    hinge_positions(m, q);
+    hinge_positions(m, a->vector[0]);
     chain_placements(m, m->frame_body[frame]);
     frame_jacobian(m, frame, out);
     return result;
 }
+
+BINDING(jacobian, jacobian_call, ".d")
 
 static void write_pose(const double *rotation, const double *translation, double *out)
 {
@@ -124,14 +85,9 @@ static void write_pose(const double *rotation, const double *translation, double
 
 /* f(model, frame, q, p) -> 4x4 pose of the frame; frame -1: (frames, 4, 4) of every frame.
  * p is checked but not read: poses take the calling convention of the other functions. */
-static PyObject *frame_poses(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *frame_poses_call(const Arguments *a, PyObject *const *args)
 {
-    (void)self;
-    if (soa_wrong_count(nargs, 4))
-        return NULL;
-    Model *m = model_of(args[0]);
-    if (!m)
-        return NULL;
+    Model *m = a->m;
     long requested = PyLong_Check(args[1]) ? PyLong_AsLong(args[1]) : -2;
     if (requested == -1 && PyErr_Occurred()) {     /* beyond a long: no frame */
         PyErr_Clear();
@@ -139,16 +95,13 @@ static PyObject *frame_poses(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     int every = requested == -1;
     int frame = every ? -1 : frame_index(m, args[1]);
-    const double *q;
-    npy_intp length = m->dof;
-    if ((!every && frame < 0) || !soa_array(args[3], 1, m->params, 0)
-        || vectors(args + 2, 1, &length, &q) != SOA_OK)
+    if (!every && frame < 0)
         return PyLong_FromLong(SOA_BAD_INPUT);
     double *out;
     PyObject *result = every ? new_array(3, m->nf, 4, &out) : new_array(2, 4, 4, &out);
     if (!result)
         return NULL;
-    hinge_positions(m, q);
+    hinge_positions(m, a->vector[0]);
     if (every)
         body_placements(m);
     else
@@ -160,3 +113,5 @@ static PyObject *frame_poses(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     return result;
 }
+
+BINDING(frame_poses, frame_poses_call, ".d")
