@@ -1,8 +1,10 @@
 """``soa-dynamics export-c``: one robot's kernels as a self-contained C99 library.
 
 The library is the straight-line code the Python model compiles (the same traces,
-:func:`.generator.emit_kernel`, printed by :func:`.c_emission.core_source`) with a
-plain C calling convention instead of Python wrappers: ``P.h`` (the convention, the
+:func:`.generator.emit_kernel`, printed by :func:`.c_emission.core_source`), and traces
+of the same kind of what the Python model answers with its generic module (frame
+motions, the Coriolis matrix, the energies), with a plain C calling convention instead
+of Python wrappers: ``P.h`` (the convention, the
 joint and frame tables), ``P.c`` (the cores, a copy of ``runtime_c.h``'s solvers and
 the public functions), a ``CMakeLists.txt`` building a static or shared library and a
 CMake package config (``PConfig.cmake``), so that a ros2_control controller links it
@@ -306,20 +308,22 @@ def _source(model, prefix, frames, core_lines, task_space_cores):
         """The frame switch over ``kernel``'s cores, and its public function when the
         library's name is ``public``."""
         vectors = _FRAME_KERNELS[kernel]
+        switch = kernel if kernel.startswith("frame_") else f"frame_{kernel}"
         cases = "\n".join(f"    case {k}: status = {kernel}_f{k}_core(inputs, params, out); break;"
                           for k in range(len(frames)))
         arguments = ", ".join(f"const double *{name}" for name in vectors)
-        checks = "".join(f'    REQUIRE({name}, {size}, "{public}", "{name}");\n'
-                         for name, size in (("params", "PARAMETERS"),)
+        checks = "".join(f'    REQUIRE({name}, {length}, "{public}", "{name}");\n'
+                         for name, length in (("params", "PARAMETERS"),)
                          + tuple((name, "N") for name in vectors))
         function = f"""
-void {prefix}_{public}(const double *params, {arguments}, int frame, double *out)
+void {prefix}_{public}(const double *params, {arguments},
+    int frame, double *out)
 {{
-{checks}    frame_{kernel}(params, {", ".join(vectors)}, frame, out);
+{checks}    {switch}(params, {", ".join(vectors)}, frame, out);
 }}
 """ if public else ""
-        return f"""static int frame_{kernel}(const double *params, {arguments}, int frame,
-                             double *out)
+        return f"""static int {switch}(const double *params, {arguments},
+    int frame, double *out)
 {{
     const double *inputs[{len(vectors)}] = {{{", ".join(vectors)}}};
     int status = SOA_BAD_INPUT;
@@ -327,7 +331,7 @@ void {prefix}_{public}(const double *params, {arguments}, int frame, double *out
 {cases}
     default: break;
     }}
-    return finished(status, out, {size}, "frame_{kernel}");
+    return finished(status, out, {size}, "{public or switch}");
 }}
 {function}"""
     motions = "\n".join(per_frame(kernel, 6 * dof if kernel == "jacobian_time_derivative"
@@ -451,7 +455,7 @@ static int joint_kernel(int (*core)(const double *const *, const double *restric
     return finished(core(inputs, params, out), out, size, function);
 }}
 
-{per_frame("frame_pose", 16).replace("frame_frame_pose", "frame_pose")}
+{per_frame("frame_pose", 16)}
 {per_frame("jacobian", 6 * dof)}
 {task_space}
 {motions}
