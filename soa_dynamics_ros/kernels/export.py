@@ -1,8 +1,10 @@
 """``soa-dynamics export-c``: one robot's kernels as a self-contained C99 library.
 
 The library is the straight-line code the Python model compiles (the same traces,
-:func:`.generator.emit_kernel`, printed by :func:`.c_emission.core_source`) with a
-plain C calling convention instead of Python wrappers: ``P.h`` (the convention, the
+:func:`.generator.emit_kernel`, printed by :func:`.c_emission.core_source`), and traces
+of the same kind of what the Python model answers with its generic module (frame
+motions, the Coriolis matrix, the energies), with a plain C calling convention instead
+of Python wrappers: ``P.h`` (the convention, the
 joint and frame tables), ``P.c`` (the cores, a copy of ``runtime_c.h``'s solvers and
 the public functions), a ``CMakeLists.txt`` building a static or shared library and a
 CMake package config (``PConfig.cmake``), so that a ros2_control controller links it
@@ -26,15 +28,22 @@ PREFIX_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,39}")
 # Above this many traced operations over all exported kernels the library compiles for
 # minutes per build; --frames exports fewer frames.
 MAX_EXPORTED_OPERATIONS = 1_500_000
-_FRAME_KERNELS = ("frame_pose", "jacobian", "task_space_inertia")
+# The per-frame kernels and the joint vectors each takes (besides params and the frame).
+_FRAME_KERNELS = {"frame_pose": ("q",), "jacobian": ("q",), "task_space_inertia": ("q",),
+                  "frame_twist": ("q", "qd"), "jacobian_derivative_product": ("q", "qd"),
+                  "frame_acceleration": ("q", "qd", "qdd"),
+                  "jacobian_time_derivative": ("q", "qd")}
 # The public functions of the joint-space kernels: (kernel, joint vectors in, output, its size).
 _JOINT_SIGNATURES = (("gravity_torques", ("q",), "tau", "N"),
                      ("bias_torques", ("q", "qd"), "tau", "N"),
                      ("inverse_dynamics", ("q", "qd", "qdd"), "tau", "N"),
                      ("mass_matrix", ("q",), "M", "N * N"),
                      ("forward_dynamics", ("q", "qd", "tau"), "qdd", "N"),
-                     ("coriolis_transpose_product", ("q", "qd"), "out", "N"))
-_JOINT_KERNELS = tuple(kernel for kernel, *_ in _JOINT_SIGNATURES)
+                     ("coriolis_transpose_product", ("q", "qd"), "out", "N"),
+                     ("coriolis_matrix", ("q", "qd"), "C", "N * N"))
+# The scalar ones, which return their value: (kernel, joint vectors in).
+_ENERGIES = (("kinetic_energy", ("q", "qd")), ("potential_energy", ("q",)))
+_JOINT_KERNELS = tuple(kernel for kernel, *_ in _JOINT_SIGNATURES + _ENERGIES)
 
 
 class ExportError(SoaDynamicsError, ValueError):
@@ -214,6 +223,29 @@ void {prefix}_frame_pose(const double *params, const double *q, int frame, doubl
 void {prefix}_frame_jacobian(const double *params, const double *q, int frame, double *J);
 /* 6 x 6 operational-space inertia Lambda = (J M^-1 J^T)^-1 of frame `frame`. */
 void {prefix}_task_space_inertia(const double *params, const double *q, int frame, double *Lambda);
+/* Twist [v; w] of frame `frame`'s origin (6): J qd. */
+void {prefix}_frame_twist(const double *params, const double *q, const double *qd, int frame,
+                          double *twist);
+/* dJ/dt qd (6): the classical bias, the frame origin's acceleration at qdd = 0, so that
+ * {prefix}_frame_acceleration = J qdd + this. */
+void {prefix}_jacobian_derivative_product(const double *params, const double *q,
+                                          const double *qd, int frame, double *out);
+/* Classical acceleration [dv/dt; dw/dt] of frame `frame`'s origin (6), gravity not included:
+ * J qdd + dJ/dt qd. */
+void {prefix}_frame_acceleration(const double *params, const double *q, const double *qd,
+                                 const double *qdd, int frame, double *out);
+/* dJ/dt, 6 x n: the time derivative of {prefix}_frame_jacobian moving at qd. */
+void {prefix}_jacobian_time_derivative(const double *params, const double *q, const double *qd,
+                                       int frame, double *out);
+/* C(q, qd), n x n: the Christoffel-symbol Coriolis matrix, C qd = h(q, qd) - g(q) and
+ * dM/dt = C + C^T (Pinocchio's computeCoriolisMatrix). */
+void {prefix}_coriolis_matrix(const double *params, const double *q, const double *qd, double *C);
+/* 1/2 qd^T M(q) qd (J); NaN where the preconditions fail. */
+double {prefix}_kinetic_energy(const double *params, const double *q, const double *qd);
+/* -sum m g . c over the moving bodies (J), g = params[0..2] and each centre of mass c in root
+ * axes: zero at the root frame's origin, its gradient in q is g(q); NaN where the
+ * preconditions fail. */
+double {prefix}_potential_energy(const double *params, const double *q);
 
 /* The generalized-momentum observer of external joint torques (soa_dynamics_ros'
  * ExternalTorqueObserver, without friction subtraction): its state is the caller's. */
@@ -260,21 +292,51 @@ def _source(model, prefix, frames, core_lines, task_space_cores):
 """
     joint_functions = "\n".join(joint_function(*signature) for signature in _JOINT_SIGNATURES)
 
-    def per_frame(kernel, size):
+    def energy(kernel, vectors):
+        arguments = ", ".join(f"const double *{name}" for name in vectors)
+        inputs = ", ".join(vectors + ("NULL",) * (3 - len(vectors)))
+        return f"""double {prefix}_{kernel}(const double *params, {arguments})
+{{
+    double value;
+    joint_kernel({kernel}_core, params, {inputs}, &value, 1, "{kernel}");
+    return value;
+}}
+"""
+    energies = "\n".join(energy(*signature) for signature in _ENERGIES)
+
+    def per_frame(kernel, size, public=None):
+        """The frame switch over ``kernel``'s cores, and its public function when the
+        library's name is ``public``."""
+        vectors = _FRAME_KERNELS[kernel]
+        switch = kernel if kernel.startswith("frame_") else f"frame_{kernel}"
         cases = "\n".join(f"    case {k}: status = {kernel}_f{k}_core(inputs, params, out); break;"
                           for k in range(len(frames)))
-        return f"""static int frame_{kernel}(const double *params, const double *q, int frame,
-                             double *out)
+        arguments = ", ".join(f"const double *{name}" for name in vectors)
+        checks = "".join(f'    REQUIRE({name}, {length}, "{public}", "{name}");\n'
+                         for name, length in (("params", "PARAMETERS"),)
+                         + tuple((name, "N") for name in vectors))
+        function = f"""
+void {prefix}_{public}(const double *params, {arguments},
+    int frame, double *out)
 {{
-    const double *inputs[1] = {{q}};
+{checks}    {switch}(params, {", ".join(vectors)}, frame, out);
+}}
+""" if public else ""
+        return f"""static int {switch}(const double *params, {arguments},
+    int frame, double *out)
+{{
+    const double *inputs[{len(vectors)}] = {{{", ".join(vectors)}}};
     int status = SOA_BAD_INPUT;
     switch (frame) {{
 {cases}
     default: break;
     }}
-    return finished(status, out, {size}, "frame_{kernel}");
+    return finished(status, out, {size}, "{public or switch}");
 }}
-"""
+{function}"""
+    motions = "\n".join(per_frame(kernel, 6 * dof if kernel == "jacobian_time_derivative"
+                                   else 6, kernel)
+                         for kernel in _FRAME_KERNELS if _FRAME_KERNELS[kernel] != ("q",))
     if task_space_cores:
         task_space = per_frame("task_space_inertia", 36)
     else:       # mimic joints: M and J, then the same checked inversion
@@ -393,9 +455,10 @@ static int joint_kernel(int (*core)(const double *const *, const double *restric
     return finished(core(inputs, params, out), out, size, function);
 }}
 
-{per_frame("frame_pose", 16).replace("frame_frame_pose", "frame_pose")}
+{per_frame("frame_pose", 16)}
 {per_frame("jacobian", 6 * dof)}
 {task_space}
+{motions}
 /* tau += sign * sum J_k^T w_k; status SOA_BAD_INPUT for an unknown frame or a bad wrench. */
 static int add_wrench_torques(const double *params, const double *q, int count, const int *frames,
                               const double *wrenches, double sign, double *tau)
@@ -439,6 +502,7 @@ const char *{prefix}_frame_name(int frame)
 }}
 
 {joint_functions}
+{energies}
 void {prefix}_inverse_dynamics_wrenches(const double *params, const double *q, const double *qd,
                                         const double *qdd, int count, const int *frames,
                                         const double *wrenches, double *tau)

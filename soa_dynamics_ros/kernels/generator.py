@@ -49,12 +49,13 @@ import hashlib
 import numpy as np
 
 from .c_emission import ModuleSource
-from .tracing import (folded_tree_parents, matrix_outputs, parameter_count,
-                      trace_coriolis_transpose_product, trace_forward_dynamics,
-                      trace_forward_dynamics_derivatives, trace_frame_pose,
-                      trace_gravity_derivatives, trace_inverse_dynamics,
-                      trace_inverse_dynamics_derivatives, trace_jacobian, trace_mass_matrix,
-                      trace_task_space_compliance, vector_outputs)
+from .tracing import (FRAME_MOTIONS, folded_tree_parents, matrix_outputs, parameter_count,
+                      trace_coriolis_matrix, trace_coriolis_transpose_product,
+                      trace_forward_dynamics, trace_forward_dynamics_derivatives,
+                      trace_frame_motion, trace_frame_pose, trace_gravity_derivatives,
+                      trace_inverse_dynamics, trace_inverse_dynamics_derivatives,
+                      trace_jacobian, trace_kinetic_energy, trace_mass_matrix,
+                      trace_potential_energy, trace_task_space_compliance, vector_outputs)
 
 GENERATOR_VERSION = "3"
 
@@ -289,6 +290,20 @@ def emit_kernel(module, tree, kernel, frame=None, title="the robot"):
         t, arrays, pose = trace_frame_pose(tree, frame)
         module.kernel(kernel, arrays + [("p", parameter_count(tree))], matrix_outputs(pose),
                       t.trace, f"4 x 4 pose of {frame}", (4, 4))
+    elif kernel in FRAME_MOTIONS:         # export-c's (the Python model's are generic)
+        t, arrays, motion = trace_frame_motion(tree, frame, kernel)
+        outputs = matrix_outputs(motion) if motion.ndim == 2 else vector_outputs(motion)
+        module.kernel(kernel, arrays + [("p", parameter_count(tree))], outputs, t.trace,
+                      f"{kernel.replace('_', ' ')} of {frame}", motion.shape)
+    elif kernel == "coriolis_matrix":
+        t, arrays, coriolis = trace_coriolis_matrix(tree)
+        module.kernel(kernel, arrays, matrix_outputs(coriolis), t.trace,
+                      "C(q, qd), Christoffel symbols", (dof, dof))
+    elif kernel in ("kinetic_energy", "potential_energy"):
+        t, arrays, energy = (trace_kinetic_energy if kernel == "kinetic_energy"
+                             else trace_potential_energy)(tree)
+        module.kernel(kernel, arrays, vector_outputs(energy), t.trace,
+                      kernel.replace("_", " "), (1,))
     elif kernel == "task_space_inertia" and exists(tree, kernel):
         t, arrays, compliance = trace_task_space_compliance(tree, frame)
         module.kernel(kernel, arrays, matrix_outputs(compliance, "c"), t.trace,

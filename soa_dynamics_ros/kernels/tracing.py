@@ -16,7 +16,9 @@ and :func:`matrix_outputs` lay out as the kernel's outputs.
 """
 import numpy as np
 
-from ..algorithms import aligned_frames, articulated_body, root_axes_derivatives
+from ..algorithms import aligned_frames, articulated_body, frame_motion, root_axes_derivatives
+from ..algorithms.coriolis import coriolis_matrix
+from ..algorithms.energy import kinetic_energy, potential_energy
 from ..algorithms.external_forces import (applied_wrench, forces_on_bodies,
                                           gravity_root_acceleration)
 from ..algorithms.inverse_dynamics import inverse_dynamics
@@ -448,3 +450,51 @@ def trace_task_space_compliance(tree, frame_name):
     columns[frame.body] += frame_wrench_map(rotations[frame.body], frame.translation) @ np.eye(6)
     compliance, _ = compliance_gather(t.symbolic_tree, bodies, columns)
     return t, arrays, 0.5 * (compliance + compliance.T)
+
+
+# The frame motions ``export-c`` exports: (the joint-rate inputs besides q, the algorithm of
+# :mod:`~soa_dynamics_ros.algorithms.frame_motion`, whether its answer is a hinge matrix).
+FRAME_MOTIONS = {"frame_twist": (("qd",), frame_motion.frame_twist, False),
+                 "jacobian_derivative_product": (("qd",),
+                                                 frame_motion.jacobian_derivative_product, False),
+                 "frame_acceleration": (("qd", "qdd"), frame_motion.frame_acceleration, False),
+                 "jacobian_time_derivative": (("qd",), frame_motion.hinge_jacobian_derivative,
+                                              True)}
+
+
+def trace_frame_motion(tree, frame_name, quantity):
+    """One of FRAME_MOTIONS of one frame: a 6-vector, or 6 x dof for the Jacobian's time
+    derivative."""
+    rates, algorithm, hinge_matrix = FRAME_MOTIONS[quantity]
+    arrays = [("q", tree.dof)] + [(name, tree.dof) for name in rates]
+    t = _Tracing(tree, arrays)
+    c = t.coordinates
+    placements = body_placements(tree, c.hinge_positions(t.inputs["q"]))
+    answer = algorithm(tree, placements, tree.frames[frame_name],
+                       *(c.hinge_rates(t.inputs[name]) for name in rates))
+    return t, arrays, c.joint_columns(answer) if hinge_matrix else answer
+
+
+def trace_coriolis_matrix(tree):
+    """C(q, qd) of the joints, the Christoffel-symbol one (:mod:`..algorithms.coriolis`)."""
+    arrays = [("q", tree.dof), ("qd", tree.dof), ("p", parameter_count(tree))]
+    t = _Tracing(tree, arrays)
+    c = t.coordinates
+    return t, arrays, c.joint_mass_matrix(coriolis_matrix(
+        t.symbolic_tree, c.hinge_positions(t.inputs["q"]), c.hinge_rates(t.inputs["qd"])))
+
+
+def trace_kinetic_energy(tree):
+    arrays = [("q", tree.dof), ("qd", tree.dof), ("p", parameter_count(tree))]
+    t = _Tracing(tree, arrays)
+    c = t.coordinates
+    return t, arrays, np.array([kinetic_energy(t.symbolic_tree, c.hinge_positions(t.inputs["q"]),
+                                               c.hinge_rates(t.inputs["qd"]))], dtype=object)
+
+
+def trace_potential_energy(tree):
+    arrays = [("q", tree.dof), ("p", parameter_count(tree))]
+    t = _Tracing(tree, arrays)
+    return t, arrays, np.array([potential_energy(
+        t.symbolic_tree, t.coordinates.hinge_positions(t.inputs["q"]), t.inputs["p"][:3])],
+        dtype=object)

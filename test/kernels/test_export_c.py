@@ -103,6 +103,9 @@ def test_exported_library_is_the_model(source, zoo, tmp_path):
             "mass_matrix": lambda _: model.mass_matrix(q),
             "forward_dynamics": lambda _: model.forward_dynamics(q, qd, tau),
             "coriolis_transpose_product": lambda _: model.coriolis_transpose_product(q, qd),
+            "coriolis_matrix": lambda _: model.coriolis_matrix(q, qd),
+            "kinetic_energy": lambda _: model.kinetic_energy(q, qd),
+            "potential_energy": lambda _: model.potential_energy(q),
             "inverse_dynamics_wrenches": lambda f: model.inverse_dynamics(
                 q, qd, qdd, {frames[f]: wrench}),
             "forward_dynamics_wrenches": lambda f: model.forward_dynamics(
@@ -111,9 +114,16 @@ def test_exported_library_is_the_model(source, zoo, tmp_path):
             "frame_pose": lambda f: model.frame_pose(q, frames[f]),
             "jacobian": lambda f: model.jacobian(q, frames[f]),
             "task_space_inertia": lambda f: _task_space_inertia(model, q, frames[f]),
+            "frame_twist": lambda f: model.frame_twist(q, qd, frames[f]),
+            "jacobian_derivative_product": lambda f: model.jacobian_derivative_product(
+                q, qd, frames[f]),
+            "frame_acceleration": lambda f: model.frame_acceleration(q, qd, qdd, frames[f]),
+            "jacobian_time_derivative": lambda f: model.jacobian_time_derivative(
+                q, qd, frames[f]),
             "unknown_frame_jacobian": lambda _: np.full((6, n), np.nan),
+            "unknown_frame_acceleration": lambda _: np.full(6, np.nan),
         }
-        for _ in range(9 + 3 * len(frames) + 1):
+        for _ in range(12 + 7 * len(frames) + 2):
             name, frame, actual = next(rows)
             reference, tolerance = expected[name](frame), TOL
             if name == "task_space_inertia":
@@ -158,7 +168,11 @@ def test_cmake_package_is_found_by_a_controller_build(tmp_path):
 
 
 @needs_cc
-def test_debug_checks_abort_naming_the_problem(tmp_path):
+@pytest.mark.parametrize("call, message", [
+    ("soa_gravity_torques(p, q, out)", "soa_gravity_torques: q is NULL or holds NaN or inf"),
+    ("soa_frame_acceleration(p, zero, zero, q, 1, out)",
+     "soa_frame_acceleration: qdd is NULL or holds NaN or inf")])
+def test_debug_checks_abort_naming_the_problem(call, message, tmp_path):
     """Built with -DSOA_DEBUG_CHECKS, a NaN input stops the program with a message; without
     them the answer is NaN (test_exported_library_is_the_model: an unknown frame)."""
     export_c(RobotModel.from_urdf(shipped_urdf("double_pendulum.urdf"), kernels="off"),
@@ -167,9 +181,9 @@ def test_debug_checks_abort_naming_the_problem(tmp_path):
     program.write_text('#include <math.h>\n#include <stdio.h>\n#include "soa.h"\n'
                        "int main(void) {\n"
                        "    double p[SOA_NUM_PARAMETERS], q[SOA_NUM_JOINTS] = {NAN}, "
-                       "tau[SOA_NUM_JOINTS];\n"
-                       "    soa_default_parameters(p);\n    soa_gravity_torques(p, q, tau);\n"
-                       '    printf("%g\\n", tau[0]);\n    return 0;\n}\n')
+                       "zero[SOA_NUM_JOINTS] = {0.0}, out[6 * SOA_NUM_JOINTS];\n"
+                       f"    soa_default_parameters(p);\n    {call};\n"
+                       '    printf("%g\\n", out[0]);\n    return 0;\n}\n')
     results = []
     for checks in ([], ["-DSOA_DEBUG_CHECKS"]):
         executable = tmp_path / f"nan{len(checks)}"
@@ -179,7 +193,7 @@ def test_debug_checks_abort_naming_the_problem(tmp_path):
     unchecked, checked = results
     assert unchecked.returncode == 0 and unchecked.stdout.strip() in ("nan", "-nan")
     assert checked.returncode != 0
-    assert "soa_gravity_torques: q is NULL or holds NaN or inf" in checked.stderr
+    assert message in checked.stderr
 
 
 FIXED_ONLY = ('<robot name="statue"><link name="base"/><link name="head"/>'

@@ -31,7 +31,7 @@ int main(void)
 {
     static double params[SOA_NUM_PARAMETERS], defaults[SOA_NUM_PARAMETERS];
     double gain[N], q[N], qd[N], qdd[N], tau[N], wrench[6], dt, out[N], matrix[N * N];
-    double jacobian[6 * N], pose[16], lambda[36];
+    double jacobian[6 * N], pose[16], lambda[36], motion[6], energy;
     int samples;
     soa_observer observer;
     if (soa_num_joints() != N || soa_num_parameters() != SOA_NUM_PARAMETERS
@@ -69,6 +69,12 @@ int main(void)
         print_values("forward_dynamics", -1, out, N);
         soa_coriolis_transpose_product(params, q, qd, out);
         print_values("coriolis_transpose_product", -1, out, N);
+        soa_coriolis_matrix(params, q, qd, matrix);
+        print_values("coriolis_matrix", -1, matrix, N * N);
+        energy = soa_kinetic_energy(params, q, qd);
+        print_values("kinetic_energy", -1, &energy, 1);
+        energy = soa_potential_energy(params, q);
+        print_values("potential_energy", -1, &energy, 1);
         soa_inverse_dynamics_wrenches(params, q, qd, qdd, 1, &pushed, wrench, out);
         print_values("inverse_dynamics_wrenches", pushed, out, N);
         soa_forward_dynamics_wrenches(params, q, qd, tau, 1, &pushed, wrench, out);
@@ -82,9 +88,19 @@ int main(void)
             print_values("jacobian", frame, jacobian, 6 * N);
             soa_task_space_inertia(params, q, frame, lambda);
             print_values("task_space_inertia", frame, lambda, 36);
+            soa_frame_twist(params, q, qd, frame, motion);
+            print_values("frame_twist", frame, motion, 6);
+            soa_jacobian_derivative_product(params, q, qd, frame, motion);
+            print_values("jacobian_derivative_product", frame, motion, 6);
+            soa_frame_acceleration(params, q, qd, qdd, frame, motion);
+            print_values("frame_acceleration", frame, motion, 6);
+            soa_jacobian_time_derivative(params, q, qd, frame, jacobian);
+            print_values("jacobian_time_derivative", frame, jacobian, 6 * N);
         }
         soa_frame_jacobian(params, q, SOA_NUM_FRAMES, jacobian);
         print_values("unknown_frame_jacobian", SOA_NUM_FRAMES, jacobian, 6 * N);
+        soa_frame_acceleration(params, q, qd, qdd, -1, motion);
+        print_values("unknown_frame_acceleration", -1, motion, 6);
     }
     return 0;
 }
