@@ -210,7 +210,7 @@ def main(argv=None):
         status = estimation_demo(output.parent, env, args.warm_up) or status
     if args.part in ("all", "standing"):
         from .standing_demo import standing_demo
-        status = standing_demo(output.parent) or status
+        status = standing_demo(output.parent, env) or status
     return status
 
 
