@@ -129,7 +129,9 @@ def standing_runs(urdf, log_dir, env, seconds=SECONDS, timeout=120.0):
     finally:
         if sim is not None:
             sim.stop()
-        node_process.stop()
+        node_code = node_process.stop()
+    if node_code != 0:
+        raise RuntimeError(f"the node exited with {node_code} (log in {log_dir})")
     return runs
 
 
