@@ -38,7 +38,10 @@ the state of step k, for the command that answers it (at most
 deterministic on a loaded machine.  After a timeout it stops waiting until a
 command arrives again, so a silent controller does not slow the sim down.
 
-The physics is :class:`soa_dynamics_ros.sim.mujoco_plant.MujocoPlant`.
+The physics is :class:`soa_dynamics_ros.sim.mujoco_plant.MujocoPlant`.  With
+``floating_base:=true`` the node serves a floating-base robot standing on the ground
+instead (:mod:`.floating_sim`: its base state on nav_msgs/Odometry, joint PD plus the
+commands), from the same parameter table.
 """
 import math
 import statistics
@@ -596,7 +599,9 @@ SUMMARY = """\
 A MuJoCo-simulated arm that speaks what gz_ros2_control speaks: /joint_states out,
 efforts in on /effort_controller/commands (or, with controller:=joint_trajectory,
 trajectories on /joint_trajectory_controller/joint_trajectory); ~/reset; /clock
-with publish_clock.  Time stands still until the first command (wait_for_command)."""
+with publish_clock.  Time stands still until the first command (wait_for_command).
+With floating_base:=true: a floating-base robot on the ground, its base on
+nav_msgs/Odometry, joint PD (kp, kd) plus the commands."""
 
 
 def parameters_help(program):
