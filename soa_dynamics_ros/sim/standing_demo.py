@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from .clients import set_parameter, spinning_node, start_process
+from .clients import set_parameter, spinning_node, start_process, wait_until
 from ..ros.stamps import stamp_seconds
 
 SOLO = "cmeel.prefix/share/example-robot-data/robots/solo_description/robots/solo12.urdf"
@@ -71,15 +71,6 @@ class BaseHeights:
         return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
 
 
-def _wait(what, condition, timeout):
-    import time
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} within {timeout:.0f} s")
-        time.sleep(0.05)
-
-
 def standing_runs(urdf, log_dir, env, seconds=SECONDS, timeout=120.0):
     """{label: (t, base height)} of Solo-12 over ``SETTLE + seconds`` simulated seconds,
     held by the node's feedforward plus the sim's PD, then by the PD alone; processes as
@@ -111,14 +102,14 @@ def standing_runs(urdf, log_dir, env, seconds=SECONDS, timeout=120.0):
                      "-p", f"kp:={KP}", "-p", f"kd:={KD}", "-p", "publish_clock:=true",
                      "-p", "base_odometry_topic:=/odom", "-p", "world_frame:=odom"],
                     log_dir, env)
-                _wait(f"the sim's odometry for {label}", lambda: heights.latest_time() is not None,
-                      timeout)
+                wait_until(lambda: heights.latest_time() is not None, timeout,
+                           f"the sim's odometry for {label}")
                 if feedforward:
                     set_parameter(node, "feedforward_mode", "whole_body_gravity")
                 else:
                     commands.publish(Float64MultiArray(data=[0.0] * len(STANDING)))
-                _wait(f"{SETTLE + seconds:g} simulated seconds of {label}",
-                      lambda: (heights.latest_time() or 0.0) >= SETTLE + seconds, timeout)
+                wait_until(lambda: (heights.latest_time() or 0.0) >= SETTLE + seconds, timeout,
+                           f"{SETTLE + seconds:g} simulated seconds of {label}")
                 if feedforward:
                     set_parameter(node, "feedforward_mode", "off")
                 runs[label] = heights.until(SETTLE + seconds)
