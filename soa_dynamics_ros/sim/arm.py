@@ -38,7 +38,10 @@ the state of step k, for the command that answers it (at most
 deterministic on a loaded machine.  After a timeout it stops waiting until a
 command arrives again, so a silent controller does not slow the sim down.
 
-The physics is :class:`soa_dynamics_ros.sim.mujoco_plant.MujocoPlant`.
+The physics is :class:`soa_dynamics_ros.sim.mujoco_plant.MujocoPlant`.  With
+``floating_base:=true`` the node serves a floating-base robot standing on the ground
+instead (:mod:`.floating_sim`: its base state on nav_msgs/Odometry, joint PD plus the
+commands), from the same parameter table.
 """
 import math
 import statistics
@@ -62,7 +65,7 @@ from ..errors import SoaDynamicsError
 from ..ros import conversions
 from ..ros.command_line import help_text, unknown_parameter_warning, unknown_parameters
 from ..ros.pauses import PauseMeter
-from ..ros.process import make_executor, run_node, subscribe_with_info
+from ..ros.process import make_executor, run_node, spin_until_stopped, subscribe_with_info
 from ..ros.stamps import stamp_seconds, time_from_seconds
 from ..ros.throttled_log import ThrottledLog
 from ..validation import as_vector, payload_problems
@@ -126,6 +129,23 @@ SIM_PARAMETERS = (
     SimParameter("wrench_start", 0.0, "[simulated s] when the wrench starts acting", number=True),
     SimParameter("wrench_duration", 0.0, "[simulated s] how long it acts; 0: no end", number=True),
     SimParameter("diagnostics_period", 1.0, "[s]", True, number=True),
+    SimParameter("floating_base", False,
+                 "a floating-base robot on a ground plane (MuJoCo free joint, contact spheres "
+                 "at contact_frames): joint PD (kp, kd) about initial_positions plus the "
+                 "commands, base state on base_odometry_topic; uses robot_description, "
+                 "urdf_file, initial_positions, timestep, wait_for_command and publish_clock "
+                 "of the parameters above", True),
+    SimParameter("contact_frames", [""], "with floating_base: frames touching the ground "
+                 "(a 5 mm contact sphere each)", True),
+    SimParameter("kp", 3.0, "with floating_base: joint PD stiffness [N m/rad]", True, number=True),
+    SimParameter("kd", 0.1, "with floating_base: joint PD damping [N m s/rad]", True,
+                 number=True),
+    SimParameter("world_frame", "odom", "with floating_base: the odometry's header.frame_id",
+                 True),
+    SimParameter("base_odometry_topic", "odom",
+                 "with floating_base: nav_msgs/Odometry of the root link", True),
+    SimParameter("publish_period", 0.005, "[s] with floating_base: state published (and "
+                 "physics stepped that long) this often", True, number=True),
 )
 
 
@@ -150,11 +170,31 @@ class SimNode(Node):
         description = value("robot_description").strip() or value("urdf_file").strip()
         if not description:
             raise SoaDynamicsError("soa_dynamics_sim needs a urdf_file or robot_description parameter")
+        self._check_numbers(value, self.NUMBERS)
+        self.floating = None
+        self.pauses = None
+        if value("floating_base"):
+            self._start_floating(description)
+        else:
+            self._start_arm(description)
+        # rclpy keeps the node's overrides (-p, params files) there and offers no public reader.
+        unknown = unknown_parameters(self._parameter_overrides, self._parameters)
+        if unknown:
+            self.get_logger().warning(unknown_parameter_warning(NODE_NAME, unknown))
+
+    def _start_floating(self, description):
+        # Imported here: it needs nav_msgs, which only floating-base robots do.
+        from .floating_sim import FloatingSim
+        self.floating = FloatingSim(self, description, self._value, COMMAND_TOPIC)
+        self.add_on_set_parameters_callback(lambda _parameters: conversions.parameters_result(
+            refusal="with floating_base the parameters are fixed at start"))
+
+    def _start_arm(self, description):
+        value = self._value
         joints = [name for name in value("joints") if name]
         self.controller = value("controller")
         if self.controller not in CONTROLLERS:
             raise SoaDynamicsError(f"controller must be one of {CONTROLLERS}, not {self.controller!r}")
-        self._check_numbers(value, self.NUMBERS)
         self.stats = dict(steps=0, commands=0, rejected=0, lockstep_timeouts=0, overruns=0,
                           latencies=[], timed_out=False, mujoco_warnings=0, divergences=0,
                           command_gap_max=0.0, command_gap_detail="", trajectories=0)
@@ -214,14 +254,10 @@ class SimNode(Node):
             f"real_time_factor {value('real_time_factor')}"
             + (f", payload {self.plant.payload['mass']} kg on {self.plant.payload['link']!r}"
                if self.plant.payload else ""))
-        # rclpy keeps the node's overrides (-p, params files) there and offers no public reader.
-        unknown = unknown_parameters(self._parameter_overrides, self._parameters)
-        if unknown:
-            self.get_logger().warning(unknown_parameter_warning(NODE_NAME, unknown))
 
     # ------------------------------------------------------------------ parameters
     NUMBERS = ("timestep", "real_time_factor", "lockstep_timeout", "command_timeout", "payload_mass",
-               "diagnostics_period", "wrench_start", "wrench_duration")
+               "diagnostics_period", "wrench_start", "wrench_duration", "kp", "kd", "publish_period")
     WRENCH = {"wrench_link", "wrench", "wrench_start", "wrench_duration"}
 
     def _value(self, name, changes=None):
@@ -242,8 +278,8 @@ class SimNode(Node):
                 raise SoaDynamicsError(f"{name} must be finite, not {number}")
             if name == "timestep" and not 0.0 < number <= MAX_TIMESTEP:
                 raise SoaDynamicsError(f"timestep must be in (0, {MAX_TIMESTEP}] s, not {number}")
-            if name == "diagnostics_period" and not number > 0.0:
-                raise SoaDynamicsError(f"diagnostics_period must be > 0, not {number}")
+            if name in ("diagnostics_period", "publish_period") and not number > 0.0:
+                raise SoaDynamicsError(f"{name} must be > 0, not {number}")
             if number < 0.0:
                 raise SoaDynamicsError(f"{name} must be >= 0, not {number}")
 
@@ -497,14 +533,18 @@ class SimNode(Node):
             self.get_clock().now().to_msg()))
 
     def destroy_node(self):
-        self.pauses.close()
+        if self.pauses is not None:
+            self.pauses.close()
         return super().destroy_node()
 
     def run(self, executor, running):
         """The loop: publish state k, wait (lockstep / pacing) while taking commands, step.
 
-        ``running()`` turns False on a stop signal (ros.process.run_node).
+        ``running()`` turns False on a stop signal (ros.process.run_node).  A floating-base
+        robot advances on its timer instead (:mod:`.floating_sim`).
         """
+        if self.floating is not None:
+            return spin_until_stopped(self, executor, running)
         dt = self.plant.timestep
         next_tick = time.monotonic()
         next_diagnostics = next_tick + self._diag_period
@@ -559,7 +599,9 @@ SUMMARY = """\
 A MuJoCo-simulated arm that speaks what gz_ros2_control speaks: /joint_states out,
 efforts in on /effort_controller/commands (or, with controller:=joint_trajectory,
 trajectories on /joint_trajectory_controller/joint_trajectory); ~/reset; /clock
-with publish_clock.  Time stands still until the first command (wait_for_command)."""
+with publish_clock.  Time stands still until the first command (wait_for_command).
+With floating_base:=true: a floating-base robot on the ground, its base on
+nav_msgs/Odometry, joint PD (kp, kd) plus the commands."""
 
 
 def parameters_help(program):

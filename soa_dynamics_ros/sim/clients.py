@@ -28,6 +28,15 @@ def start_process(name, module, ros_args, log_dir, env):
                         log_dir / f"{name}.log", env)
 
 
+def wait_until(condition, timeout, what):
+    """Return once ``condition()`` holds; TimeoutError("``what`` within ...") after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} within {timeout:.0f} s")
+        time.sleep(0.02)
+
+
 def call_service(node, client, request, timeout=10.0):
     if not client.wait_for_service(timeout_sec=timeout):
         raise TimeoutError(f"service {client.srv_name} not available")

@@ -24,9 +24,10 @@ with the exact model and with joint friction only the sim has, and a payload
 the node is never told of, identified (:mod:`.estimation_demo`); writes
 ``estimation.png`` beside the first PNG.
 
-Then (``--part standing`` alone) Solo-12 standing in MuJoCo on whole-body gravity
-feedforward plus joint PD, and on PD alone (:mod:`.standing_demo`); prints the base
-height drift of both and writes ``standing.png`` beside the first PNG.
+Then (``--part standing`` alone) Solo-12 standing in ``soa_dynamics_sim``
+(``floating_base:=true``) on the node's whole-body gravity feedforward plus joint PD,
+and on PD alone (:mod:`.standing_demo`); prints the base height drift of both and
+writes ``standing.png`` beside the first PNG.
 """
 import argparse
 import os
@@ -210,7 +211,7 @@ def main(argv=None):
         status = estimation_demo(output.parent, env, args.warm_up) or status
     if args.part in ("all", "standing"):
         from .standing_demo import standing_demo
-        status = standing_demo(output.parent) or status
+        status = standing_demo(output.parent, env) or status
     return status
 
 

@@ -12,9 +12,10 @@ visual or collision geometry, every link a body, 1 ms steps), plus:
   ``q[:7] = [x y z qx qy qz qw]`` and ``v[:6]`` in the base frame, as
   nav_msgs/Odometry's twist (child frame).
 
-:func:`stand` is the standing experiment of ``soa_dynamics_demo``: joint PD about a
-standing pose, with or without whole-body gravity feedforward, and the base height's
-drift.
+:func:`stand` is the standing experiment of ``soa_dynamics_demo`` in one process,
+through the library: joint PD about a standing pose, with or without whole-body gravity
+feedforward, and the base height's drift (the demo runs it through ``soa_dynamics_sim``
+and the node, :mod:`.standing_demo`).
 """
 import math
 

@@ -1,6 +1,7 @@
-r"""A floating-base robot standing in MuJoCo, on ROS.
+r"""A floating-base robot standing in MuJoCo, on ROS: ``soa_dynamics_sim`` with
+``floating_base:=true``.
 
-    python -m soa_dynamics_ros.sim.floating_sim --ros-args -p urdf_file:=solo12.urdf \\
+    soa_dynamics_sim --ros-args -p floating_base:=true -p urdf_file:=solo12.urdf \\
         -p "contact_frames:=[FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT]" \\
         -p "initial_positions:=[0.0, 0.8, -1.6, ...]"
 
@@ -9,72 +10,82 @@ r"""A floating-base robot standing in MuJoCo, on ROS.
 the base state on ``base_odometry_topic`` (nav_msgs/Odometry: the root link's pose in
 ``world_frame``, its twist in the root link's frame, the model's convention).  The
 joints get joint PD about ``initial_positions`` (``kp``, ``kd``) plus the latest
-``~/effort`` command (Float64MultiArray, joint_names order; the node's
-``~/feedforward`` remapped here), held until the next.  Time stands still until the
-first command, so that a robot is never seen without its feedforward.  Not yet part of
-``soa_dynamics_sim``: the arm's simulator serves fixed-base robots only.
+command on ``/effort_controller/commands`` (Float64MultiArray, joint order, the
+node's ``~/feedforward`` remapped there, as for the arm), held until the next.  With
+``wait_for_command`` (the default) time stands still until the first command, so that
+a robot is never seen without its feedforward; without it, PD alone acts from the
+start.  ``publish_clock`` stamps with simulated time and publishes ``/clock``.
 """
-import sys
-
 import numpy as np
-from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from .floating_plant import FloatingPlant
 from ..errors import InvalidInputError
+from ..ros import conversions
 from ..ros.node import odometry_type
-from ..ros.process import make_executor, run_node, spin_until_stopped
+from ..ros.stamps import time_from_seconds
 from ..ros.throttled_log import ThrottledLog
 
-NODE_NAME = "soa_dynamics_floating_sim"
-PARAMETERS = {"urdf_file": "", "contact_frames": [""], "initial_positions": [0.0],
-              "kp": 3.0, "kd": 0.1, "world_frame": "odom", "base_odometry_topic": "odom",
-              "publish_period": 0.005}
 
+class FloatingSim:
+    """The floating-base plant on ``node``'s publishers, subscription and timer;
+    ``value(name)`` reads the node's (checked) parameters."""
 
-class FloatingSimNode(Node):
-    def __init__(self, **kwargs):
-        super().__init__(NODE_NAME, **kwargs)
-        value = {name: self.declare_parameter(name, default).value
-                 for name, default in PARAMETERS.items()}
-        frames = [frame for frame in value["contact_frames"] if frame]
-        self.plant = FloatingPlant(value["urdf_file"], frames)
+    def __init__(self, node, description, value, command_topic):
+        self.node = node
+        frames = [frame for frame in value("contact_frames") if frame]
+        self.plant = FloatingPlant(description, frames, value("timestep"))
         joints = len(self.plant.joint_names)
-        self.initial = np.array(value["initial_positions"], dtype=float)
+        self.initial = np.array(value("initial_positions"), dtype=float)
         if self.initial.shape != (joints,) or not np.all(np.isfinite(self.initial)):
             raise InvalidInputError(f"initial_positions must be {joints} finite numbers "
                                     f"({', '.join(self.plant.joint_names)})")
         self.plant.place(self.initial)
-        self.gains = (float(value["kp"]), float(value["kd"]))
-        self.command = None         # time stands still until the first command
-        self.world_frame = value["world_frame"]
-        self.period = float(value["publish_period"])
-        self._log = ThrottledLog(self.get_logger())
+        self.gains = (value("kp"), value("kd"))
+        self.command = None
+        self.running = not value("wait_for_command")
+        self.world_frame = value("world_frame")
+        self.period = value("publish_period")
+        self.steps_per_period = max(1, round(self.period / self.plant.model.opt.timestep))
+        self._log = ThrottledLog(node.get_logger())
         self._odometry = odometry_type()
-        self.odometry_publisher = self.create_publisher(self._odometry,
-                                                        value["base_odometry_topic"], 10)
-        self.joint_state_publisher = self.create_publisher(JointState, "joint_states", 10)
-        self.create_subscription(Float64MultiArray, "~/effort", self._on_effort, 10)
-        self.create_timer(self.period, self._advance)
+        self.clock_publisher = node.create_publisher(Clock, "/clock", 10) \
+            if value("publish_clock") else None
+        self.odometry_publisher = node.create_publisher(self._odometry,
+                                                        value("base_odometry_topic"), 10)
+        self.joint_state_publisher = node.create_publisher(JointState, "/joint_states", 10)
+        self.command_topic = command_topic
+        node.create_subscription(Float64MultiArray, command_topic, self._on_command, 10)
+        node.create_timer(self.period, self._advance)
+        node.get_logger().info(
+            f"MuJoCo floating-base robot {self.plant.reference.name!r}: {joints} joints, "
+            f"contacts at {', '.join(frames)}, joint PD kp {self.gains[0]:g} kd "
+            f"{self.gains[1]:g}, base odometry on {value('base_odometry_topic')!r}")
 
-    def _on_effort(self, message):
+    def _on_command(self, message):
         effort = np.array(message.data, dtype=float)
         joints = len(self.plant.joint_names)
         if effort.shape != (joints,) or not np.all(np.isfinite(effort)):
-            self._log.warning("effort refused", 2.0, f"~/effort refused: {effort.size} values, "
-                              f"{joints} finite ones expected")
+            self._log.warning("command refused", 2.0, f"{self.command_topic} refused: "
+                              f"{effort.size} values, {joints} finite ones expected")
             return
         self.command = effort
+        self.running = True
 
     def _advance(self):
         kp, kd = self.gains
-        steps = 0 if self.command is None else max(1, round(self.period / self.plant.model.opt.timestep))
-        for _ in range(steps):
+        command = np.zeros(len(self.plant.joint_names)) if self.command is None else self.command
+        for _ in range(self.steps_per_period if self.running else 0):
             q, v = self.plant.state()
-            self.plant.step(self.command + kp * (self.initial - q[7:]) - kd * v[6:])
+            self.plant.step(command + kp * (self.initial - q[7:]) - kd * v[6:])
         q, v = self.plant.state()
-        stamp = self.get_clock().now().to_msg()
+        if self.clock_publisher is not None:
+            stamp = time_from_seconds(self.plant.time)
+            self.clock_publisher.publish(conversions.clock(stamp))
+        else:
+            stamp = self.node.get_clock().now().to_msg()
         state = JointState(name=self.plant.joint_names, position=q[7:].tolist(),
                            velocity=v[6:].tolist())
         state.header.stamp = stamp
@@ -89,12 +100,3 @@ class FloatingSimNode(Node):
         # The base first: the node answers the joint state with the base state it has.
         self.odometry_publisher.publish(odometry)
         self.joint_state_publisher.publish(state)
-
-
-def main(args=None):
-    return run_node(NODE_NAME, FloatingSimNode, lambda node: make_executor("single_threaded"),
-                    spin_until_stopped, args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,7 +16,6 @@ The controller runs inside the sim's loop, and the run starts at the step the
 trajectory arrives at, so both runs are deterministic whatever the load.
 """
 import threading
-import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -26,6 +25,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from .arm import TRAJECTORY_TOPIC, reset_time
+from .clients import wait_until
 from .pick_and_place import SETTLE, rms_error
 from ..ros.stamps import duration_from_seconds, stamp_seconds
 
@@ -51,14 +51,6 @@ def trajectory_message(task):
             positions=rows[0].tolist(), velocities=rows[1].tolist(), accelerations=rows[2].tolist(),
             time_from_start=duration_from_seconds(t)))
     return JointTrajectory(joint_names=list(task.joint_names), points=points)
-
-
-def _wait(condition, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} within {timeout:.0f} s")
-        time.sleep(0.02)
 
 
 class TrackingLoop:
@@ -104,11 +96,11 @@ class TrackingLoop:
     def wait_until_ready(self, timeout):
         """The sim's states and reset service, the node compiled (its numpy path takes at most
         20 points per trajectory) and both trajectory subscriptions matched."""
-        _wait(lambda: self.latest_time() is not None, timeout, "no joint state from the sim")
+        wait_until(lambda: self.latest_time() is not None, timeout, "no joint state from the sim")
         if not self.reset_client.wait_for_service(timeout_sec=timeout):
             raise TimeoutError(f"no {SIM_RESET} within {timeout:.0f} s")
-        _wait(lambda: self.compiled, timeout, "the node's kernels were not compiled")
-        _wait(lambda: self.to_node.get_subscription_count() > 0
+        wait_until(lambda: self.compiled, timeout, "the node's kernels were not compiled")
+        wait_until(lambda: self.to_node.get_subscription_count() > 0
               and self.to_controller.get_subscription_count() > 0, timeout,
               "the trajectory subscriptions did not match")
 
@@ -129,7 +121,7 @@ class TrackingLoop:
         message = trajectory_message(self.task)
         (self.to_node if feedforward else self.to_controller).publish(message)
         end = start + self.task.duration + SETTLE
-        _wait(lambda: (self.latest_time() or 0.0) >= end, timeout,
+        wait_until(lambda: (self.latest_time() or 0.0) >= end, timeout,
               f"the simulation did not reach t={end:.2f} s")
         with self.lock:
             rows = sorted((r for r in self.rows if start < r[0] <= end), key=lambda r: r[0])

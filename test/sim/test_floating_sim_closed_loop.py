@@ -1,59 +1,48 @@
-"""The floating-base robot on ROS with the node in the loop (issue 46 part 7): the sim's
-nav_msgs/Odometry is accepted by the node, whose whole_body_gravity feedforward, added to
-the sim's joint PD, keeps Solo-12's base height within 5 mm."""
-import sys
+"""The floating-base robot on ROS with the node in the loop (issue 46 part 7), as the demo's
+standing part runs it: ``soa_dynamics_sim`` with ``floating_base`` publishes Solo-12's base
+state on nav_msgs/Odometry, the node's whole_body_gravity feedforward plus the sim's joint PD
+keeps the base height still, and PD alone at the same gains lets it sink.  The physics is
+MuJoCo's: the targets are issue 46's, with margin."""
+import os
 
 import numpy as np
 import pytest
-from sensor_msgs.msg import JointState
 
-from soa_dynamics_ros.ros.processes import ChildProcess
+from soa_dynamics_ros.sim import standing_demo
 from support.optional import require
-from support.robots import REPO, example_robots_folder
-from support.ros_harness import RosClient, RosProcess
-from support.waiting import wait_for
+from support.robots import example_robots_folder
 
-nav_msgs = require("nav_msgs.msg")
+require("nav_msgs.msg")
+require("mujoco")
 
 SOLO = "solo_description/robots/solo12.urdf"
-FEET = "[FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT]"
-STANDING = [0.0, 0.8, -1.6, 0.0, 0.8, -1.6, 0.0, -0.8, 1.6, 0.0, -0.8, 1.6]
-SIM = "/soa_dynamics_floating_sim"
+SECONDS = 3.0           # [simulated s] after settling; PD alone has sunk most of its way by then
 
 
-@pytest.fixture
-def processes(tmp_path):
-    import os
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
     urdf = str(example_robots_folder() / SOLO)
-    node = RosProcess("soa_dynamics_node", "-p", f"urdf_file:={urdf}", "-p", "floating_base:=true",
-                      "-p", "feedforward_mode:=whole_body_gravity", "-p", f"contact_frames:={FEET}",
-                      "-p", "kernels:=off", "-p", "state_timeout:=0.5", "-p", "feedforward_ramp_time:=0.0",
-                      "-r", f"~/feedforward:={SIM}/effort", log_dir=tmp_path, name="node")
-    sim = ChildProcess([sys.executable, "-m", "soa_dynamics_ros.sim.floating_sim", "--ros-args",
-                        "-p", f"urdf_file:={urdf}", "-p", f"contact_frames:={FEET}",
-                        "-p", f"initial_positions:={STANDING}"], tmp_path / "sim.log",
-                       os.environ.copy(), REPO)
-    yield node, sim
-    for process in (sim, node):
-        code = process.stop()
-        assert code == 0, f"exit {code}:\n{process.log()}"
+    return standing_demo.standing_runs(urdf, tmp_path_factory.mktemp("standing"),
+                                       os.environ.copy(), SECONDS)
 
 
-def test_the_node_keeps_the_simulated_quadruped_standing(processes):
-    client = RosClient("floating_sim_test")
-    try:
-        odometry = client.collect(nav_msgs.Odometry, "/odom")
-        feedforward = client.collect(JointState, "/soa_dynamics/feedforward_state")
-        wait_for(lambda: len(feedforward) > 50, timeout=60,
-                 what="the node's feedforward for the sim's states")
-        # Over 3 s of the sim's (real) time from there (it stands still until the node's
-        # first command, so the robot never stood on PD alone).
-        start = len(odometry)
-        wait_for(lambda: len(odometry) > start + 600, timeout=60, what="3 s of odometry")
-        heights = np.array([m.pose.pose.position.z for _, m in list(odometry)[start:]])
-    finally:
-        client.close()
-    drift = heights - heights[0]
-    assert np.max(np.abs(drift)) < 5e-3, \
-        f"base height drift {drift.min() * 1e3:.2f} to {drift.max() * 1e3:.2f} mm, " \
-        f"first {heights[0]:.4f} m, last {heights[-1]:.4f} m"
+def test_the_node_keeps_the_simulated_quadruped_standing(runs):
+    t, heights = runs[standing_demo.WITH_FEEDFORWARD]
+    drift = standing_demo.drift(t, heights)
+    assert drift < standing_demo.DRIFT_TARGET / 2, \
+        f"base height drift {drift * 1e3:.2f} mm with the node's feedforward; heights " \
+        f"{heights.min():.4f} to {heights.max():.4f} m"
+
+
+def test_pd_alone_sinks_far_more_at_the_same_gains(runs):
+    with_feedforward = standing_demo.drift(*runs[standing_demo.WITH_FEEDFORWARD])
+    alone = standing_demo.drift(*runs[standing_demo.PD_ALONE])
+    assert alone > 2 * standing_demo.RATIO_TARGET * with_feedforward, \
+        f"PD alone {alone * 1e3:.2f} mm, with feedforward {with_feedforward * 1e3:.2f} mm"
+
+
+def test_both_runs_cover_the_simulated_time(runs):
+    for label, (t, _) in runs.items():
+        assert t[-1] >= standing_demo.SETTLE + SECONDS - 1e-9, label
+        # The sim stood still until its first command, and this process heard it from then on.
+        assert t[0] < 0.01 and np.all(np.diff(t) > 0), label

@@ -12,7 +12,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from support.optional import require
-from support.robots import shipped_urdf
+from support.robots import example_robots_folder, shipped_urdf
 from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
 from support.sim_harness import POSES, StateRecorder, reset_client, start_sim, stamp_seconds
@@ -246,6 +246,24 @@ def test_sim_refuses_a_bad_configuration(tmp_path):
     finally:
         code = sim.stop()
     assert code == 1 and "initial_positions has 2 values for 7 joints" in sim.log()
+
+
+@pytest.mark.parametrize("parameters, reason", [
+    (["-p", "contact_frames:=[FL_FOOT, NO_SUCH_FRAME]"], "unknown: ['NO_SUCH_FRAME']"),
+    (["-p", "contact_frames:=[FL_FOOT]", "-p", "publish_period:=0.0"], "publish_period must be > 0"),
+    (["-p", "contact_frames:=[FL_FOOT]", "-p", "initial_positions:=[0.1]"],
+     "initial_positions must be 12 finite numbers"),
+])
+def test_floating_base_sim_refuses_a_bad_configuration(tmp_path, parameters, reason):
+    require("nav_msgs.msg")
+    urdf = example_robots_folder() / "solo_description/robots/solo12.urdf"
+    sim = RosProcess("soa_dynamics_sim", "-p", "floating_base:=true", "-p", f"urdf_file:={urdf}",
+                     *parameters, log_dir=tmp_path, name="bad_floating_sim")
+    try:
+        sim.process.wait(60)
+    finally:
+        code = sim.stop()
+    assert code == 1 and reason in sim.log(), sim.log()
 
 
 def test_ros2_control_wrapper_keeps_the_physics_and_declares_effort_interfaces():
