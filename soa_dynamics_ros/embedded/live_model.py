@@ -266,13 +266,8 @@ class LiveModel:
         if not self.floating_base:
             raise InvalidInputError(f"robot {self.model.name!r} has a fixed base: it has no "
                                     "base state")
-        pose = checked_base_pose("base pose", np.concatenate(
-            (as_vector("base position", position, 3), as_vector("base orientation", orientation, 4))))
-        twist = np.concatenate((as_vector("base linear velocity", linear, 3),
-                                as_vector("base angular velocity", angular, 3)))
-        if not (_physical(pose) and _physical(twist)):
-            raise InvalidInputError("base pose or twist out of the library's range")
-        self.base_pose, self.base_twist = pose, twist
+        self.base_pose, self.base_twist = (_checked_pose("base pose", position, orientation),
+                                           _checked_twist("base twist", linear, angular))
         self._arrivals[-1] = now
 
     @property
@@ -280,15 +275,29 @@ class LiveModel:
         """When a floating base's latest state arrived (caller's clock [s]; -inf: none yet)."""
         return float(self._arrivals[-1]) if self.floating_base else -math.inf
 
-    def model_state(self, positions, velocities):
-        """``(q, v)`` of the model from joint positions and rates: a floating base's
-        latest measured state before them (InvalidInputError before any arrived)."""
+    def model_state(self, positions, velocities, base_pose=None, base_twist=None):
+        """``(q, v)`` of the model from joint positions and rates: a floating base's state
+        before them.  A request's ``base_pose`` (position, orientation x y z w) and
+        ``base_twist`` (linear, angular), as :meth:`update_base` takes them, replace the
+        latest measured state: a pose with no twist has zero twist, a twist alone is at
+        the measured pose.  InvalidInputError on a bad pose or twist, on a fixed-base robot
+        given either, and when the measured state is needed before any arrived."""
         if not self.floating_base:
+            if base_pose is not None or base_twist is not None:
+                raise InvalidInputError(f"robot {self.model.name!r} has a fixed base: a "
+                                        "request's base_pose and base_twist must be empty")
             return positions, velocities
-        if not math.isfinite(self.base_received_at):
-            raise InvalidInputError("no base state yet: the base odometry has not arrived")
-        return (np.concatenate((self.base_pose, positions)),
-                np.concatenate((self.base_twist, velocities)))
+        pose = None if base_pose is None else _checked_pose("base_pose", *base_pose)
+        twist = None if base_twist is None else _checked_twist("base_twist", *base_twist)
+        if pose is None:
+            if not math.isfinite(self.base_received_at):
+                raise InvalidInputError("no base state yet: the base odometry has not arrived "
+                                        "(or give base_pose in the request)")
+            pose = self.base_pose
+            twist = self.base_twist if twist is None else twist
+        elif twist is None:
+            twist = np.zeros(len(self.base_twist))
+        return np.concatenate((pose, positions)), np.concatenate((twist, velocities))
 
     def stale_joints(self, now):
         """Joints whose latest measurement is older than ``state_timeout`` (or missing);
@@ -584,3 +593,24 @@ def _physical(values):
     """Finite and within the library's range (False for NaN, which max passes on and
     comparisons refuse); the array's own max is half the cost of np.all."""
     return bool(np.abs(values).max(initial=0.0) <= MAX_MAGNITUDE)
+
+
+def _checked_pose(name, position, orientation):
+    """A floating base's ``q[:7]`` from its position and unit quaternion (x, y, z, w), the
+    quaternion normalised; InvalidInputError naming ``name`` for a quaternion off unit norm,
+    NaN or a value beyond the library's range."""
+    pose = checked_base_pose(name, np.concatenate(
+        (as_vector(f"{name} position", position, 3),
+         as_vector(f"{name} orientation", orientation, 4))))
+    if not _physical(pose):
+        raise InvalidInputError(f"{name} out of the library's range")
+    return pose
+
+
+def _checked_twist(name, linear, angular):
+    """A floating base's ``v[:6]`` from its linear and angular velocity (base frame)."""
+    twist = np.concatenate((as_vector(f"{name} linear velocity", linear, 3),
+                            as_vector(f"{name} angular velocity", angular, 3)))
+    if not _physical(twist):
+        raise InvalidInputError(f"{name} out of the library's range")
+    return twist

@@ -79,9 +79,28 @@ def odometry_frame_error(message, world_frame, base_link):
 
 def base_state(message):
     """(position, orientation x y z w, linear, angular velocity) of a nav_msgs/Odometry."""
-    pose, twist = message.pose.pose, message.twist.twist
-    p, o, v, w = pose.position, pose.orientation, twist.linear, twist.angular
-    return (p.x, p.y, p.z), (o.x, o.y, o.z, o.w), (v.x, v.y, v.z), (w.x, w.y, w.z)
+    return pose_arrays(message.pose.pose) + twist_arrays(message.twist.twist)
+
+
+def pose_arrays(pose):
+    """(position, orientation x y z w) of a geometry_msgs/Pose."""
+    p, o = pose.position, pose.orientation
+    return (p.x, p.y, p.z), (o.x, o.y, o.z, o.w)
+
+
+def twist_arrays(twist):
+    """(linear, angular) velocity of a geometry_msgs/Twist."""
+    v, w = twist.linear, twist.angular
+    return (v.x, v.y, v.z), (w.x, w.y, w.z)
+
+
+def request_base(request):
+    """(pose arrays or None, twist arrays or None) of a request's optional ``base_pose`` and
+    ``base_twist`` (bounded sequences of at most one)."""
+    poses = bounded("base_pose", request.base_pose, 1)
+    twists = bounded("base_twist", request.base_twist, 1)
+    return (pose_arrays(poses[0]) if len(poses) else None,
+            twist_arrays(twists[0]) if len(twists) else None)
 
 
 def wrenches_from_messages(link_wrenches):

@@ -95,12 +95,15 @@ class ModelServices:
         """A request's joint-name list, no longer than the model's (every name once at most)."""
         return list(conversions.bounded(what, names, self.live.model.dof))
 
-    def _request_state(self, state):
-        """(q, v, where state.name's entries go in v) of a request: the joints it names over
-        the measured ones, after a floating base's measured pose and twist."""
+    def _request_state(self, request):
+        """(q, v, where state.name's entries go in v) of a request: the joints its state
+        names over the measured ones, after a floating base's pose and twist (the
+        request's base_pose and base_twist, else the measured ones)."""
+        state = request.state
         self._joint_names("state.name", state.name)
         names, positions, velocities = conversions.joint_state_arrays(state)
-        q, qd = self.live.model_state(*self.live.merged_state(names, positions, velocities))
+        q, qd = self.live.model_state(*self.live.merged_state(names, positions, velocities),
+                                      *conversions.request_base(request))
         return q, qd, self.live.order_of(names) + self._base_entries
 
     @property
@@ -122,31 +125,40 @@ class ModelServices:
 
     # ------------------------------------------------------------------ handlers
     def gravity_torques(self, request, response):
-        q, _, _ = self._request_state(request.state)
+        q, _, _ = self._request_state(request)
         response.name = self._answer_names
         response.effort = self.live.model.gravity_torques(q).tolist()
 
     def inverse_dynamics(self, request, response):
-        q, qd, order = self._request_state(request.state)
+        q, qd, order = self._request_state(request)
         qdd = self._in_model_order(request.acceleration, order, "acceleration")
         wrenches = conversions.wrenches_from_messages(request.wrenches)
         response.name = self._answer_names
         response.effort = self.live.model.inverse_dynamics(q, qd, qdd, wrenches).tolist()
 
     def forward_dynamics(self, request, response):
-        q, qd, order = self._request_state(request.state)
+        q, qd, order = self._request_state(request)
         tau = self._in_model_order(request.effort, order, "effort")
         wrenches = conversions.wrenches_from_messages(request.wrenches)
         response.name = self._answer_names
         response.acceleration = self.live.model.forward_dynamics(q, qd, tau, wrenches).tolist()
 
     def mass_matrix(self, request, response):
-        q, _, _ = self._request_state(request.state)
+        """M(q), and C(q, qd) with the energies where the model has them."""
+        q, qd, _ = self._request_state(request)
+        model = self.live.model
         response.name = self._answer_names
-        response.mass_matrix = self.live.model.mass_matrix(q).ravel().tolist()
+        response.mass_matrix = model.mass_matrix(q).ravel().tolist()
+        if self.live.floating_base:
+            response.message = ("coriolis, kinetic_energy and potential_energy are not "
+                                "available on floating-base robots yet")
+            return
+        response.coriolis = conversions.row_major(model.coriolis_matrix(q, qd))
+        response.kinetic_energy = model.kinetic_energy(q, qd)
+        response.potential_energy = model.potential_energy(q)
 
     def task_space_inertia(self, request, response):
-        q, _, _ = self._request_state(request.state)
+        q, _, _ = self._request_state(request)
         model = self.live.model
         joints = self._joint_names("joints", request.joints)
         target = model.subgraph(joints) if joints else model
@@ -158,7 +170,7 @@ class ModelServices:
         response.rank = info.rank
 
     def hybrid_dynamics(self, request, response):
-        q, qd, order = self._request_state(request.state)
+        q, qd, order = self._request_state(request)
         tau = self._in_model_order(request.feedforward_torque, order, "feedforward_torque")
         result = self.live.model.hybrid_dynamics(
             q, qd, conversions.constraints_from_messages(request.constraints), tau,
@@ -173,7 +185,7 @@ class ModelServices:
                                 "constraint direction(s) dropped")
 
     def mixed_dynamics(self, request, response):
-        q, qd, order = self._request_state(request.state)
+        q, qd, order = self._request_state(request)
         qdd = self._in_model_order(request.acceleration, order, "acceleration")
         tau = self._in_model_order(request.effort, order, "effort")
         prescribed = self._joint_names("prescribed", request.prescribed)
@@ -193,7 +205,7 @@ class ModelServices:
         for field in sorted({"acceleration", "effort", "wrenches"} - DERIVATIVE_KINDS[kind]):
             if len(getattr(request, field)):
                 raise InvalidInputError(f"kind {kind!r} takes no {field}")
-        q, qd, order = self._request_state(request.state)
+        q, qd, order = self._request_state(request)
         model = self.live.model
         if kind == "gravity":
             matrices = {"dg_dq": model.gravity_derivatives(q)}

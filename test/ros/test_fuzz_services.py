@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from geometry_msgs.msg import Pose, Twist
 from sensor_msgs.msg import JointState
 
 from support.optional import require
@@ -76,6 +77,25 @@ def _wrench(link, values):
     return message
 
 
+def _pose(values):
+    pose = Pose()
+    p, o = pose.position, pose.orientation
+    p.x, p.y, p.z, o.x, o.y, o.z, o.w = values
+    return pose
+
+
+def _twist(values):
+    twist = Twist()
+    v, w = twist.linear, twist.angular
+    v.x, v.y, v.z, w.x, w.y, w.z = values
+    return twist
+
+
+# The optional base of issue 46 (at most one of each; any on this fixed-base robot is refused).
+base_poses = st.lists(st.builds(_pose, st.lists(FLOATS, min_size=7, max_size=7)), max_size=1)
+base_twists = st.lists(st.builds(_twist, st.lists(FLOATS, min_size=6, max_size=6)), max_size=1)
+
+
 DERIVATIVE_KINDS = st.sampled_from(["inverse", "forward", "gravity", "", "Gravity", "hessian",
                                     "inverse\x00", "x" * 10_000])
 constraints = st.lists(st.builds(lambda frame, alpha, beta: Constraint(frame=frame, alpha=alpha, beta=beta),
@@ -88,6 +108,9 @@ requests = st.one_of(
     st.builds(lambda s, e, w: ("forward_dynamics", ForwardDynamics.Request(state=s, effort=e, wrenches=w)),
               states, VECTORS, wrenches),
     st.builds(lambda s: ("mass_matrix", MassMatrix.Request(state=s)), states),
+    st.builds(lambda s, p, t: ("mass_matrix", MassMatrix.Request(state=s, base_pose=p,
+                                                                 base_twist=t)),
+              states, base_poses, base_twists),
     st.builds(lambda s, f, d, j: ("task_space_inertia", TaskSpaceInertia.Request(
         state=s, frame=f, damping=d, joints=j)), states, FRAMES, FLOATS, st.lists(NAMES, max_size=4)),
     st.builds(lambda s, c, t, w: ("hybrid_dynamics", HybridDynamics.Request(
@@ -117,7 +140,8 @@ def test_random_requests_are_answered(ros, request):
     OUTCOMES["succeeded"] += answer.success
     if answer.success:
         for field in ("effort", "acceleration", "mass_matrix", "constraint_torque", "dtau_dq",
-                      "dtau_dqd", "dqdd_dq", "dqdd_dqd", "dqdd_dtau", "dg_dq"):
+                      "dtau_dqd", "dqdd_dq", "dqdd_dqd", "dqdd_dtau", "dg_dq", "coriolis",
+                      "kinetic_energy", "potential_energy"):
             if hasattr(answer, field):
                 assert np.all(np.isfinite(getattr(answer, field))), f"{name}: non-finite {field}"
     assert node.alive()

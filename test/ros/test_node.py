@@ -10,6 +10,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectoryPoint
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Pose, Twist
 from visualization_msgs.msg import Marker
 
 from support.numerics import assert_close
@@ -215,6 +216,28 @@ def test_services_answer_like_the_library(client, services, panda):
     assert_close(answer.effort, expected[1], "mixed tau", 1e-12)
 
 
+def test_mass_matrix_answers_coriolis_and_energies_at_the_request_state(
+        client, services, joint_states, feedforward, panda):
+    """Issue 47 part 5: C(q, qd) and the energies at the request's state, velocities
+    merged by name over the synced ones as positions are (the library's answers,
+    checked against Pinocchio in test/model)."""
+    synced_velocity = np.linspace(-0.4, 0.5, 7)
+    publish_and_wait(joint_states, feedforward, state(panda.joint_names, POSE, synced_velocity))
+    order = [5, 2, 0]
+    names = [panda.joint_names[i] for i in order]
+    q, qd = POSE.copy(), synced_velocity.copy()
+    q[order], qd[order] = [0.3, -0.5, 1.1], [0.7, -1.2, 0.4]
+    answer = client.call(services["mass_matrix"], MassMatrix.Request(
+        state=state(names, q[order], qd[order])))
+    assert answer.success, answer.message
+    assert_close(np.reshape(answer.mass_matrix, (7, 7)), panda.mass_matrix(q), "M", 1e-12)
+    assert len(answer.coriolis) == 49
+    assert_close(np.reshape(answer.coriolis, (7, 7)), panda.coriolis_matrix(q, qd), "C", 1e-12)
+    assert answer.kinetic_energy == pytest.approx(panda.kinetic_energy(q, qd), rel=1e-12)
+    assert answer.potential_energy == pytest.approx(panda.potential_energy(q), rel=1e-12)
+    assert answer.kinetic_energy > 0.0 and np.abs(answer.coriolis).max() > 0.0
+
+
 def test_empty_state_uses_the_synced_joint_states(client, services, joint_states, feedforward, panda):
     publish_and_wait(joint_states, feedforward, state(panda.joint_names, POSE))
     answer = client.call(services["gravity_torques"], GravityTorques.Request())
@@ -241,6 +264,12 @@ BAD_REQUESTS = [
         frame="panda_hand", alpha=[1.0] * 6, beta=[0.0, 1.0])]), "beta"),
     ("hybrid_dynamics", lambda: HybridDynamics.Request(), "at least one constraint"),
     ("mixed_dynamics", lambda: MixedDynamics.Request(prescribed=["wrist"]), "unknown joint"),
+    # Issue 46 part 6: a base state is a floating-base robot's only.
+    ("gravity_torques", lambda: GravityTorques.Request(base_pose=[Pose()]), "has a fixed base"),
+    ("inverse_dynamics", lambda: InverseDynamics.Request(base_twist=[Twist()]),
+     "base_pose and base_twist must be empty"),
+    ("mass_matrix", lambda: MassMatrix.Request(base_pose=[Pose()], base_twist=[Twist()]),
+     "has a fixed base"),
     ("set_payload", lambda: SetPayload.Request(payload=conversions.payload_message(
         "box", "panda_hand", -2.0)), "not positive"),
     ("set_payload", lambda: SetPayload.Request(payload=conversions.payload_message(

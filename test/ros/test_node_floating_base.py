@@ -10,11 +10,12 @@ import time
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Pose, Twist
 from sensor_msgs.msg import JointState
 
 from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.model.floating_base import BASE_VELOCITY_NAMES
-from soa_dynamics_ros.srv import GravityTorques
+from soa_dynamics_ros.srv import GravityTorques, InverseDynamics, MassMatrix
 from support.optional import require
 from support.robots import example_robots_folder
 from support.ros_harness import RosClient, RosProcess, joint_state, publish_and_wait
@@ -147,6 +148,101 @@ def test_services_answer_at_the_odometry_base_state(client, wired, library):
     assert list(response.name) == list(BASE_VELOCITY_NAMES) + model.joint_names
     np.testing.assert_allclose(response.effort, model.gravity_torques(np.r_[POSITION, TILTED, LEGS]),
                                rtol=0, atol=1e-9)
+
+
+def base_pose(position, orientation):
+    pose = Pose()
+    pose.position.x, pose.position.y, pose.position.z = map(float, position)
+    o = pose.orientation
+    o.x, o.y, o.z, o.w = map(float, orientation)
+    return pose
+
+
+def base_twist(twist):
+    message = Twist()
+    v, w = message.linear, message.angular
+    v.x, v.y, v.z, w.x, w.y, w.z = map(float, twist)
+    return message
+
+
+# A base state unlike the odometry's: elsewhere, rolled, moving.
+REQUEST_POSITION = np.array([-1.0, 0.5, 0.4])
+REQUEST_ORIENTATION = np.array([0.3, -0.2, 0.1, np.sqrt(1 - 0.3 ** 2 - 0.2 ** 2 - 0.1 ** 2)])
+REQUEST_TWIST = np.array([0.3, -0.2, 0.1, 0.5, -0.4, 0.8])
+ODOMETRY_TWIST = np.array([0.05, 0.0, 0.0, 0.0, 0.0, 0.0])     # odometry_message's
+LEG_RATES = np.linspace(-1.0, 1.0, 12)
+LEG_ACCELERATIONS = np.linspace(0.5, -0.5, 12)
+
+
+def inverse_dynamics(client, model, **base):
+    service = client.client(InverseDynamics, "/soa_dynamics/inverse_dynamics")
+    return client.call(service, InverseDynamics.Request(
+        state=joint_state(model.joint_names, LEGS, LEG_RATES),
+        acceleration=LEG_ACCELERATIONS.tolist(), **base))
+
+
+def expected_inverse_dynamics(model, position, orientation, twist):
+    return model.inverse_dynamics(np.r_[position, orientation, LEGS], np.r_[twist, LEG_RATES],
+                                  np.r_[np.zeros(6), LEG_ACCELERATIONS])
+
+
+def test_services_answer_at_the_request_base_state(client, wired, library):
+    """Issue 46 part 6: a request's base_pose and base_twist, not the odometry's."""
+    _, model = library
+    answer_after(wired, TILTED)
+    pose, twist = base_pose(REQUEST_POSITION, REQUEST_ORIENTATION), base_twist(REQUEST_TWIST)
+    response = inverse_dynamics(client, model, base_pose=[pose], base_twist=[twist])
+    assert response.success, response.message
+    assert list(response.name) == list(BASE_VELOCITY_NAMES) + model.joint_names
+    expected = expected_inverse_dynamics(model, REQUEST_POSITION, REQUEST_ORIENTATION,
+                                         REQUEST_TWIST)
+    np.testing.assert_allclose(response.effort, expected, rtol=0, atol=1e-9)
+    # A pose alone: zero base twist, as a joint named without a velocity.
+    response = inverse_dynamics(client, model, base_pose=[pose])
+    np.testing.assert_allclose(response.effort, expected_inverse_dynamics(
+        model, REQUEST_POSITION, REQUEST_ORIENTATION, np.zeros(6)), rtol=0, atol=1e-9)
+    # A twist alone: at the odometry's pose.
+    response = inverse_dynamics(client, model, base_twist=[twist])
+    np.testing.assert_allclose(response.effort, expected_inverse_dynamics(
+        model, POSITION, TILTED, REQUEST_TWIST), rtol=0, atol=1e-9)
+    # Every service with a state takes the base: the mass matrix at the request's attitude.
+    service = client.client(MassMatrix, "/soa_dynamics/mass_matrix")
+    response = client.call(service, MassMatrix.Request(
+        state=joint_state(model.joint_names, LEGS), base_pose=[pose]))
+    assert response.success, response.message
+    np.testing.assert_allclose(np.reshape(response.mass_matrix, (model.nv, model.nv)),
+                               model.mass_matrix(np.r_[REQUEST_POSITION, REQUEST_ORIENTATION, LEGS]),
+                               rtol=0, atol=1e-9)
+    assert not response.coriolis and "floating-base" in response.message
+
+
+def test_an_empty_base_uses_the_odometry_base_state(client, wired, library):
+    _, model = library
+    answer_after(wired, TILTED)
+    response = inverse_dynamics(client, model)
+    assert response.success, response.message
+    np.testing.assert_allclose(response.effort, expected_inverse_dynamics(
+        model, POSITION, TILTED, ODOMETRY_TWIST), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("orientation, twist, message", [
+    ([0.0, 0.0, 0.0, 2.0], np.zeros(6), "base_pose"),
+    ([0.0, 0.0, 0.0, 0.9], np.zeros(6), "norm"),
+    ([np.nan, 0.0, 0.0, 1.0], np.zeros(6), "NaN"),
+    (LEVEL, [0.0, np.nan, 0.0, 0.0, 0.0, 0.0], "base_twist"),
+    (LEVEL, [0.0, 0.0, 0.0, 0.0, 0.0, np.inf], "inf"),
+], ids=["norm-2", "norm-0.9", "nan-quaternion", "nan-twist", "inf-twist"])
+def test_a_bad_request_base_is_refused_and_changes_nothing(client, wired, library, orientation,
+                                                           twist, message):
+    _, model = library
+    answer_after(wired, TILTED)
+    response = inverse_dynamics(client, model, base_pose=[base_pose(REQUEST_POSITION, orientation)],
+                                base_twist=[base_twist(twist)])
+    assert not response.success and message in response.message, response.message
+    assert not response.effort
+    response = inverse_dynamics(client, model)
+    np.testing.assert_allclose(response.effort, expected_inverse_dynamics(
+        model, POSITION, TILTED, ODOMETRY_TWIST), rtol=0, atol=1e-9)
 
 
 def test_stale_odometry_withholds_feedforward(wired):

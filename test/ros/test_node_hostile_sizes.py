@@ -1,15 +1,19 @@
 """Hostile sizes on the node's inputs, over real Fast DDS (issue 43, items 9-10): refused
 from their lengths, with short text, and the feedforward goes on."""
+import struct
 import time
 
+import pytest
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.serialization import serialize_message
+from geometry_msgs.msg import Point, Pose
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 
 from support.ros_harness import RosClient, RosProcess, joint_state, publish_and_wait
 from support.waiting import wait_for
 from soa_dynamics_ros.ros import cdr, conversions, services, throttled_log
-from soa_dynamics_ros.srv import TaskSpaceInertia
+from soa_dynamics_ros.errors import InvalidInputError
+from soa_dynamics_ros.srv import GravityTorques, TaskSpaceInertia
 
 POSE = [0.1, -0.6, 0.2, -2.2, 0.1, 1.7, 0.6]
 NAMES = [f"panda_joint{i}" for i in range(1, 8)]
@@ -74,3 +78,18 @@ def test_hostile_joint_states_are_refused_unread_with_short_text(tmp_path):
     finally:
         client.close()
         assert node.stop() == 0, node.log()[-3000:]
+
+
+def test_a_request_base_past_its_bound_is_refused():
+    """base_pose is a sequence of at most one, but rclpy builds a request whose CDR holds
+    two (a client other than rclpy can send it): the handler refuses it by its length."""
+    marker = struct.pack("<d", 1234.5)
+    one = serialize_message(GravityTorques.Request(base_pose=[Pose(position=Point(x=1234.5))]))
+    start = one.index(marker)
+    count = one.rindex(struct.pack("<I", 1), 0, start)
+    pose = one[start:start + 56]          # 7 doubles
+    two = one[:count] + struct.pack("<I", 2) + one[count + 4:start] + pose + pose + one[start + 56:]
+    request = deserialize_message(two, GravityTorques.Request)
+    assert len(request.base_pose) == 2
+    with pytest.raises(InvalidInputError, match="base_pose: 2 given, at most 1"):
+        conversions.request_base(request)
