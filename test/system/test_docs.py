@@ -15,10 +15,11 @@ from support.robots import REPO
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```([A-Za-z]*)[^\n]*\n(.*?)^```\s*$", re.M | re.S)
-# Blocks naming these are what .ci/run itself runs (set-up, tests, demo), or need a ROS
-# installation that the checkout's venv is not (colcon, rosdep, ros2).
-RUN_ELSEWHERE = ("scripts/setup.sh", "scripts/test.sh", "make ", "colcon ", "rosdep ", "ros2 ",
-                 "source ", "pip install", "apt-get", "sphinx-build", "git clone", "mkdir -p ~")
+# Blocks naming these are what .ci/run itself runs (set-up, tests, demo), benchmarks (make
+# bench: minutes each), or need a ROS installation that the checkout's venv is not (colcon,
+# rosdep, ros2).
+RUN_ELSEWHERE = ("scripts/setup.sh", "scripts/test.sh", "make ", "bench/", "colcon ", "rosdep ",
+                 "ros2 ", "source ", "pip install", "apt-get", "sphinx-build", "git clone", "mkdir -p ~")
 VENV_BIN = REPO / ".venv" / "bin"
 # A block whose last command starts a node in the foreground runs until stopped, as it does
 # for the user: it runs as written when it is still up after STARTED seconds and then ends
