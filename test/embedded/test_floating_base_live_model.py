@@ -11,7 +11,7 @@ from soa_dynamics_ros.embedded.live_model import BASE_STATE
 from soa_dynamics_ros.embedded.model_host import ModelHost
 from soa_dynamics_ros.errors import InvalidInputError
 from soa_dynamics_ros.ros.parameters import PARAMETERS
-from support.robots import example_robot_text, example_robots_folder
+from support.robots import example_robot_path, example_robot_text
 from support.optional import require
 
 pin = require("pinocchio")
@@ -31,7 +31,7 @@ def config(**changes):
     values = {name: spec.default for name, spec in PARAMETERS.items()}
     values.update(package_paths=[], command_joints=[], payloads=[], contact_frames=[], kernels="off",
                   feedforward_ramp_time=0.0, state_timeout=TIMEOUT, floating_base=True,
-                  urdf_file=str(example_robots_folder() / SOLO))
+                  urdf_file=str(example_robot_path(SOLO)))
     return {**values, **changes}
 
 

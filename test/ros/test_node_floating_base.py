@@ -17,7 +17,7 @@ from soa_dynamics_ros import RobotModel
 from soa_dynamics_ros.model.floating_base import BASE_VELOCITY_NAMES
 from soa_dynamics_ros.srv import GravityTorques, InverseDynamics, MassMatrix
 from support.optional import require
-from support.robots import example_robots_folder
+from support.robots import example_robot_path
 from support.ros_harness import RosClient, RosProcess, joint_state, publish_and_wait
 from support.waiting import wait_for
 
@@ -35,7 +35,7 @@ STATE_TIMEOUT = 1.0
 
 @pytest.fixture(scope="module")
 def urdf():
-    return str(example_robots_folder() / SOLO)
+    return str(example_robot_path(SOLO))
 
 
 @pytest.fixture(scope="module")

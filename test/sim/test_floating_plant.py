@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from soa_dynamics_ros.sim.floating_plant import FloatingPlant, stand
-from support.robots import example_robots_folder
+from support.robots import example_robot_path
 from support.optional import require
 
 mujoco = require("mujoco")
@@ -18,7 +18,7 @@ KP, KD = 3.0, 0.1
 
 @pytest.fixture(scope="module")
 def plant():
-    return FloatingPlant(str(example_robots_folder() / SOLO), FEET)
+    return FloatingPlant(str(example_robot_path(SOLO)), FEET)
 
 
 def test_the_base_state_is_the_models_convention(plant, rng):

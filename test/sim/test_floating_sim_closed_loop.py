@@ -10,7 +10,7 @@ import pytest
 
 from soa_dynamics_ros.sim import standing_demo
 from support.optional import require
-from support.robots import example_robots_folder
+from support.robots import example_robot_path
 
 require("nav_msgs.msg")
 require("mujoco")
@@ -21,7 +21,7 @@ SECONDS = 3.0           # [simulated s] after settling; PD alone has sunk most o
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    urdf = str(example_robots_folder() / SOLO)
+    urdf = str(example_robot_path(SOLO))
     return standing_demo.standing_runs(urdf, tmp_path_factory.mktemp("standing"),
                                        os.environ.copy(), SECONDS)
 

@@ -12,7 +12,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from support.optional import require
-from support.robots import example_robots_folder, shipped_urdf
+from support.robots import example_robot_path, shipped_urdf
 from support.ros_harness import RosClient, RosProcess
 from support.waiting import wait_for
 from support.sim_harness import POSES, StateRecorder, reset_client, start_sim, stamp_seconds
@@ -256,7 +256,7 @@ def test_sim_refuses_a_bad_configuration(tmp_path):
 ])
 def test_floating_base_sim_refuses_a_bad_configuration(tmp_path, parameters, reason):
     require("nav_msgs.msg")
-    urdf = example_robots_folder() / "solo_description/robots/solo12.urdf"
+    urdf = example_robot_path("solo_description/robots/solo12.urdf")
     sim = RosProcess("soa_dynamics_sim", "-p", "floating_base:=true", "-p", f"urdf_file:={urdf}",
                      *parameters, log_dir=tmp_path, name="bad_floating_sim")
     try:

@@ -33,14 +33,19 @@ def example_robots_folder():
         "cmeel.prefix/share/example-robot-data/robots")).resolve()
 
 
-def example_robot_text(relative):
-    """The text of example-robot-data's plain URDF ``relative`` (under its robots/
-    folder); skips the test (or module) without example-robot-data (support.optional)."""
+def example_robot_path(relative):
+    """The path of example-robot-data's file ``relative`` (under its robots/ folder);
+    skips the test (or module) without example-robot-data (support.optional)."""
     folder = example_robots_folder()
     if folder is None:
         from support.optional import absent
         absent("example-robot-data", "no such distribution")
-    return (folder / relative).read_text()
+    return folder / relative
+
+
+def example_robot_text(relative):
+    """The text of example-robot-data's plain URDF ``relative`` (as :func:`example_robot_path`)."""
+    return example_robot_path(relative).read_text()
 
 
 # What a link without <inertial> gets where a zoo description has none (the KUKA,
